@@ -1,0 +1,59 @@
+import { Elysia } from 'elysia'
+import type { Deps } from './deps'
+import { createAuth } from './http/auth'
+import { envelopePlugin } from './http/envelope'
+import { openapiPlugin } from './http/openapi'
+import { requestLogPlugin } from './http/request-log'
+import { webPlugin } from './http/web'
+import { createRateLimiter } from './lib/rate-limit'
+import { createRouteTable, type RouteInfo, type RouteTable } from './lib/route-table'
+import { activityLogRoutes } from './modules/activity-logs'
+import { apiKeyRoutes } from './modules/api-keys'
+import { createKeyResolver, createUsageRecorder } from './modules/api-keys/service'
+import { permissionRoutes } from './modules/permissions'
+import { roleRoutes } from './modules/roles'
+import { systemRoutes } from './modules/system'
+
+/** The route table the auth layer consults, read from each route's `detail`. */
+function routeTableOf(app: { routes: Array<{ method: string; path: string; hooks?: { detail?: Record<string, unknown> } }> }): RouteTable {
+  const infos: RouteInfo[] = app.routes.map((r) => ({
+    method: r.method,
+    path: r.path,
+    permission: (r.hooks?.detail?.['x-permission'] as string | undefined) ?? null,
+    contentTypes: (r.hooks?.detail?.['x-content-types'] as string[] | undefined) ?? [],
+  }))
+  return createRouteTable(infos)
+}
+
+/**
+ * Composes the HTTP application; never listens, so tests call `app.handle(request)`.
+ * Order matters: the error envelope and the auth layer are registered before any route,
+ * because Elysia's hooks only cover routes registered after them.
+ */
+export function buildApp(deps: Deps) {
+  const usage = createUsageRecorder(deps)
+  let table: RouteTable | null = null
+  const auth = createAuth(deps, {
+    routes: () => table!,
+    resolveKey: createKeyResolver(deps),
+    limiter: createRateLimiter(),
+    usage,
+  })
+
+  const app = new Elysia()
+    .use(envelopePlugin(deps.log, auth.recordFailure))
+    .use(requestLogPlugin(deps.log, deps.config.access_log))
+    .use(auth.plugin)
+    .use(openapiPlugin())
+    .use(webPlugin())
+    .use(systemRoutes(deps))
+    .use(permissionRoutes())
+    .use(roleRoutes(deps, auth.authOf))
+    .use(apiKeyRoutes(deps, auth.authOf, usage))
+    .use(activityLogRoutes(deps))
+
+  table = routeTableOf(app)
+  return { app, usage }
+}
+
+export type App = ReturnType<typeof buildApp>['app']

@@ -1,0 +1,163 @@
+import { hostname as osHostname } from 'node:os'
+import { readFileSync } from 'node:fs'
+import { LOG_LEVELS, type LogLevel } from './lib/logger'
+
+/**
+ * The one configuration schema. Precedence: defaults < TOML file (--config) < MAILROOM_*
+ * environment < command-line flags. Values are validated once at start; a bad one stops
+ * the program with a single line naming the setting. Later issues add their settings to
+ * SETTINGS; docs/operations.md lists them all (a test keeps the two in step).
+ */
+export interface Config {
+  data_dir: string
+  http_listen: { host: string; port: number }
+  public_url: string
+  hostname: string
+  log_level: LogLevel
+  access_log: boolean
+  max_body_bytes: number
+  default_rate_limit: number | null
+  trust_proxy: boolean
+}
+
+type Key = keyof Config
+
+interface Setting<K extends Key> {
+  key: K
+  env: string
+  flag: string
+  describe: string
+  /** Default as a string, parsed like any other source; a function for values that depend on others. */
+  fallback: string | ((partial: Partial<Config>) => string)
+  parse: (text: string) => Config[K]
+}
+
+export class ConfigError extends Error {}
+
+const fail = (why: string): never => {
+  throw new ConfigError(why)
+}
+
+function parseListen(text: string): { host: string; port: number } {
+  // host:port, with IPv6 hosts in brackets as in URLs (RFC 3986 section 3.2.2).
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s\[\]]+)):(\d{1,5})$/.exec(text.trim())
+  if (!m) return fail('expected HOST:PORT, for example 127.0.0.1:8825 or [::1]:8825')
+  const port = Number(m[3])
+  if (port > 65535) fail('port must be 0-65535')
+  return { host: m[1] ?? m[2]!, port }
+}
+
+function parseBool(text: string): boolean {
+  const v = text.trim().toLowerCase()
+  if (['true', '1', 'yes', 'on'].includes(v)) return true
+  if (['false', '0', 'no', 'off'].includes(v)) return false
+  return fail('expected true or false')
+}
+
+function parsePositiveInt(text: string): number {
+  const v = text.trim()
+  if (!/^\d+$/.test(v) || Number(v) < 1 || !Number.isSafeInteger(Number(v))) fail('expected a whole number of at least 1')
+  return Number(v)
+}
+
+function parseRateLimit(text: string): number | null {
+  return text.trim().toLowerCase() === 'unlimited' ? null : parsePositiveInt(text)
+}
+
+function parseUrl(text: string): string {
+  let url: URL
+  try {
+    url = new URL(text.trim())
+  } catch {
+    return fail('expected an absolute http(s) URL, for example https://mail.example.com')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') fail('expected an http or https URL')
+  return url.origin + url.pathname.replace(/\/+$/, '')
+}
+
+function parseHostname(text: string): string {
+  const v = text.trim().toLowerCase()
+  // RFC 1123 section 2.1 labels; the SMTP greeting and EHLO use this name (RFC 5321 section 4.1.1.1).
+  if (v.length > 253 || !/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(v)) {
+    fail('expected a DNS host name such as mail.example.com')
+  }
+  return v
+}
+
+function parseLogLevel(text: string): LogLevel {
+  const v = text.trim().toLowerCase()
+  return (LOG_LEVELS as readonly string[]).includes(v) ? (v as LogLevel) : fail(`expected one of ${LOG_LEVELS.join(', ')}`)
+}
+
+const setting = <K extends Key>(s: Setting<K>) => s
+
+/** Every setting, in the order docs/operations.md shows them. */
+export const SETTINGS = [
+  setting({ key: 'data_dir', env: 'MAILROOM_DATA_DIR', flag: 'data-dir', fallback: './data', parse: (t) => t.trim() || fail('must not be empty'), describe: 'Directory of the database, backups and generated keys.' }),
+  setting({ key: 'http_listen', env: 'MAILROOM_HTTP_LISTEN', flag: 'http-listen', fallback: '127.0.0.1:8825', parse: parseListen, describe: 'Address and port of the HTTP API, docs and admin UI. Use 0.0.0.0:8825 to listen on all interfaces.' }),
+  setting({
+    key: 'public_url',
+    env: 'MAILROOM_PUBLIC_URL',
+    flag: 'public-url',
+    fallback: (c) => `http://${c.http_listen!.host.includes(':') ? `[${c.http_listen!.host}]` : c.http_listen!.host}:${c.http_listen!.port}`,
+    parse: parseUrl,
+    describe: 'Base URL under which users reach this server (links in mail, webhooks, docs). Defaults to the listen address.',
+  }),
+  setting({ key: 'hostname', env: 'MAILROOM_HOSTNAME', flag: 'hostname', fallback: () => osHostname() || 'localhost', parse: parseHostname, describe: 'Host name of this server, used in SMTP greetings and Message-IDs. Defaults to the machine name.' }),
+  setting({ key: 'log_level', env: 'MAILROOM_LOG_LEVEL', flag: 'log-level', fallback: 'info', parse: parseLogLevel, describe: 'debug, info, warn or error.' }),
+  setting({ key: 'access_log', env: 'MAILROOM_ACCESS_LOG', flag: 'access-log', fallback: 'true', parse: parseBool, describe: 'Log one line per HTTP request (at info level).' }),
+  setting({ key: 'max_body_bytes', env: 'MAILROOM_MAX_BODY_BYTES', flag: 'max-body-bytes', fallback: String(10 * 1024 * 1024), parse: parsePositiveInt, describe: 'Largest accepted HTTP request body in bytes; larger requests get 413 payload_too_large.' }),
+  setting({ key: 'default_rate_limit', env: 'MAILROOM_DEFAULT_RATE_LIMIT', flag: 'default-rate-limit', fallback: '600', parse: parseRateLimit, describe: 'Requests per minute for new API keys that do not name their own limit; a number or "unlimited".' }),
+  setting({ key: 'trust_proxy', env: 'MAILROOM_TRUST_PROXY', flag: 'trust-proxy', fallback: 'false', parse: parseBool, describe: 'Take the client address from the last X-Forwarded-For entry (only behind a reverse proxy you run).' }),
+] as const
+
+export interface ConfigSources {
+  /** Parsed TOML file contents, keys are setting names. */
+  file?: Record<string, unknown>
+  env?: Record<string, string | undefined>
+  flags?: Record<string, string | undefined>
+}
+
+/** Builds the frozen configuration; throws ConfigError with one line naming the setting. */
+export function loadConfig(sources: ConfigSources): Readonly<Config> {
+  const { file = {}, env = {}, flags = {} } = sources
+  const known = new Set<string>(SETTINGS.map((s) => s.key))
+  for (const k of Object.keys(file)) if (!known.has(k)) throw new ConfigError(`config file: unknown setting "${k}"`)
+
+  const out: Partial<Config> = {}
+  for (const s of SETTINGS) {
+    let source: string
+    let raw: string
+    if (flags[s.flag] !== undefined) [source, raw] = [`--${s.flag}`, flags[s.flag]!]
+    else if (env[s.env] !== undefined && env[s.env] !== '') [source, raw] = [s.env, env[s.env]!]
+    else if (file[s.key] !== undefined) [source, raw] = [`config file "${s.key}"`, String(file[s.key])]
+    else [source, raw] = ['default', typeof s.fallback === 'function' ? s.fallback(out) : s.fallback]
+    try {
+      ;(out as Record<string, unknown>)[s.key] = s.parse(raw)
+    } catch (e) {
+      if (e instanceof ConfigError) throw new ConfigError(`invalid ${s.key} from ${source} (${JSON.stringify(raw)}): ${e.message}`)
+      throw e
+    }
+  }
+  return Object.freeze(out as Config)
+}
+
+/** Reads and parses a TOML configuration file. */
+export function readConfigFile(path: string): Record<string, unknown> {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (e) {
+    throw new ConfigError(`config file ${path}: cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`)
+  }
+  try {
+    return Bun.TOML.parse(text) as Record<string, unknown>
+  } catch (e) {
+    throw new ConfigError(`config file ${path}: not valid TOML (${(e as Error).message})`)
+  }
+}
+
+/** Reads the environment; the only place outside main.ts allowed to. */
+export function processEnv(): Record<string, string | undefined> {
+  return process.env
+}

@@ -1,0 +1,41 @@
+import { Database } from 'bun:sqlite'
+import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
+import * as schema from './schema'
+
+export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
+
+/**
+ * Opens the database with the settings durability depends on, and checks that SQLite
+ * really applied them (a PRAGMA on a read-only or in-memory file can be silently ignored).
+ * WAL lets readers run beside the writer; synchronous=FULL fsyncs the WAL on every commit,
+ * so a committed transaction survives power loss (https://sqlite.org/pragma.html#pragma_synchronous).
+ */
+export function openDatabase(path: string): Db {
+  const client = new Database(path, { create: true, strict: true })
+  client.run('PRAGMA busy_timeout = 5000')
+  client.run('PRAGMA journal_mode = WAL')
+  client.run('PRAGMA synchronous = FULL')
+  client.run('PRAGMA foreign_keys = ON')
+  assertPragmas(client, path === ':memory:')
+  return drizzle({ client, schema }) as Db
+}
+
+function pragma(client: Database, name: string): unknown {
+  const row = client.query(`PRAGMA ${name}`).get() as Record<string, unknown> | null
+  return row ? Object.values(row)[0] : undefined
+}
+
+/** Throws when a setting did not take; in-memory databases cannot use WAL and are exempt from that one. */
+export function assertPragmas(client: Database, inMemory: boolean): void {
+  const problems: string[] = []
+  if (!inMemory && String(pragma(client, 'journal_mode')).toLowerCase() !== 'wal') problems.push('journal_mode is not WAL')
+  if (Number(pragma(client, 'synchronous')) !== 2) problems.push('synchronous is not FULL')
+  if (Number(pragma(client, 'foreign_keys')) !== 1) problems.push('foreign_keys is off')
+  if (Number(pragma(client, 'busy_timeout')) <= 0) problems.push('busy_timeout is not set')
+  if (problems.length) throw new Error(`database settings: ${problems.join(', ')}`)
+}
+
+/** A consistent online copy of the whole database (VACUUM INTO takes a read snapshot). */
+export function backupDatabase(db: Db, target: string): void {
+  db.$client.run('VACUUM INTO ?', [target])
+}

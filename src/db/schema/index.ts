@@ -1,0 +1,3 @@
+export * from './access'
+export * from './events'
+export * from './system'

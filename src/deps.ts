@@ -1,0 +1,12 @@
+import type { Config } from './config'
+import type { Db } from './db/client'
+import type { Clock } from './lib/clock'
+import type { Logger } from './lib/logger'
+
+/** What services receive as their first argument: no globals, so tests swap any part. */
+export interface Deps {
+  db: Db
+  clock: Clock
+  log: Logger
+  config: Readonly<Config>
+}

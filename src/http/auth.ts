@@ -1,0 +1,166 @@
+import { Elysia } from 'elysia'
+import type { Deps } from '../deps'
+import { AppError } from '../lib/errors'
+import { isAllowed } from '../lib/ip-allowlist'
+import type { RateLimiter } from '../lib/rate-limit'
+import { pathParams, type RouteInfo, type RouteTable } from '../lib/route-table'
+import { recordActivity } from '../modules/activity-logs/service'
+import type { KeyIdentity, UsageRecorder } from '../modules/api-keys/service'
+import { grants } from '../modules/permissions/catalog'
+import type { Actor } from '../modules/roles/service'
+
+/** What a handler knows about the caller of an authenticated route. */
+export interface AuthContext {
+  key: KeyIdentity
+  actor: Actor
+  ip: string | null
+  route: RouteInfo
+  /** Set by a handler when the activity log target is not the `:id` path parameter (creates). */
+  target?: { type: string; id: string | number }
+  logged?: boolean
+}
+
+export interface AuthOptions {
+  routes: () => RouteTable
+  resolveKey: (value: string) => KeyIdentity | null
+  limiter: RateLimiter
+  usage: UsageRecorder
+}
+
+/** Path families where every request needs a key, even to learn that a route does not exist. */
+const PROTECTED_PREFIXES = ['/api/', '/v1/']
+const KEY_QUERY_PARAMS = ['api_key', 'apikey', 'key', 'token', 'access_token']
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+function isJson(contentType: string): boolean {
+  const type = contentType.split(';', 1)[0]!.trim().toLowerCase()
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))
+}
+
+/** The client address, taking X-Forwarded-For only when the operator says a proxy is in front (its last entry is the one the proxy saw). */
+function clientAddress(request: Request, server: { requestIP(r: Request): { address: string } | null } | null, trustProxy: boolean): string | null {
+  if (trustProxy) {
+    const forwarded = request.headers.get('x-forwarded-for')
+    const last = forwarded?.split(',').pop()?.trim()
+    if (last) return last
+  }
+  return server?.requestIP(request)?.address ?? null
+}
+
+function bearerToken(request: Request, url: URL): string {
+  const header = request.headers.get('authorization')
+  if (!header) {
+    if (KEY_QUERY_PARAMS.some((p) => url.searchParams.has(p))) {
+      throw new AppError('unauthorized', 'API keys are accepted only in the Authorization header, never in the URL. Send "Authorization: Bearer <API_KEY>" and revoke a key that was put in a URL.')
+    }
+    throw new AppError('unauthorized', 'Missing API key. Send the header "Authorization: Bearer <API_KEY>".')
+  }
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header)
+  if (!m) throw new AppError('unauthorized', 'The Authorization header must be "Bearer <API_KEY>".')
+  return m[1]!
+}
+
+/** Checks the request body's declared size and type before the framework reads it. */
+function checkBody(request: Request, route: RouteInfo | null, maxBytes: number): void {
+  if (!MUTATING.has(request.method)) return
+  const length = request.headers.get('content-length')
+  const hasBody = (length !== null && length !== '0') || request.headers.has('transfer-encoding')
+  if (!hasBody) return
+  if (length !== null && Number(length) > maxBytes) throw new AppError('payload_too_large', `The request body is larger than the limit of ${maxBytes} bytes.`)
+  const type = request.headers.get('content-type') ?? ''
+  const accepted = route?.contentTypes.length ? route.contentTypes : null
+  const ok = accepted ? accepted.some((a) => type.toLowerCase().startsWith(a)) : isJson(type)
+  if (!ok) throw new AppError('unsupported_media_type', `The request body must be sent as ${accepted ? accepted.join(' or ') : 'application/json'}${type ? `, not ${type.split(';')[0]}` : ''}.`)
+}
+
+/**
+ * Authentication and authorisation for every request, in the order the issue fixes:
+ * Bearer header only -> key known -> IP allowlist -> key active and not deleted -> role
+ * grants the route's permission -> rate limit. All of it runs in onRequest, before the body
+ * is parsed or validated, so a refused caller learns nothing about the route and causes no
+ * side effect (a refused request is neither counted nor recorded as a use of the key).
+ */
+export function createAuth(deps: Deps, opts: AuthOptions) {
+  const contexts = new WeakMap<Request, AuthContext>()
+
+  const authenticate = (request: Request, url: URL, route: RouteInfo, ip: string | null, headers: Record<string, string | number>): AuthContext => {
+    const key = opts.resolveKey(bearerToken(request, url))
+    if (!key) throw new AppError('unauthorized', 'The API key is not valid.')
+    if (key.allow && !isAllowed(key.allow, ip)) throw new AppError('ip_not_allowed', `Requests from ${ip ?? 'this address'} are not allowed for this API key.`)
+    if (key.deleted) throw new AppError('unauthorized', 'The API key has been deleted.')
+    if (key.status !== 'active') throw new AppError('unauthorized', 'The API key is inactive.')
+    if (route.permission && !grants(key.permissions, route.permission)) {
+      throw new AppError('forbidden', `The API key's role does not grant the ${route.permission} permission.`)
+    }
+    if (key.rate_limit !== null) {
+      const d = opts.limiter.take(key.id, key.rate_limit, deps.clock.now())
+      headers['x-ratelimit-limit'] = String(d.limit)
+      headers['x-ratelimit-remaining'] = String(d.remaining)
+      headers['x-ratelimit-reset'] = String(d.resetSeconds)
+      if (!d.allowed) {
+        headers['retry-after'] = String(d.resetSeconds)
+        throw new AppError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry in ${d.resetSeconds} s.`)
+      }
+    }
+    return { key, actor: { key_id: key.id, name: key.name, permissions: key.permissions }, ip, route }
+  }
+
+  const log = (request: Request, auth: AuthContext, status: number) => {
+    if (auth.logged || !MUTATING.has(request.method)) return
+    auth.logged = true
+    const path = new URL(request.url).pathname
+    const id = pathParams(auth.route.path, path).id
+    const target = auth.target ?? (id !== undefined ? { type: auth.route.permission!.split('.')[0]!, id } : null)
+    recordActivity(deps, {
+      actor_key_id: auth.key.id,
+      actor_name: auth.key.name,
+      action: auth.route.permission!,
+      target_type: target?.type ?? null,
+      target_id: target ? String(target.id) : null,
+      method: request.method,
+      path,
+      ip: auth.ip,
+      status,
+      outcome: status < 400 ? 'success' : 'failure',
+    })
+  }
+
+  const plugin = new Elysia({ name: 'auth' })
+    .onRequest(({ request, server, set }) => {
+      const url = new URL(request.url)
+      const route = opts.routes().match(request.method, url.pathname)
+      if (route?.permission || PROTECTED_PREFIXES.some((p) => url.pathname.startsWith(p))) {
+        const ip = clientAddress(request, server, deps.config.trust_proxy)
+        const auth = authenticate(request, url, route ?? { method: request.method, path: url.pathname, permission: null, contentTypes: [] }, ip, set.headers as Record<string, string>)
+        // An authenticated request to an unknown path falls through to the framework's 404.
+        if (!route) return
+        checkBody(request, route, deps.config.max_body_bytes)
+        opts.usage.record(auth.key.id, deps.clock.now(), ip)
+        contexts.set(request, auth)
+        return
+      }
+      checkBody(request, route, deps.config.max_body_bytes)
+    })
+    .onAfterHandle({ as: 'global' }, ({ request, set, responseValue }) => {
+      const auth = contexts.get(request)
+      if (!auth) return
+      const custom = responseValue as { code?: unknown } | null
+      const status = typeof custom?.code === 'number' ? custom.code : typeof set.status === 'number' ? set.status : 200
+      log(request, auth, status)
+    })
+
+  /** Records a failed call of an authenticated caller; the error envelope calls it. */
+  const recordFailure = (request: Request, status: number) => {
+    const auth = contexts.get(request)
+    if (auth) log(request, auth, status)
+  }
+  /** The caller of an authenticated route; a route without a permission has none, which is a bug. */
+  const authOf: AuthOf = (request) => {
+    const auth = contexts.get(request)
+    if (!auth) throw new Error('authOf called on a route without a permission')
+    return auth
+  }
+  return { plugin, recordFailure, authOf }
+}
+
+export type AuthOf = (request: Request) => AuthContext

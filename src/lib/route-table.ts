@@ -1,0 +1,53 @@
+/**
+ * Finds the declared route for a method and path before the web framework routes it, so
+ * that authentication and permission checks run before any body is parsed or validated.
+ * Paths use the framework's syntax: `/api/v2/api-keys/:id`.
+ */
+export interface RouteInfo {
+  method: string
+  path: string
+  permission: string | null
+  /** Media types the route's body may have; JSON when empty. */
+  contentTypes: string[]
+}
+
+interface Compiled {
+  info: RouteInfo
+  segments: string[]
+  staticCount: number
+}
+
+export function createRouteTable(routes: RouteInfo[]) {
+  const byMethod = new Map<string, Compiled[]>()
+  for (const info of routes) {
+    const segments = info.path.split('/')
+    const list = byMethod.get(info.method) ?? []
+    list.push({ info, segments, staticCount: segments.filter((s) => !s.startsWith(':')).length })
+    byMethod.set(info.method, list)
+  }
+  for (const list of byMethod.values()) list.sort((a, b) => b.staticCount - a.staticCount)
+
+  return {
+    /** The route for a request, or null when none is declared (HEAD falls back to GET). */
+    match(method: string, pathname: string): RouteInfo | null {
+      const parts = pathname.split('/')
+      const candidates = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined) ?? []
+      for (const c of candidates) {
+        if (c.segments.length !== parts.length) continue
+        if (c.segments.every((seg, i) => seg.startsWith(':') ? parts[i] !== '' : seg === parts[i])) return c.info
+      }
+      return null
+    },
+  }
+}
+export type RouteTable = ReturnType<typeof createRouteTable>
+
+/** The values of a route's `:name` segments in a concrete path. */
+export function pathParams(routePath: string, pathname: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  const parts = pathname.split('/')
+  routePath.split('/').forEach((seg, i) => {
+    if (seg.startsWith(':') && parts[i] !== undefined) out[seg.slice(1)] = decodeURIComponent(parts[i]!)
+  })
+  return out
+}

@@ -1,0 +1,249 @@
+import { and, asc, count, eq, isNotNull, isNull, sql, type SQL } from 'drizzle-orm'
+import type { Deps } from '../../deps'
+import { apiKeys, roles } from '../../db/schema'
+import { generateToken, parseToken, tokenMatches, tokenPrefix } from '../../lib/api-key-token'
+import { toIso } from '../../lib/clock'
+import { AppError, invalidField, notFound } from '../../lib/errors'
+import { compileAllowlist, type IpRule } from '../../lib/ip-allowlist'
+import { pageMeta, pageRequest } from '../../lib/pagination'
+import { isSubset } from '../permissions/catalog'
+import type { Actor } from '../roles/service'
+
+type KeyRow = typeof apiKeys.$inferSelect
+
+export interface ApiKeyView {
+  id: number
+  name: string
+  prefix: string
+  role: { id: number; name: string }
+  rate_limit: number | null
+  allowed_ips: string[]
+  status: 'active' | 'inactive'
+  last_used_at: string | null
+  last_used_ip: string | null
+  created_at: string
+  updated_at: string
+  deleted_at: string | null
+}
+
+export interface ApiKeyInput {
+  name: string
+  role_id: number
+  /** Requests per minute; null is unlimited; absent takes the configured default. */
+  rate_limit?: number | null
+  allowed_ips?: string[]
+  status?: 'active' | 'inactive'
+}
+
+function toView(row: KeyRow, role: { id: number; name: string }): ApiKeyView {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: tokenPrefix(row.lookup_id),
+    role,
+    rate_limit: row.rate_limit,
+    allowed_ips: row.allowed_ips,
+    status: row.status,
+    last_used_at: toIso(row.last_used_at),
+    last_used_ip: row.last_used_ip,
+    created_at: toIso(row.created_at)!,
+    updated_at: toIso(row.updated_at)!,
+    deleted_at: toIso(row.deleted_at),
+  }
+}
+
+const roleRef = { id: roles.id, name: roles.name }
+
+/** Validates allowlist entries, refusing the whole write with one message per bad entry. */
+function checkAllowlist(entries: string[]): string[] {
+  const trimmed = entries.map((e) => e.trim())
+  const { errors } = compileAllowlist(trimmed)
+  if (errors.length) throw new AppError('validation_failed', 'The request data is invalid.', { allowed_ips: errors })
+  return [...new Set(trimmed)]
+}
+
+/** The role a key may be bound to: it must exist and grant nothing the actor lacks. */
+function checkRole(deps: Deps, actor: Actor, roleId: number): { id: number; name: string; permissions: string[] } {
+  const role = deps.db.select().from(roles).where(eq(roles.id, roleId)).get()
+  if (!role) throw invalidField('role_id', `No role with id ${roleId}.`)
+  if (!isSubset(role.permissions, actor.permissions)) throw new AppError('forbidden', 'A key cannot be bound to a role with permissions that your own key does not have.')
+  return role
+}
+
+function findKey(deps: Deps, id: number) {
+  const row = deps.db.select({ key: apiKeys, role: roleRef, permissions: roles.permissions }).from(apiKeys).innerJoin(roles, eq(roles.id, apiKeys.role_id)).where(eq(apiKeys.id, id)).get()
+  if (!row) throw notFound('API key', id)
+  return row
+}
+
+/** Keys can only be managed by actors at least as powerful as the key's role. */
+function findManageableKey(deps: Deps, actor: Actor, id: number) {
+  const row = findKey(deps, id)
+  if (!isSubset(row.permissions, actor.permissions)) throw new AppError('forbidden', 'This key has permissions that your own key does not have.')
+  return row
+}
+
+/** Creates a key; the value is returned here and never again. */
+export function createApiKey(deps: Deps, actor: Actor, input: ApiKeyInput): { view: ApiKeyView; key: string } {
+  const role = checkRole(deps, actor, input.role_id)
+  const allowed = checkAllowlist(input.allowed_ips ?? [])
+  const token = generateToken()
+  const now = deps.clock.now()
+  const row = deps.db
+    .insert(apiKeys)
+    .values({
+      name: input.name.trim(),
+      lookup_id: token.lookupId,
+      secret_hash: token.hash,
+      role_id: role.id,
+      rate_limit: input.rate_limit === undefined ? deps.config.default_rate_limit : input.rate_limit,
+      allowed_ips: allowed,
+      status: input.status ?? 'active',
+      created_at: now,
+      updated_at: now,
+    })
+    .returning()
+    .get()
+  return { view: toView(row, { id: role.id, name: role.name }), key: token.value }
+}
+
+/** One key, deleted or not. */
+export function getApiKey(deps: Deps, id: number): ApiKeyView {
+  const row = findKey(deps, id)
+  return toView(row.key, row.role)
+}
+
+export interface ApiKeyFilter {
+  page?: number
+  per_page?: number
+  status?: 'active' | 'inactive'
+  role_id?: number
+  /** live (default), deleted, or all */
+  state?: 'live' | 'deleted' | 'all'
+}
+
+/** A page of keys, oldest first. */
+export function listApiKeys(deps: Deps, filter: ApiKeyFilter) {
+  const req = pageRequest(filter)
+  const conditions: Array<SQL | undefined> = [
+    filter.status ? eq(apiKeys.status, filter.status) : undefined,
+    filter.role_id ? eq(apiKeys.role_id, filter.role_id) : undefined,
+    filter.state === 'all' ? undefined : filter.state === 'deleted' ? isNotNull(apiKeys.deleted_at) : isNull(apiKeys.deleted_at),
+  ]
+  const where = and(...conditions)
+  const total = deps.db.select({ n: count() }).from(apiKeys).where(where).get()!.n
+  const rows = deps.db.select({ key: apiKeys, role: roleRef }).from(apiKeys).innerJoin(roles, eq(roles.id, apiKeys.role_id)).where(where).orderBy(asc(apiKeys.id)).limit(req.per_page).offset(req.offset).all()
+  return { items: rows.map((r) => toView(r.key, r.role)), meta: pageMeta(req, total) }
+}
+
+/** Changes name, role, limit, allowlist or status without changing the key value. */
+export function updateApiKey(deps: Deps, actor: Actor, id: number, input: Partial<ApiKeyInput>): ApiKeyView {
+  const current = findManageableKey(deps, actor, id)
+  if (current.key.deleted_at !== null) throw new AppError('conflict', 'The key is deleted; restore it before changing it.')
+  const patch: Partial<KeyRow> = { updated_at: deps.clock.now() }
+  if (input.name !== undefined) patch.name = input.name.trim()
+  if (input.role_id !== undefined) patch.role_id = checkRole(deps, actor, input.role_id).id
+  if (input.rate_limit !== undefined) patch.rate_limit = input.rate_limit
+  if (input.allowed_ips !== undefined) patch.allowed_ips = checkAllowlist(input.allowed_ips)
+  if (input.status !== undefined) patch.status = input.status
+  deps.db.update(apiKeys).set(patch).where(eq(apiKeys.id, id)).run()
+  return getApiKey(deps, id)
+}
+
+/** Soft delete: the key stops working at once and can be restored. */
+export function deleteApiKey(deps: Deps, actor: Actor, id: number): ApiKeyView {
+  const current = findManageableKey(deps, actor, id)
+  if (current.key.deleted_at === null) {
+    const now = deps.clock.now()
+    deps.db.update(apiKeys).set({ deleted_at: now, updated_at: now }).where(eq(apiKeys.id, id)).run()
+  }
+  return getApiKey(deps, id)
+}
+
+/** Undoes a soft delete; the key works again with its old value. */
+export function restoreApiKey(deps: Deps, actor: Actor, id: number): ApiKeyView {
+  const current = findManageableKey(deps, actor, id)
+  if (current.key.deleted_at === null) throw new AppError('conflict', 'The key is not deleted.')
+  deps.db.update(apiKeys).set({ deleted_at: null, updated_at: deps.clock.now() }).where(eq(apiKeys.id, id)).run()
+  return getApiKey(deps, id)
+}
+
+/** What the authentication layer needs to know about a presented key. */
+export interface KeyIdentity {
+  id: number
+  name: string
+  status: 'active' | 'inactive'
+  deleted: boolean
+  rate_limit: number | null
+  allow: IpRule[] | null
+  permissions: readonly string[]
+}
+
+/**
+ * Resolves a presented key value, or null when it is not a key of ours. The row is read on
+ * every request (one indexed lookup) so that a change to the key or its role applies to the
+ * very next request; the allowlist is compiled once per distinct stored list.
+ */
+export function createKeyResolver(deps: Deps): (value: string) => KeyIdentity | null {
+  const byLookup = deps.db
+    .select({ key: apiKeys, permissions: roles.permissions })
+    .from(apiKeys)
+    .innerJoin(roles, eq(roles.id, apiKeys.role_id))
+    .where(eq(apiKeys.lookup_id, sql.placeholder('lookup')))
+    .prepare()
+  const compiled = new Map<string, IpRule[]>()
+  const rulesFor = (entries: string[]): IpRule[] | null => {
+    if (entries.length === 0) return null
+    const cacheKey = entries.join('\n')
+    let rules = compiled.get(cacheKey)
+    if (!rules) {
+      if (compiled.size > 10_000) compiled.clear()
+      rules = compileAllowlist(entries).rules
+      compiled.set(cacheKey, rules)
+    }
+    return rules
+  }
+  return (value) => {
+    const parsed = parseToken(value)
+    if (!parsed) return null
+    const row = byLookup.get({ lookup: parsed.lookupId })
+    if (!row || !tokenMatches(value, row.key.secret_hash)) return null
+    return {
+      id: row.key.id,
+      name: row.key.name,
+      status: row.key.status,
+      deleted: row.key.deleted_at !== null,
+      rate_limit: row.key.rate_limit,
+      allow: rulesFor(row.key.allowed_ips),
+      permissions: row.permissions,
+    }
+  }
+}
+
+/**
+ * Last-access bookkeeping. Writing a row on every request would cap the API at the disk's
+ * commit rate, so uses are kept in memory and written in one transaction per flush (every
+ * second, before any key is read back through the API, and at shutdown).
+ */
+export function createUsageRecorder(deps: Deps) {
+  const pending = new Map<number, { at: number; ip: string | null }>()
+  const update = deps.db
+    .update(apiKeys)
+    .set({ last_used_at: sql`max(coalesce(${apiKeys.last_used_at}, 0), ${sql.placeholder('at')})`, last_used_ip: sql`${sql.placeholder('ip')}` })
+    .where(eq(apiKeys.id, sql.placeholder('id')))
+    .prepare()
+  return {
+    record(keyId: number, at: number, ip: string | null): void {
+      pending.set(keyId, { at, ip })
+    },
+    flush(): void {
+      if (pending.size === 0) return
+      const batch = [...pending]
+      pending.clear()
+      deps.db.$client.transaction(() => {
+        for (const [id, use] of batch) update.run({ id, at: use.at, ip: use.ip })
+      })()
+    },
+  }
+}
+export type UsageRecorder = ReturnType<typeof createUsageRecorder>

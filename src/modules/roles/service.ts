@@ -1,0 +1,151 @@
+import { and, asc, count, eq, ne, sql } from 'drizzle-orm'
+import type { Deps } from '../../deps'
+import { apiKeys, roles } from '../../db/schema'
+import { AppError, notFound } from '../../lib/errors'
+import { toIso } from '../../lib/clock'
+import { pageMeta, pageRequest } from '../../lib/pagination'
+import { ALL, isPermission, isSubset } from '../permissions/catalog'
+
+export const ADMINISTRATOR = 'Administrator'
+
+export type RoleRow = typeof roles.$inferSelect
+
+export interface RoleView {
+  id: number
+  name: string
+  description: string
+  permissions: string[]
+  builtin: boolean
+  key_count: number
+  created_at: string
+  updated_at: string
+}
+
+/** Whoever acts: an API key with its role's grants, or the command line with every grant. */
+export interface Actor {
+  key_id: number | null
+  name: string
+  permissions: readonly string[]
+}
+
+export const CLI_ACTOR: Actor = { key_id: null, name: 'command line', permissions: [ALL] }
+
+const keyCount = sql<number>`(SELECT count(*) FROM ${apiKeys} WHERE ${apiKeys.role_id} = ${roles.id} AND ${apiKeys.deleted_at} IS NULL)`.mapWith(Number)
+
+function toView(row: RoleRow, key_count: number): RoleView {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    permissions: row.permissions,
+    builtin: row.builtin,
+    key_count,
+    created_at: toIso(row.created_at)!,
+    updated_at: toIso(row.updated_at)!,
+  }
+}
+
+/** Creates the built-in Administrator role (every permission, now and later) if it is missing. */
+export function ensureBuiltinRoles(deps: Deps): void {
+  const now = deps.clock.now()
+  deps.db
+    .insert(roles)
+    .values({ name: ADMINISTRATOR, description: 'Every permission, including those added by later versions.', permissions: [ALL], builtin: true, created_at: now, updated_at: now })
+    .onConflictDoNothing()
+    .run()
+}
+
+function validatePermissions(permissions: readonly string[], actor: Actor): string[] {
+  const unknown = permissions.filter((p) => p !== ALL && !isPermission(p))
+  if (unknown.length) {
+    throw new AppError('validation_failed', 'The request data is invalid.', {
+      permissions: unknown.map((p) => `"${p}" is not a permission; GET /api/v2/permissions lists them`),
+    })
+  }
+  if (!isSubset(permissions, actor.permissions)) {
+    throw new AppError('forbidden', 'A role cannot grant permissions that your own key does not have.')
+  }
+  return [...new Set(permissions)].sort()
+}
+
+function findRow(deps: Deps, id: number): RoleRow {
+  const row = deps.db.select().from(roles).where(eq(roles.id, id)).get()
+  if (!row) throw notFound('role', id)
+  return row
+}
+
+function assertNameFree(deps: Deps, name: string, exceptId?: number): void {
+  const clash = deps.db
+    .select({ id: roles.id })
+    .from(roles)
+    .where(and(sql`lower(${roles.name}) = lower(${name})`, exceptId ? ne(roles.id, exceptId) : undefined))
+    .get()
+  if (clash) throw new AppError('conflict', `A role named "${name}" already exists.`)
+}
+
+function assertEditable(row: RoleRow): void {
+  if (row.builtin) throw new AppError('conflict', `The built-in ${row.name} role cannot be changed or deleted.`)
+}
+
+/** One role with its count of live keys. */
+export function getRole(deps: Deps, id: number): RoleView {
+  const row = deps.db.select({ role: roles, key_count: keyCount }).from(roles).where(eq(roles.id, id)).get()
+  if (!row) throw notFound('role', id)
+  return toView(row.role, row.key_count)
+}
+
+/** Finds a role by name, case-insensitively (used by the command line). */
+export function findRoleByName(deps: Deps, name: string): RoleRow | undefined {
+  return deps.db.select().from(roles).where(sql`lower(${roles.name}) = lower(${name})`).get()
+}
+
+/** A page of roles, oldest first. */
+export function listRoles(deps: Deps, query: { page?: number; per_page?: number }) {
+  const req = pageRequest(query)
+  const total = deps.db.select({ n: count() }).from(roles).get()!.n
+  const rows = deps.db.select({ role: roles, key_count: keyCount }).from(roles).orderBy(asc(roles.id)).limit(req.per_page).offset(req.offset).all()
+  return { items: rows.map((r) => toView(r.role, r.key_count)), meta: pageMeta(req, total) }
+}
+
+/** Creates a custom role; it may only grant what the actor holds. */
+export function createRole(deps: Deps, actor: Actor, input: { name: string; description?: string; permissions: string[] }): RoleView {
+  const permissions = validatePermissions(input.permissions, actor)
+  const name = input.name.trim()
+  assertNameFree(deps, name)
+  const now = deps.clock.now()
+  const row = deps.db
+    .insert(roles)
+    .values({ name, description: input.description ?? '', permissions, builtin: false, created_at: now, updated_at: now })
+    .returning()
+    .get()
+  return toView(row, 0)
+}
+
+/** Changes a custom role; its keys see the change on their next request. */
+export function updateRole(deps: Deps, actor: Actor, id: number, input: { name?: string; description?: string; permissions?: string[] }): RoleView {
+  const row = findRow(deps, id)
+  assertEditable(row)
+  // Editing a role more powerful than yourself would let you strip or hand out grants you lack.
+  if (!isSubset(row.permissions, actor.permissions)) throw new AppError('forbidden', 'This role has permissions that your own key does not have.')
+  const patch: Partial<RoleRow> = { updated_at: deps.clock.now() }
+  if (input.name !== undefined) {
+    patch.name = input.name.trim()
+    assertNameFree(deps, patch.name, id)
+  }
+  if (input.description !== undefined) patch.description = input.description
+  if (input.permissions !== undefined) patch.permissions = validatePermissions(input.permissions, actor)
+  deps.db.update(roles).set(patch).where(eq(roles.id, id)).run()
+  return getRole(deps, id)
+}
+
+/** Deletes a custom role that no key (live or soft-deleted) is bound to. */
+export function deleteRole(deps: Deps, actor: Actor, id: number): RoleView {
+  const view = getRole(deps, id)
+  const row = findRow(deps, id)
+  assertEditable(row)
+  if (!isSubset(row.permissions, actor.permissions)) throw new AppError('forbidden', 'This role has permissions that your own key does not have.')
+  const bound = deps.db.select({ n: count() }).from(apiKeys).where(eq(apiKeys.role_id, id)).get()!.n
+  if (bound > 0) throw new AppError('conflict', `The role is bound to ${bound} API key(s), including deleted ones; move them to another role first.`)
+  deps.db.delete(roles).where(eq(roles.id, id)).run()
+  return view
+}

@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Deps } from './deps'
 import { createAuth } from './http/auth'
+import { bodyPlugin } from './http/body'
 import { envelopePlugin } from './http/envelope'
 import { openapiPlugin } from './http/openapi'
 import { requestLogPlugin } from './http/request-log'
@@ -44,6 +45,7 @@ export function buildApp(deps: Deps) {
     .use(envelopePlugin(deps.log, auth.recordFailure))
     .use(requestLogPlugin(deps.log, deps.config.access_log))
     .use(auth.plugin)
+    .use(bodyPlugin(deps.config.max_body_bytes, () => table!))
     .use(openapiPlugin())
     .use(webPlugin())
     .use(systemRoutes(deps))

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { buildApp } from './app'
+import { SERVER_BODY_CAP } from './http/body'
 import { ConfigError, loadConfig, readConfigFile, SETTINGS, type Config } from './config'
 import { backupDatabase, openDatabase } from './db/client'
 import { migrate } from './db/migrate'
@@ -178,7 +179,7 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
 async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEnv): Promise<number> {
   const { app, usage } = buildApp(deps)
   const { host, port } = deps.config.http_listen
-  app.listen({ hostname: host, port, maxRequestBodySize: deps.config.max_body_bytes + 1024 })
+  app.listen({ hostname: host, port, maxRequestBodySize: SERVER_BODY_CAP })
   const bound = app.server!
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${bound.port}`
   log.info('listening', { url, version: VERSION, data_dir: resolve(deps.config.data_dir) })

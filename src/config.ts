@@ -93,7 +93,7 @@ const setting = <K extends Key>(s: Setting<K>) => s
 
 /** Every setting, in the order docs/operations.md shows them. */
 export const SETTINGS = [
-  setting({ key: 'data_dir', env: 'MAILROOM_DATA_DIR', flag: 'data-dir', fallback: './data', parse: (t) => t.trim() || fail('must not be empty'), describe: 'Directory of the database, backups and generated keys.' }),
+  setting({ key: 'data_dir', env: 'MAILROOM_DATA_DIR', flag: 'data-dir', fallback: './data', parse: (t) => t.trim() || fail('must not be empty'), describe: 'Directory of the database (mailroom.db) and its automatic backups.' }),
   setting({ key: 'http_listen', env: 'MAILROOM_HTTP_LISTEN', flag: 'http-listen', fallback: '127.0.0.1:8825', parse: parseListen, describe: 'Address and port of the HTTP API, docs and admin UI. Use 0.0.0.0:8825 to listen on all interfaces.' }),
   setting({
     key: 'public_url',

@@ -32,10 +32,6 @@ const PROTECTED_PREFIXES = ['/api/', '/v1/']
 const KEY_QUERY_PARAMS = ['api_key', 'apikey', 'key', 'token', 'access_token']
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
-function isJson(contentType: string): boolean {
-  const type = contentType.split(';', 1)[0]!.trim().toLowerCase()
-  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))
-}
 
 /** The client address, taking X-Forwarded-For only when the operator says a proxy is in front (its last entry is the one the proxy saw). */
 function clientAddress(request: Request, server: { requestIP(r: Request): { address: string } | null } | null, trustProxy: boolean): string | null {
@@ -58,19 +54,6 @@ function bearerToken(request: Request, url: URL): string {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header)
   if (!m) throw new AppError('unauthorized', 'The Authorization header must be "Bearer <API_KEY>".')
   return m[1]!
-}
-
-/** Checks the request body's declared size and type before the framework reads it. */
-function checkBody(request: Request, route: RouteInfo | null, maxBytes: number): void {
-  if (!MUTATING.has(request.method)) return
-  const length = request.headers.get('content-length')
-  const hasBody = (length !== null && length !== '0') || request.headers.has('transfer-encoding')
-  if (!hasBody) return
-  if (length !== null && Number(length) > maxBytes) throw new AppError('payload_too_large', `The request body is larger than the limit of ${maxBytes} bytes.`)
-  const type = request.headers.get('content-type') ?? ''
-  const accepted = route?.contentTypes.length ? route.contentTypes : null
-  const ok = accepted ? accepted.some((a) => type.toLowerCase().startsWith(a)) : isJson(type)
-  if (!ok) throw new AppError('unsupported_media_type', `The request body must be sent as ${accepted ? accepted.join(' or ') : 'application/json'}${type ? `, not ${type.split(';')[0]}` : ''}.`)
 }
 
 /**
@@ -134,12 +117,9 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
         const auth = authenticate(request, url, route ?? { method: request.method, path: url.pathname, permission: null, contentTypes: [] }, ip, set.headers as Record<string, string>)
         // An authenticated request to an unknown path falls through to the framework's 404.
         if (!route) return
-        checkBody(request, route, deps.config.max_body_bytes)
         opts.usage.record(auth.key.id, deps.clock.now(), ip)
         contexts.set(request, auth)
-        return
       }
-      checkBody(request, route, deps.config.max_body_bytes)
     })
     .onAfterHandle({ as: 'global' }, ({ request, set, responseValue }) => {
       const auth = contexts.get(request)

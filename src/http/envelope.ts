@@ -39,6 +39,9 @@ export function envelopePlugin(log: Logger, onFailure: (request: Request, status
 
 function toErrorResponse(log: Logger, { code, error, request, set }: { code: unknown; error: unknown; request: Request; set: { headers: Record<string, unknown> } }): Response {
     if (error instanceof AppError) return errorResponse(error.code, error.message, error.details)
+    // Elysia wraps whatever a parse hook throws in its ParseError; ours may be a 413.
+    const cause = (error as { cause?: unknown } | null)?.cause
+    if (code === 'PARSE' && cause instanceof AppError) return errorResponse(cause.code, cause.message, cause.details)
     switch (code) {
       case 'VALIDATION': {
         const v = error as ValidationError

@@ -17,10 +17,15 @@ interface Compiled {
   staticCount: number
 }
 
+/** `/a/b/` and `/a/b` are one route to the framework (it is not strict about trailing slashes), so they are one here too. */
+function trimSlash(path: string): string {
+  return path.length > 1 && path.endsWith('/') ? path.replace(/\/+$/, '') || '/' : path
+}
+
 export function createRouteTable(routes: RouteInfo[]) {
   const byMethod = new Map<string, Compiled[]>()
   for (const info of routes) {
-    const segments = info.path.split('/')
+    const segments = trimSlash(info.path).split('/')
     const list = byMethod.get(info.method) ?? []
     list.push({ info, segments, staticCount: segments.filter((s) => !s.startsWith(':')).length })
     byMethod.set(info.method, list)
@@ -30,7 +35,7 @@ export function createRouteTable(routes: RouteInfo[]) {
   return {
     /** The route for a request, or null when none is declared (HEAD falls back to GET). */
     match(method: string, pathname: string): RouteInfo | null {
-      const parts = pathname.split('/')
+      const parts = trimSlash(pathname).split('/')
       const candidates = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined) ?? []
       for (const c of candidates) {
         if (c.segments.length !== parts.length) continue

@@ -1,0 +1,99 @@
+import { describe, expect, test } from 'bun:test'
+import { existsSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { runCli } from '../src/cli'
+import { openDatabase } from '../src/db/client'
+import { systemClock } from '../src/lib/clock'
+
+/** Runs the CLI in-process with captured output; `stop` resolves the stop signal. */
+function cli(argv: string[], env: Record<string, string> = {}) {
+  const out: string[] = []
+  const err: string[] = []
+  let stop: (s: string) => void = () => {}
+  const stopSignal = new Promise<string>((r) => (stop = r))
+  const done = runCli({ argv: [...argv, '--log-level', 'error'], env, clock: systemClock, out: (l) => out.push(l), err: (l) => err.push(l), stopSignal })
+  return { done, out, err, stop }
+}
+
+const dataDir = () => mkdtempSync(join(tmpdir(), 'mailroom-cli-'))
+
+describe('command line', () => {
+  test('--version and --help', async () => {
+    const v = cli(['--version'])
+    expect(await v.done).toBe(0)
+    expect(v.out[0]).toMatch(/^mailroom \d+\.\d+\.\d+$/)
+    const h = cli(['--help'])
+    expect(await h.done).toBe(0)
+    for (const word of ['serve', 'migrate', 'keys create', 'keys list', 'roles list', 'backup PATH', 'MAILROOM_DATA_DIR', '--http-listen']) expect(h.out[0]).toContain(word)
+  })
+
+  test('bad settings and bad commands stop with one line and exit code 2', async () => {
+    for (const [argv, env, message] of [
+      [['serve', '--http-listen', 'nowhere'], {}, /^mailroom: invalid http_listen from --http-listen \("nowhere"\)/],
+      [['migrate'], { MAILROOM_MAX_BODY_BYTES: 'lots' }, /^mailroom: invalid max_body_bytes from MAILROOM_MAX_BODY_BYTES/],
+      [['fly'], {}, /unknown command "fly"/],
+      [['--no-such-flag'], {}, /Unknown option '--no-such-flag'/],
+      [['keys', 'create', '--name', 'x'], {}, /needs --role NAME and --name LABEL/],
+      [['keys', 'create', '--role', 'Nobody', '--name', 'x'], {}, /no role named "Nobody"/],
+      [['keys', 'create', '--role', 'Administrator', '--name', 'x', '--allow', '10.0.0.300'], {}, /"10.0.0.300" is not a valid IP address/],
+      [['keys', 'create', '--role', 'Administrator', '--name', 'x', '--rate-limit', 'fast'], {}, /--rate-limit takes a whole number/],
+      [['backup'], {}, /backup takes one PATH/],
+    ] as Array<[string[], Record<string, string>, RegExp]>) {
+      const r = cli([...argv, '--data-dir', dataDir()], env)
+      expect(await r.done).toBe(2)
+      expect(r.err).toHaveLength(1)
+      expect(r.err[0]).toMatch(message)
+    }
+  })
+
+  test('keys create prints the key once, keys list and roles list show it without the secret', async () => {
+    const dir = dataDir()
+    const created = cli(['keys', 'create', '--role', 'administrator', '--name', 'ci', '--rate-limit', 'unlimited', '--allow', '127.0.0.1', '--allow', '::1', '--data-dir', dir])
+    expect(await created.done).toBe(0)
+    const key = created.out.at(-1)!
+    expect(key).toMatch(/^mr_[a-z0-9]{12}_/)
+    const list = cli(['keys', 'list', '--data-dir', dir])
+    expect(await list.done).toBe(0)
+    expect(list.out).toHaveLength(1)
+    expect(list.out[0]).toContain('ci\tAdministrator\tactive\tunlimited/min')
+    expect(list.out[0]).toContain(key.slice(0, 15))
+    expect(list.out.join('\n')).not.toContain(key)
+    const roles = cli(['roles', 'list', '--data-dir', dir])
+    expect(await roles.done).toBe(0)
+    expect(roles.out[0]).toMatch(/^1\tAdministrator\t1 key\(s\)\tevery permission$/)
+    // The creation is in the activity log with the command line as actor.
+    const db = openDatabase(join(dir, 'mailroom.db'))
+    expect(db.$client.query('SELECT actor_name, action, target_id FROM activity_logs').all()).toEqual([{ actor_name: 'command line', action: 'api_keys.create', target_id: '1' }])
+  })
+
+  test('migrate and backup work on a fresh data directory', async () => {
+    const dir = dataDir()
+    const m = cli(['migrate', '--data-dir', dir])
+    expect(await m.done).toBe(0)
+    expect(existsSync(join(dir, 'mailroom.db'))).toBe(true)
+    const target = join(dir, 'copy.db')
+    const b = cli(['backup', target, '--data-dir', dir])
+    expect(await b.done).toBe(0)
+    const copy = openDatabase(target)
+    expect(copy.$client.query('SELECT name FROM roles').all()).toEqual([{ name: 'Administrator' }])
+    const again = cli(['backup', target, '--data-dir', dir])
+    expect(await again.done).toBe(2)
+    expect(again.err[0]).toContain('already exists')
+  })
+
+  test('serve answers, shows how to create the first key, and stops cleanly on a signal', async () => {
+    const dir = dataDir()
+    const s = cli(['--http-listen', '127.0.0.1:0', '--data-dir', dir])
+    for (let i = 0; i < 100 && !s.out.some((l) => l.includes('listening on')); i++) await Bun.sleep(20)
+    const url = /listening on (http:\/\/\S+)/.exec(s.out.join('\n'))![1]!
+    expect(s.out.join('\n')).toContain('mailroom keys create --role Administrator --name admin')
+    const health = await fetch(`${url}/health`)
+    expect(await health.json()).toMatchObject({ success: true, data: { status: 'ok' } })
+    expect((await fetch(`${url}/ready`)).status).toBe(200)
+    s.stop('SIGTERM')
+    expect(await s.done).toBe(0)
+    expect(s.out.at(-1)).toBe('Mailroom stopped.')
+    expect(await fetch(`${url}/health`).then(() => 'answered', () => 'refused')).toBe('refused')
+  })
+})

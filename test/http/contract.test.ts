@@ -1,0 +1,55 @@
+import { describe, expect, test } from 'bun:test'
+import { isPermission } from '../../src/modules/permissions/catalog'
+import { testApp } from '../support/app'
+
+const t = testApp()
+const routes = t.app.routes.map((r) => ({ method: r.method, path: r.path, hooks: r.hooks as { detail?: Record<string, unknown>; response?: unknown } }))
+const apiRoutes = routes.filter((r) => r.path.startsWith('/api/v2') || r.path.startsWith('/v1'))
+const concrete = (path: string) => path.replace(/:[a-z_]+/g, '1')
+
+describe('every API route', () => {
+  for (const r of apiRoutes) {
+    test(`${r.method} ${r.path} declares a real permission and a response schema, and needs a key`, async () => {
+      const permission = r.hooks.detail?.['x-permission']
+      expect(typeof permission).toBe('string')
+      expect(isPermission(permission as string)).toBe(true)
+      expect(r.hooks.response).toBeDefined()
+      const res = await t.call(r.method, concrete(r.path))
+      expect(res.status).toBe(401)
+      expect(res.body).toEqual({ success: false, error: { code: 'unauthorized', message: expect.any(String) } })
+    })
+  }
+})
+
+describe('the OpenAPI document', () => {
+  test('lists every API route with its permission, bearer security and envelope schemas', async () => {
+    const res = await t.call('GET', '/openapi.json')
+    expect(res.status).toBe(200)
+    const doc = res.body
+    expect(doc.openapi).toMatch(/^3\./)
+    expect(doc.info.title).toBe('Mailroom API')
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' })
+    for (const r of apiRoutes) {
+      const path = r.path.replace(/:([a-z_]+)/g, '{$1}').replace(/\/$/, '') || '/'
+      const op = doc.paths[path]?.[r.method.toLowerCase()] ?? doc.paths[path + '/']?.[r.method.toLowerCase()]
+      expect(op).toBeDefined()
+      expect(op['x-permission']).toBe(r.hooks.detail!['x-permission'])
+      expect(op.responses).toBeDefined()
+    }
+    expect(doc.paths['/health'].get.security).toEqual([])
+    expect(JSON.stringify(doc.paths['/api/v2/api-keys/{id}'].get.responses['200'])).toContain('success')
+  })
+
+  test('the docs page loads its script from this server, not the internet', async () => {
+    const page = await t.call('GET', '/docs')
+    expect(page.status).toBe(200)
+    const html = page.body as string
+    const scripts = [...html.matchAll(/<script[^>]*src="([^"]+)"/g)].map((m) => m[1])
+    expect(scripts).toEqual(['/docs/assets/scalar.js'])
+    expect(html).not.toMatch(/https?:\/\/(cdn|unpkg|fonts)\./)
+    const asset = await t.app.handle(new Request('http://mailroom.test/docs/assets/scalar.js'))
+    expect(asset.status).toBe(200)
+    expect(asset.headers.get('content-type')).toContain('javascript')
+    expect((await asset.arrayBuffer()).byteLength).toBeGreaterThan(1_000_000)
+  })
+})

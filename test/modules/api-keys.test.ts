@@ -1,0 +1,195 @@
+import { describe, expect, test } from 'bun:test'
+import { testApp } from '../support/app'
+
+describe('API key lifecycle', () => {
+  test('create shows the key once; reads never show it', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const created = await t.call('POST', '/api/v2/api-keys', { key: admin.key, body: { name: 'deploy bot', role_id: admin.role_id, rate_limit: 120, allowed_ips: ['10.0.0.0/8', ' 2001:db8::1 '] } })
+    expect(created.status).toBe(201)
+    expect(created.body.success).toBe(true)
+    const data = created.body.data
+    expect(data.key).toMatch(/^mr_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/)
+    expect(data.key.startsWith(data.prefix + '_')).toBe(true)
+    expect(data).toMatchObject({ name: 'deploy bot', role: { id: admin.role_id, name: 'Administrator' }, rate_limit: 120, allowed_ips: ['10.0.0.0/8', '2001:db8::1'], status: 'active', deleted_at: null, last_used_at: null })
+    expect(data.created_at).toBe('2026-03-01T12:00:30.000Z')
+
+    const read = await t.call('GET', `/api/v2/api-keys/${data.id}`, { key: admin.key })
+    expect(read.status).toBe(200)
+    expect(read.body.data.key).toBeUndefined()
+    expect(JSON.stringify(read.body)).not.toContain(data.key)
+
+    const list = await t.call('GET', '/api/v2/api-keys', { key: admin.key })
+    expect(list.body.data.map((k: { id: number }) => k.id)).toEqual([admin.id, data.id])
+    expect(JSON.stringify(list.body)).not.toContain(data.key)
+
+    // The new key is live and its allowlist applies: without a known client address it is refused.
+    const own = await t.call('GET', '/api/v2/api-keys', { key: data.key })
+    expect(own.status).toBe(403)
+    expect(own.body.error.code).toBe('ip_not_allowed')
+  })
+
+  test('rate_limit omitted takes the configured default; null is unlimited', async () => {
+    const t = testApp({ default_rate_limit: 42 })
+    const admin = t.makeKey()
+    const a = await t.call('POST', '/api/v2/api-keys', { key: admin.key, body: { name: 'a', role_id: admin.role_id } })
+    const b = await t.call('POST', '/api/v2/api-keys', { key: admin.key, body: { name: 'b', role_id: admin.role_id, rate_limit: null } })
+    expect(a.body.data.rate_limit).toBe(42)
+    expect(b.body.data.rate_limit).toBeNull()
+    const unlimited = await t.call('GET', '/api/v2/roles', { key: b.body.data.key })
+    expect(unlimited.status).toBe(200)
+    expect(unlimited.headers.get('x-ratelimit-limit')).toBeNull()
+  })
+
+  const invalid: Array<[name: string, body: unknown, field: string, message: RegExp]> = [
+    ['missing name', { role_id: 1 }, 'name', /./],
+    ['empty name', { name: '', role_id: 1 }, 'name', /./],
+    ['missing role', { name: 'x' }, 'role_id', /./],
+    ['unknown role', { name: 'x', role_id: 999 }, 'role_id', /No role with id 999/],
+    ['rate limit zero', { name: 'x', role_id: 1, rate_limit: 0 }, 'rate_limit', /./],
+    ['rate limit text', { name: 'x', role_id: 1, rate_limit: 'lots' }, 'rate_limit', /./],
+    ['bad allowlist entry', { name: 'x', role_id: 1, allowed_ips: ['10.0.0.1', 'ten'] }, 'allowed_ips', /"ten" is not a valid IP address/],
+    ['bad CIDR', { name: 'x', role_id: 1, allowed_ips: ['10.0.0.0/40'] }, 'allowed_ips', /prefix length/],
+    ['bad status', { name: 'x', role_id: 1, status: 'paused' }, 'status', /./],
+  ]
+  for (const [name, body, field, message] of invalid) {
+    test(`create refuses ${name} with 422 naming ${field}`, async () => {
+      const t = testApp()
+      const admin = t.makeKey()
+      const r = await t.call('POST', '/api/v2/api-keys', { key: admin.key, body })
+      expect(r.status).toBe(422)
+      expect(r.body.success).toBe(false)
+      expect(r.body.error.code).toBe('validation_failed')
+      expect(Object.keys(r.body.error.details)).toContain(field)
+      expect(r.body.error.details[field].join(' ')).toMatch(message)
+      const count = await t.call('GET', '/api/v2/api-keys', { key: admin.key })
+      expect(count.body.meta.total).toBe(1)
+    })
+  }
+
+  test('update changes limit, allowlist, role and status without changing the key', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const other = t.makeKey({ permissions: ['roles.read'] })
+    const target = t.makeKey({ name: 'target' })
+    const r = await t.call('PATCH', `/api/v2/api-keys/${target.id}`, { key: admin.key, body: { name: 'renamed', rate_limit: 5, allowed_ips: ['192.0.2.0/24'], role_id: other.role_id } })
+    expect(r.status).toBe(200)
+    expect(r.body.data).toMatchObject({ name: 'renamed', rate_limit: 5, allowed_ips: ['192.0.2.0/24'], role: { id: other.role_id } })
+    const bad = await t.call('PATCH', `/api/v2/api-keys/${target.id}`, { key: admin.key, body: { allowed_ips: ['nope'] } })
+    expect(bad.status).toBe(422)
+    const still = await t.call('GET', `/api/v2/api-keys/${target.id}`, { key: admin.key })
+    expect(still.body.data.allowed_ips).toEqual(['192.0.2.0/24'])
+  })
+
+  test('inactive keys are refused at once and work again when reactivated', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const k = t.makeKey()
+    expect((await t.call('PATCH', `/api/v2/api-keys/${k.id}`, { key: admin.key, body: { status: 'inactive' } })).status).toBe(200)
+    const refused = await t.call('GET', '/api/v2/roles', { key: k.key })
+    expect(refused.status).toBe(401)
+    expect(refused.body.error).toEqual({ code: 'unauthorized', message: 'The API key is inactive.' })
+    await t.call('PATCH', `/api/v2/api-keys/${k.id}`, { key: admin.key, body: { status: 'active' } })
+    expect((await t.call('GET', '/api/v2/roles', { key: k.key })).status).toBe(200)
+  })
+
+  test('delete is soft: the key stops working, is listed as deleted, and restore brings it back', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const k = t.makeKey({ name: 'old' })
+    const del = await t.call('DELETE', `/api/v2/api-keys/${k.id}`, { key: admin.key })
+    expect(del.status).toBe(200)
+    expect(del.body.data.deleted_at).toBe('2026-03-01T12:00:30.000Z')
+    expect((await t.call('GET', '/api/v2/roles', { key: k.key })).body.error.message).toBe('The API key has been deleted.')
+
+    expect((await t.call('GET', '/api/v2/api-keys', { key: admin.key })).body.data.map((x: { id: number }) => x.id)).toEqual([admin.id])
+    expect((await t.call('GET', '/api/v2/api-keys?state=deleted', { key: admin.key })).body.data.map((x: { id: number }) => x.id)).toEqual([k.id])
+    expect((await t.call('GET', '/api/v2/api-keys?state=all', { key: admin.key })).body.meta.total).toBe(2)
+    expect((await t.call('PATCH', `/api/v2/api-keys/${k.id}`, { key: admin.key, body: { name: 'x' } })).status).toBe(409)
+
+    const restored = await t.call('POST', `/api/v2/api-keys/${k.id}/restore`, { key: admin.key })
+    expect(restored.status).toBe(200)
+    expect(restored.body.data.deleted_at).toBeNull()
+    expect((await t.call('GET', '/api/v2/roles', { key: k.key })).status).toBe(200)
+    expect((await t.call('POST', `/api/v2/api-keys/${k.id}/restore`, { key: admin.key })).status).toBe(409)
+  })
+
+  test('rotation without downtime: create the new key, use it, delete the old one', async () => {
+    const t = testApp()
+    const old = t.makeKey({ name: 'v1' })
+    const created = await t.call('POST', '/api/v2/api-keys', { key: old.key, body: { name: 'v2', role_id: old.role_id } })
+    const fresh = created.body.data.key
+    expect((await t.call('GET', '/api/v2/roles', { key: old.key })).status).toBe(200)
+    expect((await t.call('GET', '/api/v2/roles', { key: fresh })).status).toBe(200)
+    expect((await t.call('DELETE', `/api/v2/api-keys/${old.id}`, { key: fresh })).status).toBe(200)
+    expect((await t.call('GET', '/api/v2/roles', { key: old.key })).status).toBe(401)
+    expect((await t.call('GET', '/api/v2/roles', { key: fresh })).status).toBe(200)
+  })
+
+  test('every call updates last access time and address', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const k = t.makeKey()
+    t.deps.clock.advance(5_000)
+    await t.call('GET', '/api/v2/permissions', { key: k.key })
+    const read = await t.call('GET', `/api/v2/api-keys/${k.id}`, { key: admin.key })
+    expect(read.body.data.last_used_at).toBe('2026-03-01T12:00:35.000Z')
+    t.deps.clock.advance(60_000)
+    await t.call('GET', '/api/v2/permissions', { key: k.key })
+    t.usage.flush()
+    const row = t.deps.db.$client.query('SELECT last_used_at FROM api_keys WHERE id = ?').get(k.id) as { last_used_at: number }
+    expect(new Date(row.last_used_at).toISOString()).toBe('2026-03-01T12:01:35.000Z')
+  })
+
+  test('a refused call does not count as a use of the key', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const k = t.makeKey({ permissions: ['roles.read'] })
+    expect((await t.call('GET', '/api/v2/api-keys', { key: k.key })).status).toBe(403)
+    expect((await t.call('GET', `/api/v2/api-keys/${k.id}`, { key: admin.key })).body.data.last_used_at).toBeNull()
+  })
+
+  test('unknown ids are 404 with the envelope', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    for (const [method, path] of [['GET', '/api/v2/api-keys/999'], ['PATCH', '/api/v2/api-keys/999'], ['DELETE', '/api/v2/api-keys/999'], ['POST', '/api/v2/api-keys/999/restore']] as const) {
+      const r = await t.call(method, path, { key: admin.key, body: method === 'PATCH' ? { name: 'x' } : undefined })
+      expect(r.status).toBe(404)
+      expect(r.body.error.code).toBe('not_found')
+    }
+    const bad = await t.call('GET', '/api/v2/api-keys/abc', { key: admin.key })
+    expect(bad.status).toBe(422)
+    expect(bad.body.error.details.id).toBeDefined()
+  })
+
+  test('pagination meta follows the spec', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    for (let i = 0; i < 6; i++) t.makeKey({ name: `k${i}` })
+    const p2 = await t.call('GET', '/api/v2/api-keys?page=2&per_page=3', { key: admin.key })
+    expect(p2.body.meta).toEqual({ current_page: 2, per_page: 3, total: 7, last_page: 3 })
+    expect(p2.body.data.map((k: { name: string }) => k.name)).toEqual(['k2', 'k3', 'k4'])
+    const dflt = await t.call('GET', '/api/v2/api-keys', { key: admin.key })
+    expect(dflt.body.meta.per_page).toBe(25)
+    for (const q of ['per_page=101', 'per_page=0', 'page=0', 'page=x']) {
+      const r = await t.call('GET', `/api/v2/api-keys?${q}`, { key: admin.key })
+      expect(r.status).toBe(422)
+      expect(r.body.error.code).toBe('validation_failed')
+    }
+  })
+})
+
+describe('no privilege escalation through keys', () => {
+  test('a key manager cannot mint or manage keys more powerful than itself', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const manager = t.makeKey({ permissions: ['api_keys.create', 'api_keys.read', 'api_keys.update', 'api_keys.delete'] })
+    const mint = await t.call('POST', '/api/v2/api-keys', { key: manager.key, body: { name: 'root', role_id: admin.role_id } })
+    expect(mint.status).toBe(403)
+    expect(mint.body.error.code).toBe('forbidden')
+    expect((await t.call('DELETE', `/api/v2/api-keys/${admin.id}`, { key: manager.key })).status).toBe(403)
+    expect((await t.call('PATCH', `/api/v2/api-keys/${manager.id}`, { key: manager.key, body: { role_id: admin.role_id } })).status).toBe(403)
+    // Its own role is fine.
+    expect((await t.call('POST', '/api/v2/api-keys', { key: manager.key, body: { name: 'peer', role_id: manager.role_id } })).status).toBe(201)
+  })
+})

@@ -1,0 +1,105 @@
+import { describe, expect, test } from 'bun:test'
+import { ALL_PERMISSIONS, PERMISSION_TREE } from '../../src/modules/permissions/catalog'
+import { testApp } from '../support/app'
+
+describe('roles', () => {
+  test('the built-in Administrator role exists and cannot be changed or deleted', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const list = await t.call('GET', '/api/v2/roles', { key: admin.key })
+    expect(list.body.data).toHaveLength(1)
+    expect(list.body.data[0]).toMatchObject({ name: 'Administrator', permissions: ['*'], builtin: true, key_count: 1 })
+    const id = list.body.data[0].id
+    expect((await t.call('PATCH', `/api/v2/roles/${id}`, { key: admin.key, body: { permissions: [] } })).status).toBe(409)
+    expect((await t.call('DELETE', `/api/v2/roles/${id}`, { key: admin.key })).status).toBe(409)
+  })
+
+  test('create, read, update, delete a custom role', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const created = await t.call('POST', '/api/v2/roles', { key: admin.key, body: { name: 'Support', description: 'reads things', permissions: ['roles.read', 'api_keys.read', 'api_keys.read'] } })
+    expect(created.status).toBe(201)
+    expect(created.body.data).toMatchObject({ name: 'Support', description: 'reads things', permissions: ['api_keys.read', 'roles.read'], builtin: false, key_count: 0 })
+    const id = created.body.data.id
+    const updated = await t.call('PATCH', `/api/v2/roles/${id}`, { key: admin.key, body: { name: 'Helpdesk', permissions: ['roles.read'] } })
+    expect(updated.body.data).toMatchObject({ name: 'Helpdesk', permissions: ['roles.read'] })
+    expect((await t.call('GET', `/api/v2/roles/${id}`, { key: admin.key })).body.data.name).toBe('Helpdesk')
+    expect((await t.call('DELETE', `/api/v2/roles/${id}`, { key: admin.key })).status).toBe(200)
+    expect((await t.call('GET', `/api/v2/roles/${id}`, { key: admin.key })).status).toBe(404)
+  })
+
+  const invalid: Array<[string, unknown, number, string]> = [
+    ['unknown permission', { name: 'X', permissions: ['contacts.read', 'contacts.fly'] }, 422, 'validation_failed'],
+    ['missing permissions', { name: 'X' }, 422, 'validation_failed'],
+    ['empty name', { name: '', permissions: [] }, 422, 'validation_failed'],
+    ['duplicate name, other case', { name: 'administrator', permissions: [] }, 409, 'conflict'],
+  ]
+  for (const [name, body, status, code] of invalid) {
+    test(`create refuses ${name}`, async () => {
+      const t = testApp()
+      const admin = t.makeKey()
+      const r = await t.call('POST', '/api/v2/roles', { key: admin.key, body })
+      expect(r.status).toBe(status)
+      expect(r.body.error.code).toBe(code)
+    })
+  }
+
+  test('an unknown permission is named in the details', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const r = await t.call('POST', '/api/v2/roles', { key: admin.key, body: { name: 'X', permissions: ['contacts.fly'] } })
+    expect(r.body.error.details.permissions[0]).toContain('"contacts.fly" is not a permission')
+  })
+
+  test('a role bound to keys cannot be deleted', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const k = t.makeKey({ permissions: ['roles.read'] })
+    const r = await t.call('DELETE', `/api/v2/roles/${k.role_id}`, { key: admin.key })
+    expect(r.status).toBe(409)
+    expect(r.body.error.message).toContain('bound to 1 API key')
+  })
+
+  test('a change to a role applies to its keys at the next request', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const a = t.makeKey({ permissions: ['roles.read'] })
+    const b = await t.call('POST', '/api/v2/api-keys', { key: admin.key, body: { name: 'second', role_id: a.role_id, rate_limit: null } })
+    const keys = [a.key, b.body.data.key]
+    for (const key of keys) expect((await t.call('GET', '/api/v2/api-keys', { key })).status).toBe(403)
+    await t.call('PATCH', `/api/v2/roles/${a.role_id}`, { key: admin.key, body: { permissions: ['roles.read', 'api_keys.read'] } })
+    for (const key of keys) expect((await t.call('GET', '/api/v2/api-keys', { key })).status).toBe(200)
+    await t.call('PATCH', `/api/v2/roles/${a.role_id}`, { key: admin.key, body: { permissions: [] } })
+    for (const key of keys) expect((await t.call('GET', '/api/v2/roles', { key })).status).toBe(403)
+  })
+
+  test('a role cannot grant what the caller lacks', async () => {
+    const t = testApp()
+    const limited = t.makeKey({ permissions: ['roles.create', 'roles.update', 'roles.read'] })
+    const r = await t.call('POST', '/api/v2/roles', { key: limited.key, body: { name: 'Sneaky', permissions: ['api_keys.create'] } })
+    expect(r.status).toBe(403)
+    expect((await t.call('POST', '/api/v2/roles', { key: limited.key, body: { name: 'Star', permissions: ['*'] } })).status).toBe(403)
+    expect((await t.call('PATCH', `/api/v2/roles/${limited.role_id}`, { key: limited.key, body: { permissions: ['*'] } })).status).toBe(403)
+    expect((await t.call('POST', '/api/v2/roles', { key: limited.key, body: { name: 'Reader', permissions: ['roles.read'] } })).status).toBe(201)
+  })
+})
+
+describe('permission tree', () => {
+  test('is readable and has every group the spec and later issues name', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const r = await t.call('GET', '/api/v2/permissions', { key: admin.key })
+    expect(r.status).toBe(200)
+    const names = r.body.data.map((g: { name: string }) => g.name)
+    for (const group of ['Contacts', 'Lists', 'Broadcasts', 'Segments', 'Custom Fields', 'Sending Nodes', 'Sending Domains', 'Drips', 'Triggers', 'Suppression', 'Statistics', 'Webhooks', 'Templates', 'Transactional', 'Bridges', 'IPs and Pools', 'Web Forms', 'Feedback Loops', 'Spin Tags', 'Activity Logs', 'API Keys', 'Roles']) {
+      expect(names).toContain(group)
+    }
+    const ids = r.body.data.flatMap((g: { permissions: Array<{ id: string }> }) => g.permissions.map((p) => p.id))
+    expect(ids).toEqual([...ALL_PERMISSIONS])
+    expect(new Set(ids).size).toBe(ids.length)
+  })
+
+  test('every permission id is <group>.<action>', () => {
+    for (const g of PERMISSION_TREE) for (const p of g.permissions) expect(p.id).toBe(`${g.id}.${p.action}`)
+  })
+})

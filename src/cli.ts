@@ -10,11 +10,9 @@ import type { Deps } from './deps'
 import type { Clock } from './lib/clock'
 import { createLogger } from './lib/logger'
 import { recordActivity } from './modules/activity-logs/service'
-import { createApiKey, listApiKeys } from './modules/api-keys/service'
+import { countLiveKeys, createApiKey, listApiKeys } from './modules/api-keys/service'
 import { CLI_ACTOR, ensureBuiltinRoles, findRoleByName, listRoles } from './modules/roles/service'
 import { VERSION } from './version'
-import { count, isNull } from 'drizzle-orm'
-import { apiKeys } from './db/schema'
 
 export const USAGE = `mailroom ${VERSION}: self-hosted email platform in one binary
 
@@ -184,8 +182,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${bound.port}`
   log.info('listening', { url, version: VERSION, data_dir: resolve(deps.config.data_dir) })
   io.out(`Mailroom ${VERSION} listening on ${url} (data in ${resolve(deps.config.data_dir)})`)
-  const live = deps.db.select({ n: count() }).from(apiKeys).where(isNull(apiKeys.deleted_at)).get()!.n
-  if (live === 0) io.out('No API keys yet. Create the first one with:\n  mailroom keys create --role Administrator --name admin')
+  if (countLiveKeys(deps) === 0) io.out('No API keys yet. Create the first one with:\n  mailroom keys create --role Administrator --name admin')
 
   const flusher = setInterval(() => {
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { ALL_PERMISSIONS, PERMISSION_TREE } from '../../src/modules/permissions/catalog'
+import { ALL_PERMISSIONS, grants, isSubset, PERMISSION_TREE } from '../../src/modules/permissions/catalog'
 import { testApp } from '../support/app'
 
 describe('roles', () => {
@@ -97,6 +97,17 @@ describe('permission tree', () => {
     const ids = r.body.data.flatMap((g: { permissions: Array<{ id: string }> }) => g.permissions.map((p) => p.id))
     expect(ids).toEqual([...ALL_PERMISSIONS])
     expect(new Set(ids).size).toBe(ids.length)
+  })
+
+  test('every permission of every group is granted or denied on its own', () => {
+    for (const permission of ALL_PERMISSIONS) {
+      const allBut = ALL_PERMISSIONS.filter((p) => p !== permission)
+      expect(grants(allBut, permission)).toBe(false)
+      expect(grants([permission], permission)).toBe(true)
+      expect(ALL_PERMISSIONS.filter((p) => grants([permission], p))).toEqual([permission])
+      expect(grants(['*'], permission)).toBe(true)
+      expect(isSubset([permission], allBut)).toBe(false)
+    }
   })
 
   test('every permission id is <group>.<action>', () => {

@@ -136,6 +136,11 @@ export function listApiKeys(deps: Deps, filter: ApiKeyFilter) {
   return { items: rows.map((r) => toView(r.key, r.role)), meta: pageMeta(req, total) }
 }
 
+/** How many keys are not deleted (the first start tells how to create one when there are none). */
+export function countLiveKeys(deps: Deps): number {
+  return deps.db.select({ n: count() }).from(apiKeys).where(isNull(apiKeys.deleted_at)).get()!.n
+}
+
 /** Changes name, role, limit, allowlist or status without changing the key value. */
 export function updateApiKey(deps: Deps, actor: Actor, id: number, input: Partial<ApiKeyInput>): ApiKeyView {
   const current = findManageableKey(deps, actor, id)

@@ -140,12 +140,11 @@ export function updateRole(deps: Deps, actor: Actor, id: number, input: { name?:
 
 /** Deletes a custom role that no key (live or soft-deleted) is bound to. */
 export function deleteRole(deps: Deps, actor: Actor, id: number): RoleView {
-  const view = getRole(deps, id)
   const row = findRow(deps, id)
   assertEditable(row)
   if (!isSubset(row.permissions, actor.permissions)) throw new AppError('forbidden', 'This role has permissions that your own key does not have.')
   const bound = deps.db.select({ n: count() }).from(apiKeys).where(eq(apiKeys.role_id, id)).get()!.n
   if (bound > 0) throw new AppError('conflict', `The role is bound to ${bound} API key(s), including deleted ones; move them to another role first.`)
   deps.db.delete(roles).where(eq(roles.id, id)).run()
-  return view
+  return toView(row, 0)
 }

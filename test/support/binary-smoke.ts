@@ -1,0 +1,209 @@
+/**
+ * Smoke routine for a built executable: what an operator does in the first minute, run
+ * against a copy of the binary alone in an empty directory, so anything it reads from
+ * beside itself (migrations, the landing page, the docs bundle) shows up as a failure.
+ *
+ * Used by test/binary.test.ts and by CI (test/support/run-smoke.ts) on dist/mailroom.
+ * Every step has a bounded wait, and the server is killed in `finally` whatever happens.
+ */
+import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { VERSION } from '../../src/version'
+
+export interface SmokeOptions {
+  /** Receives one line per finished step. */
+  log?: (line: string) => void
+  /** Keep the temp directory (for a post-mortem); it is removed by default. */
+  keepDir?: boolean
+}
+
+export interface SmokeReport {
+  dir: string
+  port: number
+  scalarBytes: number
+}
+
+/** Bounds for each wait; generous, since a cold 100 MB executable can be slow to start on a busy CI box. */
+const COMMAND_MS = 30_000
+const READY_MS = 30_000
+const REQUEST_MS = 10_000
+const STOP_MS = 10_000
+
+class SmokeFailure extends Error {}
+
+function check(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new SmokeFailure(message)
+}
+
+interface Finished {
+  code: number | null
+  signal: string | number | null
+  stdout: string
+  stderr: string
+}
+
+/** Collects a stream as text in the background; the child never blocks on a full pipe. */
+function drain(stream: ReadableStream<Uint8Array>) {
+  const state = { text: '' }
+  const done = (async () => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) state.text += decoder.decode(chunk, { stream: true })
+    state.text += decoder.decode()
+  })()
+  return { state, done }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** The promise's value, or null after `ms`; the timer is cleared so it never holds the process open. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([promise, new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)))])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * Runs the binary in `dir` with a clean environment: only PATH, and HOME pointing at the
+ * temp directory, so no MAILROOM_* variable or user file from the caller leaks in.
+ */
+function environment(dir: string): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir }
+}
+
+async function runCommand(binary: string, dir: string, args: string[]): Promise<Finished> {
+  const proc = Bun.spawn([binary, ...args], { cwd: dir, env: environment(dir), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', timeout: COMMAND_MS, killSignal: 'SIGKILL' })
+  const out = drain(proc.stdout)
+  const err = drain(proc.stderr)
+  const code = await proc.exited
+  await Promise.all([out.done, err.done])
+  const finished = { code: proc.signalCode ? null : code, signal: proc.signalCode, stdout: out.state.text, stderr: err.state.text }
+  check(!finished.signal, `mailroom ${args.join(' ')}: killed by ${finished.signal} (no exit within ${COMMAND_MS} ms?)\nstderr: ${finished.stderr}`)
+  return finished
+}
+
+function describe(args: string[], r: Finished): string {
+  return `mailroom ${args.join(' ')} exited ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`
+}
+
+async function expectExit(binary: string, dir: string, args: string[], code: number): Promise<Finished> {
+  const r = await runCommand(binary, dir, args)
+  check(r.code === code, `expected exit ${code}: ${describe(args, r)}`)
+  return r
+}
+
+async function request(url: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_MS) })
+}
+
+/**
+ * Copies `binaryPath` into a new empty temp directory and exercises it there: --version,
+ * --help, a bad setting, key creation, the server on an ephemeral port (health, an
+ * authenticated API call, the embedded docs), a clean SIGTERM stop, and finally that a
+ * stray .env or bunfig.toml beside the binary is ignored. Throws on the first failure.
+ */
+export async function smokeTestBinary(binaryPath: string, options: SmokeOptions = {}): Promise<SmokeReport> {
+  const log = options.log ?? (() => {})
+  const dir = mkdtempSync(join(tmpdir(), 'mailroom-smoke-'))
+  const binary = join(dir, 'mailroom')
+  copyFileSync(resolve(binaryPath), binary)
+  chmodSync(binary, 0o755)
+  let server: { kill(signal?: NodeJS.Signals): void; exited: Promise<number> } | null = null
+  try {
+    const version = await expectExit(binary, dir, ['--version'], 0)
+    check(version.stdout.trim() === `mailroom ${VERSION}`, `--version printed ${JSON.stringify(version.stdout)}, expected "mailroom ${VERSION}"`)
+    log(`ok: --version (${version.stdout.trim()})`)
+
+    const help = await expectExit(binary, dir, ['--help'], 0)
+    check(help.stdout.includes('Usage:') && help.stdout.includes('keys create'), `--help does not show the usage:\n${help.stdout}`)
+    log('ok: --help')
+
+    const bad = await expectExit(binary, dir, ['serve', '--http-listen', 'nonsense'], 2)
+    const badLines = bad.stderr.trimEnd().split('\n')
+    check(badLines.length === 1 && badLines[0]!.startsWith('mailroom: invalid http_listen'), `a bad --http-listen should give one line "mailroom: invalid http_listen ...", got:\n${bad.stderr}`)
+    log('ok: bad setting exits 2 with one line')
+
+    // Fresh data directory (./data by default): creating a key runs the embedded migrations.
+    const created = await expectExit(binary, dir, ['keys', 'create', '--role', 'Administrator', '--name', 'smoke'], 0)
+    const key = created.stdout.trimEnd().split('\n').at(-1)?.trim() ?? ''
+    check(/^mr_\S+$/.test(key), `keys create: last line should be the key, got:\n${created.stdout}`)
+    log('ok: keys create (migrations applied to a fresh data dir)')
+
+    const proc = Bun.spawn([binary, 'serve', '--http-listen', '127.0.0.1:0'], { cwd: dir, env: environment(dir), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+    server = proc
+    const out = drain(proc.stdout)
+    const err = drain(proc.stderr)
+    const serverOutput = () => `--- stdout\n${out.state.text}\n--- stderr\n${err.state.text.slice(-4000)}`
+
+    // Port 0: the kernel picks the port, and the "listening on" line reports the bound one.
+    let base: string | null = null
+    const readyBy = Date.now() + READY_MS
+    while (proc.exitCode === null && Date.now() < readyBy) {
+      base = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out.state.text)?.[1] ?? null
+      if (base) break
+      await sleep(50)
+    }
+    check(base, `the server did not print "listening on http://127.0.0.1:PORT" (exit ${proc.exitCode}):\n${serverOutput()}`)
+    const port = Number(new URL(base).port)
+    check(port > 0, `the server printed port ${port}; it should print the port it really bound`)
+
+    let healthy = false
+    while (proc.exitCode === null && Date.now() < readyBy) {
+      healthy = await request(`${base}/health`).then((r) => r.ok, () => false)
+      if (healthy) break
+      await sleep(100)
+    }
+    check(healthy, `GET /health never answered 200:\n${serverOutput()}`)
+    log(`ok: serve on ${base}, /health`)
+
+    const anonymous = await request(`${base}/api/v2/api-keys`)
+    check(anonymous.status === 401, `GET /api/v2/api-keys without a key: expected 401, got ${anonymous.status}`)
+    const keys = await request(`${base}/api/v2/api-keys`, { headers: { authorization: `Bearer ${key}` } })
+    const body = (await keys.json().catch(() => null)) as { success?: unknown; data?: unknown; meta?: Record<string, unknown> } | null
+    check(keys.status === 200, `GET /api/v2/api-keys with the key: expected 200, got ${keys.status} ${JSON.stringify(body)}`)
+    check(body?.success === true && Array.isArray(body.data) && body.meta && typeof body.meta === 'object', `GET /api/v2/api-keys: not the list envelope: ${JSON.stringify(body)}`)
+    for (const field of ['current_page', 'per_page', 'total', 'last_page']) check(typeof body.meta[field] === 'number', `GET /api/v2/api-keys: meta.${field} missing: ${JSON.stringify(body.meta)}`)
+    check((body.data as Array<{ name?: unknown }>).some((k) => k.name === 'smoke'), `GET /api/v2/api-keys: the "smoke" key is not listed: ${JSON.stringify(body.data)}`)
+    log('ok: authenticated GET /api/v2/api-keys')
+
+    const landing = await request(`${base}/`)
+    check(landing.status === 200 && (await landing.text()).toLowerCase().includes('<html'), `GET / did not serve the embedded landing page (${landing.status})`)
+    const docs = await request(`${base}/docs`)
+    const docsHtml = await docs.text()
+    check(docs.status === 200 && docsHtml.includes('/docs/assets/scalar.js'), `GET /docs: expected 200 and a page loading /docs/assets/scalar.js, got ${docs.status}`)
+    const scalar = await request(`${base}/docs/assets/scalar.js`)
+    const scalarBytes = (await scalar.arrayBuffer()).byteLength
+    check(scalar.status === 200 && scalarBytes > 100_000, `GET /docs/assets/scalar.js: expected 200 and the embedded bundle, got ${scalar.status} with ${scalarBytes} bytes`)
+    const spec = await request(`${base}/openapi.json`)
+    check(spec.status === 200 && typeof ((await spec.json()) as { openapi?: unknown }).openapi === 'string', `GET /openapi.json: expected an OpenAPI document (${spec.status})`)
+    log(`ok: /, /docs, /openapi.json, /docs/assets/scalar.js (${scalarBytes} bytes)`)
+
+    proc.kill('SIGTERM')
+    const stopped = await within(proc.exited.then((code) => ({ code })), STOP_MS)
+    check(stopped, `the server did not exit within ${STOP_MS} ms of SIGTERM:\n${serverOutput()}`)
+    await Promise.all([out.done, err.done])
+    check(stopped.code === 0 && proc.signalCode === null, `after SIGTERM the server exited ${stopped.code} (signal ${proc.signalCode}), expected 0:\n${serverOutput()}`)
+    check(out.state.text.includes('Mailroom stopped.'), `after SIGTERM the server did not print "Mailroom stopped.":\n${serverOutput()}`)
+    server = null
+    log('ok: SIGTERM stops the server with exit 0')
+
+    // Settings come from flags, MAILROOM_* and --config only: the build switches off Bun's
+    // autoloading, so these files beside the binary must change nothing.
+    writeFileSync(join(dir, '.env'), 'MAILROOM_LOG_LEVEL=nonsense\n')
+    writeFileSync(join(dir, 'bunfig.toml'), 'preload = ["./missing-preload.ts"]\n')
+    const migrate = await runCommand(binary, dir, ['migrate'])
+    check(migrate.code === 0 && migrate.stdout.includes('The database is up to date.'), `with a stray .env and bunfig.toml beside it, mailroom migrate should ignore them: ${describe(['migrate'], migrate)}`)
+    log('ok: a stray .env and bunfig.toml are ignored')
+
+    return { dir, port, scalarBytes }
+  } finally {
+    if (server) {
+      server.kill('SIGKILL')
+      await within(server.exited, STOP_MS)
+    }
+    if (!options.keepDir) rmSync(dir, { recursive: true, force: true })
+  }
+}

@@ -32,7 +32,6 @@ const PROTECTED_PREFIXES = ['/api/', '/v1/']
 const KEY_QUERY_PARAMS = ['api_key', 'apikey', 'key', 'token', 'access_token']
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
-
 /** The client address, taking X-Forwarded-For only when the operator says a proxy is in front (its last entry is the one the proxy saw). */
 function clientAddress(request: Request, server: { requestIP(r: Request): { address: string } | null } | null, trustProxy: boolean): string | null {
   if (trustProxy) {
@@ -66,26 +65,34 @@ function bearerToken(request: Request, url: URL): string {
 export function createAuth(deps: Deps, opts: AuthOptions) {
   const contexts = new WeakMap<Request, AuthContext>()
 
-  const authenticate = (request: Request, url: URL, route: RouteInfo, ip: string | null, headers: Record<string, string | number>): AuthContext => {
+  /** Steps 1-3: the key exists, the address is allowed, the key is live. */
+  const identify = (request: Request, url: URL, ip: string | null): KeyIdentity => {
     const key = opts.resolveKey(bearerToken(request, url))
     if (!key) throw new AppError('unauthorized', 'The API key is not valid.')
     if (key.allow && !isAllowed(key.allow, ip)) throw new AppError('ip_not_allowed', `Requests from ${ip ?? 'this address'} are not allowed for this API key.`)
     if (key.deleted) throw new AppError('unauthorized', 'The API key has been deleted.')
     if (key.status !== 'active') throw new AppError('unauthorized', 'The API key is inactive.')
-    if (route.permission && !grants(key.permissions, route.permission)) {
+    return key
+  }
+
+  /** Steps 4-5: the role grants the route's permission, then the rate limit has room. */
+  const authorize = (key: KeyIdentity, route: RouteInfo, headers: Record<string, string>): void => {
+    if (!route.permission) {
+      // A route in a protected family that forgot to declare its permission is closed, not open.
+      throw new AppError('forbidden', 'This route declares no permission, so no key may call it.')
+    }
+    if (!grants(key.permissions, route.permission)) {
       throw new AppError('forbidden', `The API key's role does not grant the ${route.permission} permission.`)
     }
-    if (key.rate_limit !== null) {
-      const d = opts.limiter.take(key.id, key.rate_limit, deps.clock.now())
-      headers['x-ratelimit-limit'] = String(d.limit)
-      headers['x-ratelimit-remaining'] = String(d.remaining)
-      headers['x-ratelimit-reset'] = String(d.resetSeconds)
-      if (!d.allowed) {
-        headers['retry-after'] = String(d.resetSeconds)
-        throw new AppError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry in ${d.resetSeconds} s.`)
-      }
+    if (key.rate_limit === null) return
+    const d = opts.limiter.take(key.id, key.rate_limit, deps.clock.now())
+    headers['x-ratelimit-limit'] = String(d.limit)
+    headers['x-ratelimit-remaining'] = String(d.remaining)
+    headers['x-ratelimit-reset'] = String(d.resetSeconds)
+    if (!d.allowed) {
+      headers['retry-after'] = String(d.resetSeconds)
+      throw new AppError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry in ${d.resetSeconds} s.`)
     }
-    return { key, actor: { key_id: key.id, name: key.name, permissions: key.permissions }, ip, route }
   }
 
   const log = (request: Request, auth: AuthContext, status: number) => {
@@ -114,11 +121,12 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
       const route = opts.routes().match(request.method, url.pathname)
       if (route?.permission || PROTECTED_PREFIXES.some((p) => url.pathname.startsWith(p))) {
         const ip = clientAddress(request, server, deps.config.trust_proxy)
-        const auth = authenticate(request, url, route ?? { method: request.method, path: url.pathname, permission: null, contentTypes: [] }, ip, set.headers as Record<string, string>)
-        // An authenticated request to an unknown path falls through to the framework's 404.
+        const key = identify(request, url, ip)
+        // A path no route serves: the key was checked (no route discovery without one); the framework answers 404.
         if (!route) return
-        opts.usage.record(auth.key.id, deps.clock.now(), ip)
-        contexts.set(request, auth)
+        authorize(key, route, set.headers as Record<string, string>)
+        opts.usage.record(key.id, deps.clock.now(), ip)
+        contexts.set(request, { key, actor: { key_id: key.id, name: key.name, permissions: key.permissions }, ip, route })
       }
     })
     .onAfterHandle({ as: 'global' }, ({ request, set, responseValue }) => {

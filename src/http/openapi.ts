@@ -28,6 +28,12 @@ export function openapiPlugin() {
             description:
               'Every request carries `Authorization: Bearer <API_KEY>`. Responses use the envelope `{ "success": true, "data": ... }` (plus `meta` on lists) or `{ "success": false, "error": { "code", "message", "details" } }`.',
           },
+          tags: [
+            { name: 'system', description: 'Liveness and readiness probes; no key needed.' },
+            { name: 'roles', description: 'Roles are sets of permissions from the permission tree; every key is bound to one.' },
+            { name: 'api keys', description: 'Keys are shown once at creation and stored only as a hash. Each has a role, a per-minute rate limit and an optional IP allowlist.' },
+            { name: 'activity logs', description: 'Every change made through the API, with the key that made it.' },
+          ],
           components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key: mr_<id>_<secret>' } } },
           security: [{ bearer: [] }],
         },

@@ -193,3 +193,49 @@ describe('no privilege escalation through keys', () => {
     expect((await t.call('POST', '/api/v2/api-keys', { key: manager.key, body: { name: 'peer', role_id: manager.role_id } })).status).toBe(201)
   })
 })
+
+describe('cached key identities stay current', () => {
+  const version = (t: ReturnType<typeof testApp>) => (t.deps.db.$client.query("SELECT value FROM system_state WHERE key = 'access_version'").get() as { value: string }).value
+
+  test('a change made straight in the database (another process, the CLI) applies at the next request', async () => {
+    const t = testApp()
+    const k = t.makeKey()
+    expect((await t.call('GET', '/api/v2/roles', { key: k.key })).status).toBe(200) // now cached
+    t.deps.db.$client.run("UPDATE api_keys SET status = 'inactive' WHERE id = ?", [k.id])
+    expect((await t.call('GET', '/api/v2/roles', { key: k.key })).status).toBe(401)
+    t.deps.db.$client.run("UPDATE api_keys SET status = 'active', allowed_ips = '[\"192.0.2.1\"]' WHERE id = ?", [k.id])
+    expect((await t.call('GET', '/api/v2/roles', { key: k.key })).body.error.code).toBe('ip_not_allowed')
+    t.deps.db.$client.run("UPDATE api_keys SET allowed_ips = '[]' WHERE id = ?", [k.id])
+    t.deps.db.$client.run(`UPDATE roles SET permissions = '["roles.read"]' WHERE id = ?`, [k.role_id])
+    expect((await t.call('GET', '/api/v2/api-keys', { key: k.key })).status).toBe(403)
+    t.deps.db.$client.run('DELETE FROM api_keys WHERE id = ?', [k.id])
+    expect((await t.call('GET', '/api/v2/roles', { key: k.key })).status).toBe(401)
+  })
+
+  test('every access-relevant change bumps the version; recording key use does not', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    let before = version(t)
+    const changes: Array<[string, string, unknown]> = [
+      ['PATCH', `/api/v2/api-keys/${admin.id}`, { rate_limit: 1000 }],
+      ['PATCH', `/api/v2/api-keys/${admin.id}`, { allowed_ips: [] }],
+      ['PATCH', `/api/v2/api-keys/${admin.id}`, { name: 'renamed' }],
+      ['POST', '/api/v2/api-keys', { name: 'new', role_id: admin.role_id }],
+    ]
+    for (const [method, path, body] of changes) {
+      await t.call(method, path, { key: admin.key, body })
+      expect(version(t)).not.toBe(before)
+      before = version(t)
+    }
+    // A new role binds no key yet, so it need not invalidate anything; changing one does.
+    const role = (await t.call('POST', '/api/v2/roles', { key: admin.key, body: { name: 'R', permissions: ['roles.read'] } })).body.data
+    expect(version(t)).toBe(before)
+    await t.call('PATCH', `/api/v2/roles/${role.id}`, { key: admin.key, body: { permissions: [] } })
+    expect(version(t)).not.toBe(before)
+    before = version(t)
+    t.deps.clock.advance(1000)
+    await t.call('GET', '/api/v2/roles', { key: admin.key })
+    t.usage.flush()
+    expect(version(t)).toBe(before)
+  })
+})

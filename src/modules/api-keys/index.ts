@@ -23,17 +23,14 @@ export function apiKeyRoutes(deps: Deps, authOf: AuthOf, usage: UsageRecorder) {
     .get(
       '/',
       ({ query }) => {
-        usage.flush()
-        return okPage(listApiKeys(deps, query))
+        const page = listApiKeys(deps, query)
+        return okPage({ ...page, items: page.items.map(usage.overlay) })
       },
       { query: ListApiKeysQuery, response: { 200: Paged(ApiKeySchema), ...commonErrors }, detail: requires('api_keys.read', 'List API keys', { tags }) },
     )
     .get(
       '/:id',
-      ({ params }) => {
-        usage.flush()
-        return ok(getApiKey(deps, params.id))
-      },
+      ({ params }) => ok(usage.overlay(getApiKey(deps, params.id))),
       { params: IdParams, response: { 200: Envelope(ApiKeySchema), 404: ErrorEnvelope, ...commonErrors }, detail: requires('api_keys.read', 'Get an API key', { tags }) },
     )
     .patch('/:id', ({ params, body, request }) => ok(updateApiKey(deps, authOf(request).actor, params.id, body)), {

@@ -185,9 +185,12 @@ export interface KeyIdentity {
 }
 
 /**
- * Resolves a presented key value, or null when it is not a key of ours. The row is read on
- * every request (one indexed lookup) so that a change to the key or its role applies to the
- * very next request; the allowlist is compiled once per distinct stored list.
+ * Resolves a presented key value, or null when it is not a key of ours. Identities are
+ * cached by lookup id; the cache is valid while the `access_version` counter is unchanged.
+ * Triggers (migration 0001) bump that counter on every change to a key or a role's
+ * permissions, from any code path or process, so a change applies to the very next request
+ * while a request costs one primary-key read instead of a join. Only real keys are cached,
+ * so random tokens cannot grow the cache.
  */
 export function createKeyResolver(deps: Deps): (value: string) => KeyIdentity | null {
   const byLookup = deps.db
@@ -196,39 +199,44 @@ export function createKeyResolver(deps: Deps): (value: string) => KeyIdentity | 
     .innerJoin(roles, eq(roles.id, apiKeys.role_id))
     .where(eq(apiKeys.lookup_id, sql.placeholder('lookup')))
     .prepare()
-  const compiled = new Map<string, IpRule[]>()
-  const rulesFor = (entries: string[]): IpRule[] | null => {
-    if (entries.length === 0) return null
-    const cacheKey = entries.join('\n')
-    let rules = compiled.get(cacheKey)
-    if (!rules) {
-      if (compiled.size > 10_000) compiled.clear()
-      rules = compileAllowlist(entries).rules
-      compiled.set(cacheKey, rules)
-    }
-    return rules
-  }
+  const versionQuery = deps.db.$client.prepare<{ value: string }, []>("SELECT value FROM system_state WHERE key = 'access_version'")
+  const cache = new Map<string, { identity: KeyIdentity; hash: string }>()
+  let cachedVersion: string | undefined
+
   return (value) => {
     const parsed = parseToken(value)
     if (!parsed) return null
-    const row = byLookup.get({ lookup: parsed.lookupId })
-    if (!row || !tokenMatches(value, row.key.secret_hash)) return null
-    return {
-      id: row.key.id,
-      name: row.key.name,
-      status: row.key.status,
-      deleted: row.key.deleted_at !== null,
-      rate_limit: row.key.rate_limit,
-      allow: rulesFor(row.key.allowed_ips),
-      permissions: row.permissions,
+    const version = versionQuery.get()?.value
+    if (version === undefined || version !== cachedVersion) {
+      cache.clear()
+      cachedVersion = version
     }
+    let entry = cache.get(parsed.lookupId)
+    if (!entry) {
+      const row = byLookup.get({ lookup: parsed.lookupId })
+      if (!row) return null
+      entry = {
+        hash: row.key.secret_hash,
+        identity: {
+          id: row.key.id,
+          name: row.key.name,
+          status: row.key.status,
+          deleted: row.key.deleted_at !== null,
+          rate_limit: row.key.rate_limit,
+          allow: row.key.allowed_ips.length ? compileAllowlist(row.key.allowed_ips).rules : null,
+          permissions: row.permissions,
+        },
+      }
+      if (version !== undefined) cache.set(parsed.lookupId, entry)
+    }
+    return tokenMatches(value, entry.hash) ? entry.identity : null
   }
 }
 
 /**
  * Last-access bookkeeping. Writing a row on every request would cap the API at the disk's
  * commit rate, so uses are kept in memory and written in one transaction per flush (every
- * second, before any key is read back through the API, and at shutdown).
+ * second and at shutdown); reads through the API overlay the pending ones.
  */
 export function createUsageRecorder(deps: Deps) {
   const pending = new Map<number, { at: number; ip: string | null }>()
@@ -240,6 +248,11 @@ export function createUsageRecorder(deps: Deps) {
   return {
     record(keyId: number, at: number, ip: string | null): void {
       pending.set(keyId, { at, ip })
+    },
+    /** A view with the last use that is not written yet, so reads are current without a write. */
+    overlay(view: ApiKeyView): ApiKeyView {
+      const use = pending.get(view.id)
+      return use ? { ...view, last_used_at: toIso(use.at), last_used_ip: use.ip } : view
     },
     flush(): void {
       if (pending.size === 0) return

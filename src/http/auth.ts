@@ -3,7 +3,7 @@ import type { Deps } from '../deps'
 import { AppError } from '../lib/errors'
 import { isAllowed } from '../lib/ip-allowlist'
 import type { RateLimiter } from '../lib/rate-limit'
-import { pathParams, type RouteInfo, type RouteTable } from '../lib/route-table'
+import { pathnameOf, pathParams, type RouteInfo, type RouteTable } from '../lib/route-table'
 import { recordActivity } from '../modules/activity-logs/service'
 import type { KeyIdentity, UsageRecorder } from '../modules/api-keys/service'
 import { grants } from '../modules/permissions/catalog'
@@ -42,10 +42,11 @@ function clientAddress(request: Request, server: { requestIP(r: Request): { addr
   return server?.requestIP(request)?.address ?? null
 }
 
-function bearerToken(request: Request, url: URL): string {
+function bearerToken(request: Request): string {
   const header = request.headers.get('authorization')
   if (!header) {
-    if (KEY_QUERY_PARAMS.some((p) => url.searchParams.has(p))) {
+    const query = new URL(request.url).searchParams
+    if (KEY_QUERY_PARAMS.some((p) => query.has(p))) {
       throw new AppError('unauthorized', 'API keys are accepted only in the Authorization header, never in the URL. Send "Authorization: Bearer <API_KEY>" and revoke a key that was put in a URL.')
     }
     throw new AppError('unauthorized', 'Missing API key. Send the header "Authorization: Bearer <API_KEY>".')
@@ -66,8 +67,8 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
   const contexts = new WeakMap<Request, AuthContext>()
 
   /** Steps 1-3: the key exists, the address is allowed, the key is live. */
-  const identify = (request: Request, url: URL, ip: string | null): KeyIdentity => {
-    const key = opts.resolveKey(bearerToken(request, url))
+  const identify = (request: Request, ip: string | null): KeyIdentity => {
+    const key = opts.resolveKey(bearerToken(request))
     if (!key) throw new AppError('unauthorized', 'The API key is not valid.')
     if (key.allow && !isAllowed(key.allow, ip)) throw new AppError('ip_not_allowed', `Requests from ${ip ?? 'this address'} are not allowed for this API key.`)
     if (key.deleted) throw new AppError('unauthorized', 'The API key has been deleted.')
@@ -98,7 +99,7 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
   const log = (request: Request, auth: AuthContext, status: number) => {
     if (auth.logged || !MUTATING.has(request.method)) return
     auth.logged = true
-    const path = new URL(request.url).pathname
+    const path = pathnameOf(request.url)
     const id = pathParams(auth.route.path, path).id
     const target = auth.target ?? (id !== undefined ? { type: auth.route.permission!.split('.')[0]!, id } : null)
     recordActivity(deps, {
@@ -117,11 +118,11 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
 
   const plugin = new Elysia({ name: 'auth' })
     .onRequest(({ request, server, set }) => {
-      const url = new URL(request.url)
-      const route = opts.routes().match(request.method, url.pathname)
-      if (route?.permission || PROTECTED_PREFIXES.some((p) => url.pathname.startsWith(p))) {
+      const path = pathnameOf(request.url)
+      const route = opts.routes().match(request.method, path)
+      if (route?.permission || PROTECTED_PREFIXES.some((p) => path.startsWith(p))) {
         const ip = clientAddress(request, server, deps.config.trust_proxy)
-        const key = identify(request, url, ip)
+        const key = identify(request, ip)
         // A path no route serves: the key was checked (no route discovery without one); the framework answers 404.
         if (!route) return
         authorize(key, route, set.headers as Record<string, string>)

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import { AppError } from '../lib/errors'
-import type { RouteInfo, RouteTable } from '../lib/route-table'
+import { pathnameOf, type RouteInfo, type RouteTable } from '../lib/route-table'
 
 const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
@@ -49,7 +49,7 @@ export function bodyPlugin(maxBytes: number, routes: () => RouteTable) {
       const length = request.headers.get('content-length')
       if (length !== null ? length === '0' : request.body === null) return
       if (length !== null && Number(length) > maxBytes) throw tooLarge(maxBytes)
-      const route: RouteInfo | null = routes().match(request.method, new URL(request.url).pathname)
+      const route: RouteInfo | null = routes().match(request.method, pathnameOf(request.url))
       const type = request.headers.get('content-type') ?? ''
       const accepted = route?.contentTypes.length ? route.contentTypes : null
       const ok = accepted ? accepted.some((a) => type.toLowerCase().startsWith(a)) : isJson(type)

@@ -32,6 +32,8 @@ export function validationDetails(error: ValidationError): ErrorDetails {
 export function envelopePlugin(log: Logger, onFailure: (request: Request, status: number) => void = () => {}) {
   return new Elysia({ name: 'envelope' }).onError({ as: 'global' }, (ctx) => {
     const response = toErrorResponse(log, ctx)
+    // Later hooks (the access log) read the status from here, not from the Response.
+    ctx.set.status = response.status
     onFailure(ctx.request, response.status)
     return response
   })

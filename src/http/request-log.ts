@@ -12,12 +12,12 @@ export function requestLogPlugin(log: Logger, accessLog: boolean) {
     if (accessLog) started.set(request, performance.now())
   })
   if (!accessLog) return plugin
-  return plugin.onAfterResponse({ as: 'global' }, ({ request, set }) => {
+  return plugin.onAfterResponse({ as: 'global' }, ({ request, path, set }) => {
     const start = started.get(request)
     log.info('request', {
       request_id: set.headers['x-request-id'],
       method: request.method,
-      path: new URL(request.url).pathname,
+      path,
       status: set.status,
       ms: start === undefined ? undefined : Math.round((performance.now() - start) * 100) / 100,
     })

@@ -56,3 +56,11 @@ export function pathParams(routePath: string, pathname: string): Record<string, 
   })
   return out
 }
+
+/** The path of an absolute URL string without building a URL object (that costs more than routing on the request path). */
+export function pathnameOf(url: string): string {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  if (start === -1) return '/'
+  const end = url.search(/[?#]/)
+  return end === -1 || end < start ? url.slice(start) : url.slice(start, end)
+}

@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { createRouteTable, pathParams } from '../../src/lib/route-table'
+import { createRouteTable, pathnameOf, pathParams } from '../../src/lib/route-table'
 
 const route = (method: string, path: string, permission: string) => ({ method, path, permission, contentTypes: [] })
 const table = createRouteTable([
@@ -35,4 +35,14 @@ test('a trailing slash on either side is the same route', () => {
   expect(t.match('POST', '/api/v2/things')?.permission).toBe('things.create')
   expect(t.match('POST', '/api/v2/things/')?.permission).toBe('things.create')
   expect(table.match('GET', '/api/v2/api-keys/')?.path).toBe('/api/v2/api-keys')
+})
+
+test('pathnameOf takes the path from an absolute URL', () => {
+  for (const [url, path] of [
+    ['http://127.0.0.1:8825/api/v2/roles?page=2', '/api/v2/roles'],
+    ['http://[::1]:8825/api/v2/roles#x', '/api/v2/roles'],
+    ['https://mail.example.com/', '/'],
+    ['http://h.example/a/b?q=/c', '/a/b'],
+    ['http://h.example', '/'],
+  ]) expect(pathnameOf(url!)).toBe(path!)
 })

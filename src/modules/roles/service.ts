@@ -1,5 +1,6 @@
 import { and, asc, count, eq, ne, sql } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { preparedFor } from '../../db/prepared'
 import { apiKeys, roles } from '../../db/schema'
 import { AppError, notFound } from '../../lib/errors'
 import { toIso } from '../../lib/clock'
@@ -31,6 +32,11 @@ export interface Actor {
 export const CLI_ACTOR: Actor = { key_id: null, name: 'command line', permissions: [ALL] }
 
 const keyCount = sql<number>`(SELECT count(*) FROM ${apiKeys} WHERE ${apiKeys.role_id} = ${roles.id} AND ${apiKeys.deleted_at} IS NULL)`.mapWith(Number)
+
+const statements = preparedFor((db) => ({
+  roleById: db.select({ role: roles, key_count: keyCount }).from(roles).where(eq(roles.id, sql.placeholder('id'))).prepare(),
+  roleRowById: db.select().from(roles).where(eq(roles.id, sql.placeholder('id'))).prepare(),
+}))
 
 function toView(row: RoleRow, key_count: number): RoleView {
   return {
@@ -69,7 +75,7 @@ function validatePermissions(permissions: readonly string[], actor: Actor): stri
 }
 
 function findRow(deps: Deps, id: number): RoleRow {
-  const row = deps.db.select().from(roles).where(eq(roles.id, id)).get()
+  const row = statements(deps.db).roleRowById.get({ id })
   if (!row) throw notFound('role', id)
   return row
 }
@@ -89,7 +95,7 @@ function assertEditable(row: RoleRow): void {
 
 /** One role with its count of live keys. */
 export function getRole(deps: Deps, id: number): RoleView {
-  const row = deps.db.select({ role: roles, key_count: keyCount }).from(roles).where(eq(roles.id, id)).get()
+  const row = statements(deps.db).roleById.get({ id })
   if (!row) throw notFound('role', id)
   return toView(row.role, row.key_count)
 }

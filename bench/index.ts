@@ -1,0 +1,59 @@
+/**
+ * `npm run bench` runs every benchmark; `npm run bench -- NAME... [--option ...]` runs the
+ * named ones, passing the options to each. Each benchmark is a module under bench/ with
+ * `run(argv, command)` resolving to an exit code; add new ones to BENCHMARKS.
+ */
+
+export type Benchmark = (argv: string[], command: string) => Promise<number>
+
+const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchmark> }> = {
+  http: { describe: 'authenticated API GET against a bare Bun.serve (wrk)', load: async () => (await import('./http')).run },
+}
+
+const USAGE = `Usage: npm run bench [-- NAME... [options]]
+Runs every benchmark, or the named ones; options go to each (NAME --help lists them).
+
+${Object.entries(BENCHMARKS)
+  .map(([name, b]) => `  ${name.padEnd(12)} ${b.describe}`)
+  .join('\n')}
+`
+
+async function main(argv: string[]): Promise<number> {
+  // Option values (`--rounds 5`) are not names: a positional right after an option that takes
+  // a value belongs to that option.
+  const picked: string[] = []
+  const passed: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    if (a.startsWith('-')) {
+      passed.push(a)
+      const next = argv[i + 1]
+      if (!a.includes('=') && next !== undefined && !next.startsWith('-') && !(next in BENCHMARKS)) passed.push(argv[++i]!)
+    } else picked.push(a)
+  }
+  if (picked.length === 0 && (passed.includes('--help') || passed.includes('-h'))) return process.stdout.write(USAGE), 0
+  const unknown = picked.filter((n) => !(n in BENCHMARKS))
+  if (unknown.length) {
+    process.stderr.write(`bench: no benchmark named ${unknown.map((n) => `"${n}"`).join(', ')}.\n\n${USAGE}`)
+    return 2
+  }
+  const selected = picked.length ? [...new Set(picked)] : Object.keys(BENCHMARKS)
+  const viaNpm = process.env.npm_lifecycle_event === 'bench'
+  let worst = 0
+  for (const name of selected) {
+    process.stdout.write(`\n== ${name}\n`)
+    const command = viaNpm ? `npm run bench -- ${name}` : `bun bench/index.ts ${name}`
+    const bench = await BENCHMARKS[name]!.load()
+    const code = await bench(passed, command)
+    if (code !== 0) process.stderr.write(`bench: ${name} exited with ${code}\n`)
+    worst = Math.max(worst, code)
+  }
+  return worst
+}
+
+try {
+  process.exit(await main(process.argv.slice(2)))
+} catch (e) {
+  process.stderr.write(`bench: ${(e as Error).message}\n`)
+  process.exit(1)
+}

@@ -1,0 +1,174 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+
+/** The repository root (bench/support/..). */
+export const ROOT = resolve(import.meta.dir, '..', '..')
+
+/** The Bun that runs this script; servers run on the same one. */
+const BUN = process.execPath
+
+export interface ServerProcess {
+  name: string
+  pid: number
+  /** Base URL, e.g. http://127.0.0.1:40123 */
+  url: string
+  /** SIGTERM, then SIGKILL if it has not exited after 10 s. */
+  stop(): Promise<void>
+}
+
+const running = new Set<ServerProcess>()
+let handlersInstalled = false
+
+/** Stops every server this process started (on Ctrl-C too), each by its own pid. */
+export async function stopAll(): Promise<void> {
+  await Promise.all([...running].map((s) => s.stop()))
+}
+
+function installHandlers(): void {
+  if (handlersInstalled) return
+  handlersInstalled = true
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void stopAll().finally(() => process.exit(130))
+    })
+  }
+}
+
+/**
+ * Starts a server as a child process and waits for the line on its stdout that carries its
+ * URL (servers listen on port 0, so the port is only known from that line).
+ */
+export async function startServer(
+  name: string,
+  args: string[],
+  opts: { env?: Record<string, string | undefined>; stderrFile?: string; pattern: RegExp; timeoutMs?: number },
+): Promise<ServerProcess> {
+  installHandlers()
+  const proc = Bun.spawn([BUN, ...args], {
+    cwd: ROOT,
+    env: opts.env ?? process.env,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: opts.stderrFile ? Bun.file(opts.stderrFile) : 'ignore',
+  })
+  let stopped: Promise<void> | null = null
+  const server: ServerProcess = {
+    name,
+    pid: proc.pid,
+    url: '',
+    stop() {
+      stopped ??= (async () => {
+        if (proc.exitCode === null && proc.signalCode === null) {
+          proc.kill('SIGTERM')
+          const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000)
+          await proc.exited
+          clearTimeout(timer)
+        }
+        running.delete(server)
+      })()
+      return stopped
+    },
+  }
+  running.add(server)
+
+  const reader = proc.stdout.getReader()
+  const decoder = new TextDecoder()
+  let seen = ''
+  const deadline = Date.now() + (opts.timeoutMs ?? 30_000)
+  try {
+    while (true) {
+      const m = opts.pattern.exec(seen)
+      if (m) {
+        server.url = m[1]!
+        break
+      }
+      const remaining = deadline - Date.now()
+      if (remaining <= 0) throw new Error(`${name} did not print its address within ${opts.timeoutMs ?? 30_000} ms; stdout so far:\n${seen}`)
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const chunk = await Promise.race([reader.read(), new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), remaining)))])
+      clearTimeout(timer)
+      if (chunk === 'timeout') continue
+      if (chunk.done) throw new Error(`${name} exited (code ${await proc.exited}) before listening; stdout:\n${seen}${opts.stderrFile ? `\n(stderr is in ${opts.stderrFile})` : ''}`)
+      seen += decoder.decode(chunk.value, { stream: true })
+    }
+  } catch (e) {
+    await server.stop()
+    throw e
+  }
+  // Keep draining stdout so the child can never block on a full pipe.
+  void (async () => {
+    while (!(await reader.read()).done);
+  })().catch(() => {})
+  return server
+}
+
+/** The environment for a Mailroom child: ours without any MAILROOM_* setting, plus `settings`. */
+export function mailroomEnv(settings: Record<string, string>): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = {}
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('MAILROOM_')) env[k] = v
+  return { ...env, ...settings }
+}
+
+export interface MailroomInstance extends ServerProcess {
+  key: string
+  dataDir: string
+  /** Where the server's stderr (JSON log lines, the access log among them) goes. */
+  logFile: string
+  /** Stops the server and deletes its data directory. */
+  dispose(): Promise<void>
+}
+
+/**
+ * A fresh Mailroom: new temporary data directory, one Administrator key with `rateLimit`
+ * requests per minute, then `mailroom serve` on 127.0.0.1 port 0 with stderr to a file.
+ */
+export async function startMailroom(name: string, opts: { rateLimit: number; settings?: Record<string, string> }): Promise<MailroomInstance> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-'))
+  const env = mailroomEnv({ MAILROOM_LOG_LEVEL: 'info', ...opts.settings })
+  const created = Bun.spawnSync([BUN, 'src/main.ts', 'keys', 'create', '--data-dir', dataDir, '--role', 'Administrator', '--name', 'bench', '--rate-limit', String(opts.rateLimit)], {
+    cwd: ROOT,
+    env,
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const lines = created.stdout.toString().trim().split('\n')
+  const key = lines[lines.length - 1]?.trim() ?? ''
+  if (created.exitCode !== 0 || !key.startsWith('mr_')) {
+    rmSync(dataDir, { recursive: true, force: true })
+    throw new Error(`mailroom keys create failed (exit ${created.exitCode}):\n${created.stdout}${created.stderr}`)
+  }
+  const logFile = join(dataDir, 'stderr.log')
+  let server: ServerProcess
+  try {
+    server = await startServer(name, ['src/main.ts', 'serve', '--data-dir', dataDir, '--http-listen', '127.0.0.1:0'], {
+      env,
+      stderrFile: logFile,
+      pattern: /listening on (http:\/\/\S+)/,
+    })
+  } catch (e) {
+    rmSync(dataDir, { recursive: true, force: true })
+    throw e
+  }
+  return {
+    ...server,
+    stop: () => server.stop(),
+    key,
+    dataDir,
+    logFile,
+    async dispose() {
+      await server.stop()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** A minimal Elysia hello-world (bench/support/elysia-server.ts), the framework's floor. */
+export function startElysia(): Promise<ServerProcess> {
+  return startServer('elysia', [join(ROOT, 'bench', 'support', 'elysia-server.ts')], { pattern: /listening on (http:\/\/\S+)/ })
+}
+
+/** The bare Bun.serve hello-world (bench/support/bare-server.ts). */
+export function startBare(): Promise<ServerProcess> {
+  return startServer('bare', [join(ROOT, 'bench', 'support', 'bare-server.ts')], { pattern: /listening on (http:\/\/\S+)/ })
+}

@@ -30,11 +30,13 @@ export function validationDetails(error: ValidationError): ErrorDetails {
  * request id.
  */
 export function envelopePlugin(log: Logger, onFailure: (request: Request, status: number) => void = () => {}) {
-  return new Elysia({ name: 'envelope' }).onError({ as: 'global' }, (ctx) => {
-    const response = toErrorResponse(log, ctx)
+  // Destructured on purpose: Elysia reads a hook's parameter list to decide what to parse
+  // for every request; a hook that takes the whole context makes it parse cookies and all.
+  return new Elysia({ name: 'envelope' }).onError({ as: 'global' }, ({ code, error, request, set }) => {
+    const response = toErrorResponse(log, { code, error, request, set })
     // Later hooks (the access log) read the status from here, not from the Response.
-    ctx.set.status = response.status
-    onFailure(ctx.request, response.status)
+    set.status = response.status
+    onFailure(request, response.status)
     return response
   })
 }

@@ -49,10 +49,10 @@ export function parseToken(value: string): { lookupId: string } | null {
   return m ? { lookupId: m[1]! } : null
 }
 
-/** Constant-time check of a presented value against a stored hash. */
-export function tokenMatches(value: string, storedHash: string): boolean {
-  const a = Buffer.from(hashToken(value), 'hex')
-  const b = Buffer.from(storedHash, 'hex')
+/** Constant-time check of a presented value against a stored hash (hex, or its 32 raw bytes). */
+export function tokenMatches(value: string, storedHash: string | Uint8Array): boolean {
+  const a = createHash('sha256').update(value).digest()
+  const b = typeof storedHash === 'string' ? Buffer.from(storedHash, 'hex') : storedHash
   return a.length === b.length && timingSafeEqual(a, b)
 }
 

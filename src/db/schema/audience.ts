@@ -1,0 +1,134 @@
+import { sql } from 'drizzle-orm'
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+
+/** Contact statuses; docs/api.md says what each means and how it moves. */
+export const CONTACT_STATUSES = ['subscribed', 'unconfirmed', 'unsubscribed', 'bounced', 'complained'] as const
+export type ContactStatus = (typeof CONTACT_STATUSES)[number]
+
+export const CUSTOM_FIELD_TYPES = ['text', 'number', 'date', 'boolean', 'one_of'] as const
+export type CustomFieldType = (typeof CUSTOM_FIELD_TYPES)[number]
+
+export const lists = sqliteTable('lists', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  name: text('name').notNull(),
+  description: text('description').notNull().default(''),
+  created_at: integer('created_at').notNull(),
+  updated_at: integer('updated_at').notNull(),
+})
+
+/**
+ * A contact is one address on one list (spec "Contact": `list_id` is a field of the
+ * contact), so the same address on two lists is two contacts with their own status.
+ * `email` is stored normalised (trimmed, lower case); custom field values live in `fields`
+ * as JSON keyed by the custom field's key.
+ */
+export const contacts = sqliteTable('contacts', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  list_id: integer('list_id').notNull().references(() => lists.id, { onDelete: 'cascade' }),
+  email: text('email').notNull(),
+  first_name: text('first_name'),
+  last_name: text('last_name'),
+  status: text('status', { enum: CONTACT_STATUSES }).notNull(),
+  fields: text('fields', { mode: 'json' }).$type<Record<string, unknown>>().notNull().default(sql`'{}'`),
+  created_at: integer('created_at').notNull(),
+  updated_at: integer('updated_at').notNull(),
+}, (t) => [
+  uniqueIndex('contacts_list_email_unique').on(t.list_id, t.email),
+  // Each index ends in the rowid (= id), so "WHERE list_id = ? [AND status = ?] ORDER BY id" walks one index.
+  index('contacts_list_idx').on(t.list_id),
+  index('contacts_list_status_idx').on(t.list_id, t.status),
+  index('contacts_status_idx').on(t.status),
+  index('contacts_email_idx').on(t.email),
+  index('contacts_created_idx').on(t.created_at),
+])
+
+export const customFields = sqliteTable('custom_fields', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  /** The name in `fields` of a contact and in segment rules: lower snake case. */
+  key: text('key').notNull(),
+  name: text('name').notNull(),
+  type: text('type', { enum: CUSTOM_FIELD_TYPES }).notNull(),
+  /** Allowed values of a one_of field. */
+  options: text('options', { mode: 'json' }).$type<string[]>().notNull().default(sql`'[]'`),
+  required: integer('required', { mode: 'boolean' }).notNull().default(false),
+  /** JSON value used when a contact is created without one; null for none. */
+  default_value: text('default_value', { mode: 'json' }).$type<unknown>(),
+  created_at: integer('created_at').notNull(),
+  updated_at: integer('updated_at').notNull(),
+}, (t) => [uniqueIndex('custom_fields_key_unique').on(t.key)])
+
+export const segments = sqliteTable('segments', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  name: text('name').notNull(),
+  description: text('description').notNull().default(''),
+  /** The rule tree: { all | any: [condition | group, ...] }; see src/modules/segments. */
+  rules: text('rules', { mode: 'json' }).$type<unknown>().notNull(),
+  created_at: integer('created_at').notNull(),
+  updated_at: integer('updated_at').notNull(),
+})
+
+export const SUPPRESSION_SCOPES = ['global', 'list', 'program'] as const
+export const SUPPRESSION_TYPES = ['email', 'domain'] as const
+export const PROGRAM_TYPES = ['broadcast', 'drip', 'trigger'] as const
+
+/**
+ * Addresses or whole domains that must not be sent to: everywhere (global), for one list,
+ * or for one program (a broadcast, drip or trigger). `value` is normalised lower case.
+ */
+export const suppressions = sqliteTable('suppressions', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  scope: text('scope', { enum: SUPPRESSION_SCOPES }).notNull(),
+  /** `global`, `list:<id>` or `program:<type>:<id>`: one column so that uniqueness is a plain index. */
+  scope_key: text('scope_key').notNull(),
+  list_id: integer('list_id').references(() => lists.id, { onDelete: 'cascade' }),
+  program_type: text('program_type', { enum: PROGRAM_TYPES }),
+  program_id: integer('program_id'),
+  type: text('type', { enum: SUPPRESSION_TYPES }).notNull(),
+  value: text('value').notNull(),
+  reason: text('reason').notNull(),
+  created_at: integer('created_at').notNull(),
+}, (t) => [
+  uniqueIndex('suppressions_entry_unique').on(t.scope_key, t.type, t.value),
+  index('suppressions_value_idx').on(t.value, t.type),
+  index('suppressions_created_idx').on(t.created_at),
+])
+
+export const IMPORT_STATUSES = ['queued', 'running', 'completed', 'failed'] as const
+
+/**
+ * A bulk import is its own durable job: the file sits in the data directory, and every
+ * batch of rows commits together with `bytes_done` and the counters, so a restart resumes
+ * from the last committed batch and never counts a row twice.
+ */
+export const imports = sqliteTable('imports', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  list_id: integer('list_id').notNull().references(() => lists.id, { onDelete: 'cascade' }),
+  format: text('format', { enum: ['csv', 'jsonl'] }).notNull(),
+  mode: text('mode', { enum: ['skip', 'update'] }).notNull(),
+  /** Contact attribute or `fields.<key>` -> source column (CSV header or JSON key). */
+  mapping: text('mapping', { mode: 'json' }).$type<Record<string, string>>().notNull(),
+  status: text('status', { enum: IMPORT_STATUSES }).notNull(),
+  file_path: text('file_path').notNull(),
+  file_bytes: integer('file_bytes').notNull(),
+  bytes_done: integer('bytes_done').notNull().default(0),
+  total_rows: integer('total_rows'),
+  rows_done: integer('rows_done').notNull().default(0),
+  created: integer('created').notNull().default(0),
+  updated: integer('updated').notNull().default(0),
+  skipped: integer('skipped').notNull().default(0),
+  invalid: integer('invalid').notNull().default(0),
+  error: text('error'),
+  created_at: integer('created_at').notNull(),
+  started_at: integer('started_at'),
+  finished_at: integer('finished_at'),
+}, (t) => [index('imports_status_idx').on(t.status)])
+
+export const importErrors = sqliteTable('import_errors', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  import_id: integer('import_id').notNull().references(() => imports.id, { onDelete: 'cascade' }),
+  /** 1-based data row number (the header is not counted). */
+  row_number: integer('row_number').notNull(),
+  reason: text('reason').notNull(),
+  /** The source row as it was read. */
+  raw: text('raw').notNull(),
+}, (t) => [index('import_errors_import_idx').on(t.import_id, t.row_number)])

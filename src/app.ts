@@ -53,6 +53,9 @@ export function buildApp(deps: Deps) {
     .use(roleRoutes(deps, auth.authOf))
     .use(apiKeyRoutes(deps, auth.authOf, usage))
     .use(activityLogRoutes(deps))
+    // audience (issue 3): one line per module below
+    // suppressions:
+    // segments:
 
   table = routeTableOf(app)
   return { app, usage }

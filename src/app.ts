@@ -10,6 +10,9 @@ import { createRateLimiter } from './lib/rate-limit'
 import { createRouteTable, type RouteInfo, type RouteTable } from './lib/route-table'
 import { activityLogRoutes } from './modules/activity-logs'
 import { apiKeyRoutes } from './modules/api-keys'
+import { contactRoutes } from './modules/contacts'
+import { customFieldRoutes } from './modules/custom-fields'
+import { listRoutes } from './modules/lists'
 import { createKeyResolver, createUsageRecorder } from './modules/api-keys/service'
 import { permissionRoutes } from './modules/permissions'
 import { roleRoutes } from './modules/roles'
@@ -54,6 +57,9 @@ export function buildApp(deps: Deps) {
     .use(apiKeyRoutes(deps, auth.authOf, usage))
     .use(activityLogRoutes(deps))
     // audience (issue 3): one line per module below
+    .use(listRoutes(deps, auth.authOf))
+    .use(customFieldRoutes(deps, auth.authOf))
+    .use(contactRoutes(deps, auth.authOf))
     // suppressions:
     // segments:
 

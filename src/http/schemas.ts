@@ -71,3 +71,16 @@ export function requires(permission: string, summary: string, extra: { descripti
 export function publicRoute(summary: string, tags: string[] = ['system']) {
   return { summary, tags, security: [] }
 }
+
+/** Bulk delete (spec "Batch and bulk operations"): the same request and answer for every resource. */
+export const BulkDeleteBody = t.Object({ ids: t.Array(t.Integer({ minimum: 1 }), { minItems: 1, maxItems: 1000, description: 'Record ids, at most 1,000.' }) })
+export const BulkDeleteResult = t.Object({ deleted: t.Array(t.Integer()), not_found: t.Array(t.Integer()) })
+
+/**
+ * A string enum schema. Elysia's `t.UnionEnum` sets `default` to the first value, and
+ * Elysia applies defaults to query strings and bodies, so an omitted optional filter
+ * would silently become that value; this clears the default.
+ */
+export function enumOf<const T extends readonly [string, ...string[]]>(values: T, options: { description?: string } = {}) {
+  return t.UnionEnum(values, { ...options, default: undefined })
+}

@@ -1,0 +1,189 @@
+import { and, asc, count, eq, gte, inArray, lt, sql, type SQL } from 'drizzle-orm'
+import type { Deps } from '../../deps'
+import { contacts, type ContactStatus } from '../../db/schema'
+import { toIso } from '../../lib/clock'
+import { AppError, invalidField, notFound } from '../../lib/errors'
+import { normaliseEmail } from '../../lib/email'
+import { pageMeta, pageRequest } from '../../lib/pagination'
+import { applyFieldValues } from '../custom-fields/values'
+import { fieldDefinitions } from '../custom-fields/service'
+import { emit } from '../events/service'
+import { listExists } from '../lists/service'
+import { checkStatus, createContactWriter, type ContactInput, type RawContact, type WriteResult } from './writer'
+
+export interface ContactView {
+  id: number
+  email: string
+  first_name: string | null
+  last_name: string | null
+  list_id: number
+  status: ContactStatus
+  fields: Record<string, string | number | boolean>
+  created_at: string
+  updated_at: string
+}
+
+type Row = typeof contacts.$inferSelect
+
+/** The wire form of a contact row (drizzle row or raw SQLite row). */
+export function contactView(r: Row | RawContact): ContactView {
+  return {
+    id: r.id,
+    email: r.email,
+    first_name: r.first_name,
+    last_name: r.last_name,
+    list_id: r.list_id,
+    status: r.status,
+    fields: (typeof r.fields === 'string' ? JSON.parse(r.fields) : r.fields) as ContactView['fields'],
+    created_at: toIso(r.created_at)!,
+    updated_at: toIso(r.updated_at)!,
+  }
+}
+
+function requireList(deps: Deps, listId: number): void {
+  if (!listExists(deps, listId)) throw invalidField('list_id', `No list with id ${listId}.`)
+}
+
+function invalid(errors: Record<string, string[]>): AppError {
+  return new AppError('validation_failed', 'The request data is invalid.', errors)
+}
+
+export function getContact(deps: Deps, id: number): ContactView {
+  const row = deps.db.select().from(contacts).where(eq(contacts.id, id)).get()
+  if (!row) throw notFound('contact', id)
+  return contactView(row)
+}
+
+/** Creates one contact; an address already on the list is a 409 naming the existing contact. */
+export function createContact(deps: Deps, input: ContactInput & { list_id: number }, actorKeyId: number | null): ContactView {
+  requireList(deps, input.list_id)
+  const writer = createContactWriter(deps, { listId: input.list_id, defs: fieldDefinitions(deps), mode: 'skip', emitEvents: true, actorKeyId })
+  const result = deps.db.$client.transaction(() => writer.write(input))()
+  if (result.result === 'invalid') throw invalid(result.errors)
+  if (result.result === 'skipped') throw new AppError('conflict', `${result.email} is already on list ${input.list_id} as contact ${result.id}.`)
+  return getContact(deps, result.id)
+}
+
+export interface BatchResult {
+  created: number
+  updated: number
+  skipped: number
+  invalid: number
+  results: Array<{ index: number; result: WriteResult['result']; id?: number; email: string | null; errors?: Record<string, string[]> }>
+}
+
+/** Adds up to 1,000 contacts to one list in one transaction, answering per entry. */
+export function batchAddContacts(deps: Deps, input: { list_id: number; mode?: 'skip' | 'update'; contacts: ContactInput[] }, actorKeyId: number | null): BatchResult {
+  requireList(deps, input.list_id)
+  const writer = createContactWriter(deps, { listId: input.list_id, defs: fieldDefinitions(deps), mode: input.mode ?? 'skip', emitEvents: true, actorKeyId })
+  const out: BatchResult = { created: 0, updated: 0, skipped: 0, invalid: 0, results: [] }
+  deps.db.$client.transaction(() => {
+    input.contacts.forEach((c, index) => {
+      const r = writer.write(c)
+      out[r.result]++
+      out.results.push(r.result === 'invalid' ? { index, result: r.result, email: r.email, errors: r.errors } : { index, result: r.result, id: r.id, email: r.email })
+    })
+  })()
+  return out
+}
+
+/** Changes a contact. Moving it to another list or address must not collide with one there. */
+export function updateContact(
+  deps: Deps,
+  id: number,
+  input: { email?: unknown; first_name?: string | null; last_name?: string | null; status?: unknown; list_id?: number; fields?: Record<string, unknown> },
+  actorKeyId: number | null,
+): ContactView {
+  const current = deps.db.select().from(contacts).where(eq(contacts.id, id)).get()
+  if (!current) throw notFound('contact', id)
+  const errors: Record<string, string[]> = {}
+  const email = input.email === undefined ? current.email : normaliseEmail(input.email)
+  if (email === null) errors.email = ['must be a valid email address']
+  const status = checkStatus(input.status, errors) ?? current.status
+  const listId = input.list_id ?? current.list_id
+  if (input.list_id !== undefined && !listExists(deps, input.list_id)) errors.list_id = [`No list with id ${input.list_id}.`]
+  const fields = applyFieldValues(fieldDefinitions(deps), input.fields, current.fields)
+  Object.assign(errors, fields.errors)
+  for (const name of ['first_name', 'last_name'] as const) {
+    const v = input[name]
+    if (typeof v === 'string' && (v.length > 200 || /[\u0000-\u001f\u007f]/.test(v))) errors[name] = ['must be at most 200 characters, without line breaks or control characters']
+  }
+  if (Object.keys(errors).length) throw invalid(errors)
+  if (email !== current.email || listId !== current.list_id) {
+    const clash = deps.db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.list_id, listId), eq(contacts.email, email!))).get()
+    if (clash && clash.id !== id) throw new AppError('conflict', `${email} is already on list ${listId} as contact ${clash.id}.`)
+  }
+  const now = deps.clock.now()
+  deps.db.transaction((tx) => {
+    tx.update(contacts)
+      .set({
+        email: email!,
+        list_id: listId,
+        status,
+        fields: fields.values,
+        ...(input.first_name !== undefined && { first_name: input.first_name?.trim() || null }),
+        ...(input.last_name !== undefined && { last_name: input.last_name?.trim() || null }),
+        updated_at: now,
+      })
+      .where(eq(contacts.id, id))
+      .run()
+    if (status !== current.status && (status === 'subscribed' || status === 'unsubscribed')) {
+      emit(tx, now, { kind: `contact.${status}`, contact_id: id, list_id: listId, recipient: email, actor_key_id: actorKeyId, data: { email, list_id: listId, previous_status: current.status } })
+    }
+  })
+  return getContact(deps, id)
+}
+
+/** Deletes contacts by id, answering which were found. */
+export function deleteContacts(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
+  const unique = [...new Set(ids)]
+  const found = unique.length ? deps.db.select({ id: contacts.id }).from(contacts).where(inArray(contacts.id, unique)).all().map((r) => r.id) : []
+  if (found.length) deps.db.delete(contacts).where(inArray(contacts.id, found)).run()
+  const foundSet = new Set(found)
+  return { deleted: found, not_found: unique.filter((id) => !foundSet.has(id)) }
+}
+
+export interface ContactFilter {
+  page?: number
+  per_page?: number
+  list_id?: number
+  status?: ContactStatus
+  /** Exact address (normalised before matching). */
+  email?: string
+  /** Addresses starting with this text. */
+  search?: string
+  /** A custom field key with `field_value`: contacts whose value equals it. */
+  field?: string
+  field_value?: string
+}
+
+/**
+ * A page of contacts, oldest first. Every filter maps to an index: list_id and status to
+ * (list_id, status), search to a range on the email index (a prefix, not LIKE '%x%', so a
+ * million contacts are not scanned), a custom field to json_extract over the rows the other
+ * filters leave.
+ */
+export function listContacts(deps: Deps, filter: ContactFilter) {
+  const req = pageRequest(filter)
+  const conditions: Array<SQL | undefined> = [
+    filter.list_id !== undefined ? eq(contacts.list_id, filter.list_id) : undefined,
+    filter.status ? eq(contacts.status, filter.status) : undefined,
+  ]
+  if (filter.email !== undefined) conditions.push(eq(contacts.email, normaliseEmail(filter.email) ?? filter.email.trim().toLowerCase()))
+  if (filter.search) {
+    const prefix = filter.search.trim().toLowerCase()
+    conditions.push(gte(contacts.email, prefix), lt(contacts.email, prefix + '\uffff'))
+  }
+  if (filter.field !== undefined || filter.field_value !== undefined) {
+    if (filter.field === undefined || filter.field_value === undefined) throw invalidField('field', 'field and field_value go together')
+    const def = fieldDefinitions(deps).get(filter.field)
+    if (!def) throw invalidField('field', `"${filter.field}" is not a custom field`)
+    const checked = applyFieldValues(new Map([[def.key, { ...def, required: false }]]), { [def.key]: filter.field_value }, {}, true)
+    if (Object.keys(checked.errors).length) throw invalidField('field_value', Object.values(checked.errors)[0]![0]!)
+    conditions.push(sql`json_extract(${contacts.fields}, ${'$.' + def.key}) = ${checked.values[def.key]}`)
+  }
+  const where = and(...conditions)
+  const total = deps.db.select({ n: count() }).from(contacts).where(where).get()!.n
+  const rows = deps.db.select().from(contacts).where(where).orderBy(asc(contacts.id)).limit(req.per_page).offset(req.offset).all()
+  return { items: rows.map(contactView), meta: pageMeta(req, total) }
+}

@@ -1,0 +1,125 @@
+import type { Deps } from '../../deps'
+import { CONTACT_STATUSES, type ContactStatus } from '../../db/schema'
+import { checkEmail } from '../../lib/email'
+import { applyFieldValues, type FieldDefinition } from '../custom-fields/values'
+import { emit } from '../events/service'
+
+/** One contact as a client (or an import row) describes it. */
+export interface ContactInput {
+  email?: unknown
+  first_name?: unknown
+  last_name?: unknown
+  status?: unknown
+  fields?: Record<string, unknown>
+}
+
+export type WriteResult =
+  | { result: 'created' | 'updated' | 'skipped'; id: number; email: string }
+  | { result: 'invalid'; email: string | null; errors: Record<string, string[]> }
+
+export interface RawContact {
+  id: number
+  list_id: number
+  email: string
+  first_name: string | null
+  last_name: string | null
+  status: ContactStatus
+  fields: string
+  created_at: number
+  updated_at: number
+}
+
+export const NAME_MAX = 200
+
+function checkName(value: unknown, field: string, errors: Record<string, string[]>): string | null | undefined {
+  if (value === undefined) return undefined
+  if (value === null) return null
+  if (typeof value !== 'string') return void (errors[field] = ['must be a string'])
+  const text = value.trim()
+  if (text.length > NAME_MAX) return void (errors[field] = [`must be at most ${NAME_MAX} characters`])
+  // Names end up in To: headers; no line breaks or control characters (RFC 5322 section 2.2).
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(text)) return void (errors[field] = ['must not contain line breaks or control characters'])
+  return text === '' ? null : text
+}
+
+/** Checks a status value; undefined when absent. */
+export function checkStatus(value: unknown, errors: Record<string, string[]>): ContactStatus | undefined {
+  if (value === undefined) return undefined
+  if (typeof value === 'string' && (CONTACT_STATUSES as readonly string[]).includes(value)) return value as ContactStatus
+  errors.status = [`must be one of: ${CONTACT_STATUSES.join(', ')}`]
+  return undefined
+}
+
+export interface WriterOptions {
+  listId: number
+  defs: ReadonlyMap<string, FieldDefinition>
+  /** What to do with an address already on the list. */
+  mode: 'skip' | 'update'
+  /** Read custom field values from text (CSV cells). */
+  coerce?: boolean
+  /** Emit contact.subscribed / contact.unsubscribed (API writes do; bulk imports do not, see docs/api.md). */
+  emitEvents?: boolean
+  actorKeyId?: number | null
+  /** Chooses the status of a new contact, e.g. from a matching suppression. */
+  statusForNew?: (email: string, requested: ContactStatus) => ContactStatus
+}
+
+/**
+ * Writes contacts to one list with statements prepared once, so a caller can run thousands
+ * of rows in one transaction (bulk import, batch add). Call `write` inside a transaction.
+ */
+export function createContactWriter(deps: Deps, opts: WriterOptions) {
+  const client = deps.db.$client
+  const find = client.prepare<RawContact, [number, string]>('SELECT * FROM contacts WHERE list_id = ? AND email = ?')
+  const insert = client.prepare<{ id: number }, [number, string, string | null, string | null, string, string, number, number]>(
+    'INSERT INTO contacts (list_id, email, first_name, last_name, status, fields, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (list_id, email) DO NOTHING RETURNING id',
+  )
+  const update = client.prepare<unknown, [string | null, string | null, string, string, number, number]>(
+    'UPDATE contacts SET first_name = ?, last_name = ?, status = ?, fields = ?, updated_at = ? WHERE id = ?',
+  )
+
+  const statusEvent = (id: number, email: string, from: ContactStatus | null, to: ContactStatus, at: number) => {
+    if (!opts.emitEvents || from === to) return
+    // A contact created unsubscribed did not unsubscribe: only a change is an event.
+    if (from === null && to !== 'subscribed') return
+    const kind = to === 'subscribed' ? 'contact.subscribed' : to === 'unsubscribed' ? 'contact.unsubscribed' : null
+    if (kind) emit(deps.db, at, { kind, contact_id: id, list_id: opts.listId, recipient: email, actor_key_id: opts.actorKeyId ?? null, data: { email, list_id: opts.listId, previous_status: from } })
+  }
+
+  return {
+    write(input: ContactInput): WriteResult {
+      const errors: Record<string, string[]> = {}
+      const emailCheck = checkEmail(input.email)
+      if (!emailCheck.ok) errors.email = [emailCheck.error]
+      const first = checkName(input.first_name, 'first_name', errors)
+      const last = checkName(input.last_name, 'last_name', errors)
+      const status = checkStatus(input.status, errors)
+      if (input.fields !== undefined && (typeof input.fields !== 'object' || input.fields === null || Array.isArray(input.fields))) errors.fields = ['must be an object']
+      if (!emailCheck.ok || Object.keys(errors).length) return { result: 'invalid', email: emailCheck.ok ? emailCheck.email : null, errors }
+      const email = emailCheck.email
+      const now = deps.clock.now()
+
+      const existing = find.get(opts.listId, email)
+      if (existing) {
+        if (opts.mode === 'skip') return { result: 'skipped', id: existing.id, email }
+        const merged = applyFieldValues(opts.defs, input.fields, JSON.parse(existing.fields), opts.coerce)
+        if (Object.keys(merged.errors).length) return { result: 'invalid', email, errors: merged.errors }
+        const next = status ?? existing.status
+        update.run(first === undefined ? existing.first_name : first, last === undefined ? existing.last_name : last, next, JSON.stringify(merged.values), now, existing.id)
+        statusEvent(existing.id, email, existing.status, next, now)
+        return { result: 'updated', id: existing.id, email }
+      }
+
+      const fields = applyFieldValues(opts.defs, input.fields, null, opts.coerce)
+      if (Object.keys(fields.errors).length) return { result: 'invalid', email, errors: fields.errors }
+      const requested = status ?? 'subscribed'
+      const chosen = opts.statusForNew ? opts.statusForNew(email, requested) : requested
+      const row = insert.get(opts.listId, email, first ?? null, last ?? null, chosen, JSON.stringify(fields.values), now, now)
+      // A row inserted by a concurrent writer between find and insert: treat as existing.
+      if (!row) return { result: 'skipped', id: find.get(opts.listId, email)!.id, email }
+      statusEvent(row.id, email, null, chosen, now)
+      return { result: 'created', id: row.id, email }
+    },
+  }
+}

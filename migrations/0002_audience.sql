@@ -97,4 +97,5 @@ CREATE TABLE `suppressions` (
 --> statement-breakpoint
 CREATE UNIQUE INDEX `suppressions_entry_unique` ON `suppressions` (`scope_key`,`type`,`value`);--> statement-breakpoint
 CREATE INDEX `suppressions_value_idx` ON `suppressions` (`value`,`type`);--> statement-breakpoint
+CREATE INDEX `suppressions_list_idx` ON `suppressions` (`list_id`);--> statement-breakpoint
 CREATE INDEX `suppressions_created_idx` ON `suppressions` (`created_at`);

@@ -12,10 +12,14 @@ import { activityLogRoutes } from './modules/activity-logs'
 import { apiKeyRoutes } from './modules/api-keys'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
+import { importRoutes } from './modules/imports'
+import { createImportRunner } from './modules/imports/runner'
+import { statusUnderSuppression } from './modules/imports/suppressed'
 import { listRoutes } from './modules/lists'
 import { createKeyResolver, createUsageRecorder } from './modules/api-keys/service'
 import { permissionRoutes } from './modules/permissions'
 import { roleRoutes } from './modules/roles'
+import { suppressionRoutes } from './modules/suppressions'
 import { systemRoutes } from './modules/system'
 
 /** The route table the auth layer consults, read from each route's `detail`. */
@@ -25,6 +29,7 @@ function routeTableOf(app: { routes: Array<{ method: string; path: string; hooks
     path: r.path,
     permission: (r.hooks?.detail?.['x-permission'] as string | undefined) ?? null,
     contentTypes: (r.hooks?.detail?.['x-content-types'] as string[] | undefined) ?? [],
+    maxBytes: r.hooks?.detail?.['x-max-bytes'] as number | undefined,
   }))
   return createRouteTable(infos)
 }
@@ -36,6 +41,7 @@ function routeTableOf(app: { routes: Array<{ method: string; path: string; hooks
  */
 export function buildApp(deps: Deps) {
   const usage = createUsageRecorder(deps)
+  const imports = createImportRunner(deps, { statusForNew: (email, requested, listId) => statusUnderSuppression(deps, email, requested, listId) })
   let table: RouteTable | null = null
   const auth = createAuth(deps, {
     routes: () => table!,
@@ -60,11 +66,12 @@ export function buildApp(deps: Deps) {
     .use(listRoutes(deps, auth.authOf))
     .use(customFieldRoutes(deps, auth.authOf))
     .use(contactRoutes(deps, auth.authOf))
-    // suppressions:
+    .use(importRoutes(deps, auth.authOf, imports))
+    .use(suppressionRoutes(deps))
     // segments:
 
   table = routeTableOf(app)
-  return { app, usage }
+  return { app, usage, imports }
 }
 
 export type App = ReturnType<typeof buildApp>['app']

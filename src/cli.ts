@@ -175,7 +175,7 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
 }
 
 async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEnv): Promise<number> {
-  const { app, usage } = buildApp(deps)
+  const { app, usage, imports } = buildApp(deps)
   const { host, port } = deps.config.http_listen
   app.listen({ hostname: host, port, maxRequestBodySize: SERVER_BODY_CAP })
   const bound = app.server!
@@ -183,6 +183,9 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   log.info('listening', { url, version: VERSION, data_dir: resolve(deps.config.data_dir) })
   io.out(`Mailroom ${VERSION} listening on ${url} (data in ${resolve(deps.config.data_dir)})`)
   if (countLiveKeys(deps) === 0) io.out('No API keys yet. Create the first one with:\n  mailroom keys create --role Administrator --name admin')
+
+  // Imports that were queued or under way when the server last stopped go on from their last committed batch.
+  imports.kick()
 
   const flusher = setInterval(() => {
     try {
@@ -196,6 +199,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   log.info('stopping', { signal })
   clearInterval(flusher)
   await app.stop()
+  await imports.stop()
   usage.flush()
   deps.db.$client.close()
   io.out('Mailroom stopped.')

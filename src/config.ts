@@ -16,6 +16,7 @@ export interface Config {
   log_level: LogLevel
   access_log: boolean
   max_body_bytes: number
+  max_import_bytes: number
   default_rate_limit: number | null
   trust_proxy: boolean
 }
@@ -107,6 +108,7 @@ export const SETTINGS = [
   setting({ key: 'log_level', env: 'MAILROOM_LOG_LEVEL', flag: 'log-level', fallback: 'info', parse: parseLogLevel, describe: 'debug, info, warn or error.' }),
   setting({ key: 'access_log', env: 'MAILROOM_ACCESS_LOG', flag: 'access-log', fallback: 'true', parse: parseBool, describe: 'Log one line per HTTP request (at info level).' }),
   setting({ key: 'max_body_bytes', env: 'MAILROOM_MAX_BODY_BYTES', flag: 'max-body-bytes', fallback: String(10 * 1024 * 1024), parse: parsePositiveInt, describe: 'Largest accepted HTTP request body in bytes; larger requests get 413 payload_too_large.' }),
+  setting({ key: 'max_import_bytes', env: 'MAILROOM_MAX_IMPORT_BYTES', flag: 'max-import-bytes', fallback: String(1024 * 1024 * 1024), parse: parsePositiveInt, describe: 'Largest contact import file in bytes (uploads stream to disk, never into memory).' }),
   setting({ key: 'default_rate_limit', env: 'MAILROOM_DEFAULT_RATE_LIMIT', flag: 'default-rate-limit', fallback: '600', parse: parseRateLimit, describe: 'Requests per minute for new API keys that do not name their own limit; a number or "unlimited".' }),
   setting({ key: 'trust_proxy', env: 'MAILROOM_TRUST_PROXY', flag: 'trust-proxy', fallback: 'false', parse: parseBool, describe: 'Take the client address from the last X-Forwarded-For entry (only behind a reverse proxy you run).' }),
 ] as const

@@ -48,8 +48,9 @@ export function bodyPlugin(maxBytes: number, routes: () => RouteTable) {
       if (!WITH_BODY.has(request.method)) return
       const length = request.headers.get('content-length')
       if (length !== null ? length === '0' : request.body === null) return
-      if (length !== null && Number(length) > maxBytes) throw tooLarge(maxBytes)
       const route: RouteInfo | null = routes().match(request.method, pathnameOf(request.url))
+      const limit = route?.maxBytes ?? maxBytes
+      if (length !== null && Number(length) > limit) throw tooLarge(limit)
       const type = request.headers.get('content-type') ?? ''
       const accepted = route?.contentTypes.length ? route.contentTypes : null
       const ok = accepted ? accepted.some((a) => type.toLowerCase().startsWith(a)) : isJson(type)

@@ -9,6 +9,8 @@ export interface RouteInfo {
   permission: string | null
   /** Media types the route's body may have; JSON when empty. */
   contentTypes: string[]
+  /** The route's own body size limit, when it differs from the server's (file uploads). */
+  maxBytes?: number
 }
 
 interface Compiled {

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { buildApp } from '../../src/app'
 import { loadConfig, type Config } from '../../src/config'
 import { openDatabase, type Db } from '../../src/db/client'
@@ -13,7 +16,9 @@ export function testDeps(overrides: Partial<Config> = {}, path = ':memory:'): De
   const db = openDatabase(path)
   const clock = fixedClock('2026-03-01T12:00:30Z')
   migrate(db, { now: clock.now() })
-  const config = Object.freeze({ ...loadConfig({ env: {}, flags: { hostname: 'mailroom.test', 'access-log': 'false' } }), ...overrides })
+  // Files (imports) go to a temporary data directory, never into the working tree.
+  const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-test-'))
+  const config = Object.freeze({ ...loadConfig({ env: {}, flags: { hostname: 'mailroom.test', 'access-log': 'false', 'data-dir': dataDir } }), ...overrides })
   const deps = { db, clock, log: memoryLogger(), config }
   ensureBuiltinRoles(deps)
   return deps
@@ -28,7 +33,7 @@ export interface Reply {
 /** A test application with helpers to make keys and call routes through app.handle. */
 export function testApp(overrides: Partial<Config> = {}) {
   const deps = testDeps(overrides)
-  const { app, usage } = buildApp(deps)
+  const { app, usage, imports } = buildApp(deps)
 
   const call = async (method: string, path: string, opts: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<Reply> => {
     const headers: Record<string, string> = { ...opts.headers }
@@ -59,5 +64,5 @@ export function testApp(overrides: Partial<Config> = {}) {
     return { id: view.id, key, role_id: roleId }
   }
 
-  return { deps, app, usage, call, makeKey }
+  return { deps, app, usage, imports, call, makeKey }
 }

@@ -90,6 +90,8 @@ export const suppressions = sqliteTable('suppressions', {
 }, (t) => [
   uniqueIndex('suppressions_entry_unique').on(t.scope_key, t.type, t.value),
   index('suppressions_value_idx').on(t.value, t.type),
+  // Deleting a list cascades to its suppressions; without this that is a full scan.
+  index('suppressions_list_idx').on(t.list_id),
   index('suppressions_created_idx').on(t.created_at),
 ])
 

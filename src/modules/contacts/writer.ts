@@ -100,26 +100,28 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
       const email = emailCheck.email
       const now = deps.clock.now()
 
-      const existing = find.get(opts.listId, email)
-      if (existing) {
-        if (opts.mode === 'skip') return { result: 'skipped', id: existing.id, email }
-        const merged = applyFieldValues(opts.defs, input.fields, JSON.parse(existing.fields), opts.coerce)
-        if (Object.keys(merged.errors).length) return { result: 'invalid', email, errors: merged.errors }
-        const next = status ?? existing.status
-        update.run(first === undefined ? existing.first_name : first, last === undefined ? existing.last_name : last, next, JSON.stringify(merged.values), now, existing.id)
-        statusEvent(existing.id, email, existing.status, next, now)
-        return { result: 'updated', id: existing.id, email }
+      // Insert first: for a new address (the common case in imports) that is one index
+      // probe instead of two. Only a conflict, or values that do not make a valid new
+      // contact (a required field missing), read the existing one.
+      const asNew = applyFieldValues(opts.defs, input.fields, null, opts.coerce)
+      if (Object.keys(asNew.errors).length === 0) {
+        const requested = status ?? 'subscribed'
+        const chosen = opts.statusForNew ? opts.statusForNew(email, requested) : requested
+        const row = insert.get(opts.listId, email, first ?? null, last ?? null, chosen, JSON.stringify(asNew.values), now, now)
+        if (row) {
+          statusEvent(row.id, email, null, chosen, now)
+          return { result: 'created', id: row.id, email }
+        }
       }
-
-      const fields = applyFieldValues(opts.defs, input.fields, null, opts.coerce)
-      if (Object.keys(fields.errors).length) return { result: 'invalid', email, errors: fields.errors }
-      const requested = status ?? 'subscribed'
-      const chosen = opts.statusForNew ? opts.statusForNew(email, requested) : requested
-      const row = insert.get(opts.listId, email, first ?? null, last ?? null, chosen, JSON.stringify(fields.values), now, now)
-      // A row inserted by a concurrent writer between find and insert: treat as existing.
-      if (!row) return { result: 'skipped', id: find.get(opts.listId, email)!.id, email }
-      statusEvent(row.id, email, null, chosen, now)
-      return { result: 'created', id: row.id, email }
+      const current = find.get(opts.listId, email)
+      if (!current) return { result: 'invalid', email, errors: asNew.errors }
+      if (opts.mode === 'skip') return { result: 'skipped', id: current.id, email }
+      const merged = applyFieldValues(opts.defs, input.fields, JSON.parse(current.fields), opts.coerce)
+      if (Object.keys(merged.errors).length) return { result: 'invalid', email, errors: merged.errors }
+      const next = status ?? current.status
+      update.run(first === undefined ? current.first_name : first, last === undefined ? current.last_name : last, next, JSON.stringify(merged.values), now, current.id)
+      statusEvent(current.id, email, current.status, next, now)
+      return { result: 'updated', id: current.id, email }
     },
   }
 }

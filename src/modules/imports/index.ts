@@ -1,0 +1,107 @@
+import { Elysia, t } from 'elysia'
+import type { Deps } from '../../deps'
+import type { AuthOf } from '../../http/auth'
+import { commonErrors, enumOf, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from '../../http/schemas'
+import { AppError } from '../../lib/errors'
+import type { ImportRunner } from './runner'
+import { createImport, getImport, importErrorsCsv, listImportErrors, listImports } from './service'
+
+const tags = ['imports']
+
+const ImportSchema = t.Object({
+  id: t.Integer(),
+  list_id: t.Integer(),
+  format: enumOf(['csv', 'jsonl']),
+  mode: enumOf(['skip', 'update']),
+  mapping: t.Record(t.String(), t.String(), { description: 'Contact attribute -> source column.' }),
+  status: enumOf(['queued', 'running', 'completed', 'failed']),
+  total_rows: t.Union([t.Integer(), t.Null()], { description: 'Data rows in the file; null until counted.' }),
+  rows_done: t.Integer(),
+  created: t.Integer(),
+  updated: t.Integer(),
+  skipped: t.Integer(),
+  invalid: t.Integer(),
+  error: t.Union([t.String(), t.Null()], { description: 'Why a failed import stopped.' }),
+  file_bytes: t.Integer(),
+  created_at: t.String(),
+  started_at: t.Union([t.String(), t.Null()]),
+  finished_at: t.Union([t.String(), t.Null()]),
+})
+
+const MEDIA_TYPES = { csv: ['text/csv', 'application/csv'], jsonl: ['application/x-ndjson', 'application/jsonl', 'application/x-jsonlines'] }
+
+function mappingFrom(query: string | undefined): Record<string, string> | undefined {
+  if (query === undefined) return undefined
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(query)
+  } catch {
+    throw new AppError('validation_failed', 'The query string is invalid.', { mapping: ['must be a JSON object such as {"email":"E-mail","fields.plan":"Plan"}'] })
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !Object.values(parsed).every((v) => typeof v === 'string')) {
+    throw new AppError('validation_failed', 'The query string is invalid.', { mapping: ['must map contact attributes to column names (strings)'] })
+  }
+  return parsed as Record<string, string>
+}
+
+/** /api/v2/imports: bulk import of contacts from CSV or JSON lines, run in the background. */
+export function importRoutes(deps: Deps, authOf: AuthOf, runner: ImportRunner) {
+  return new Elysia({ prefix: '/api/v2/imports' })
+    .post(
+      '/',
+      async ({ query, request, status }) => {
+        const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
+        const format = MEDIA_TYPES.jsonl.includes(type) ? 'jsonl' : 'csv'
+        const created = await createImport(deps, { list_id: query.list_id, format, mode: query.mode ?? 'skip', mapping: mappingFrom(query.mapping) }, request.body)
+        authOf(request).target = { type: 'imports', id: created.id }
+        runner.kick()
+        return status(202, ok(created))
+      },
+      {
+        // The file is streamed to disk by the handler; the framework must not read it first.
+        parse: () => ({ streamed: true }),
+        query: t.Object({
+          list_id: t.Integer({ description: 'The list to import into.' }),
+          mode: t.Optional(enumOf(['skip', 'update'], { description: 'Addresses already on the list: skip (default) or update.' })),
+          mapping: t.Optional(t.String({ description: 'JSON object: contact attribute (email, first_name, last_name, status, fields.<key>) -> column name. Default: columns named like the attributes or custom field keys.' })),
+        }),
+        response: { 202: Envelope(ImportSchema), 413: ErrorEnvelope, 415: ErrorEnvelope, ...commonErrors },
+        detail: {
+          ...requires('contacts.import', 'Import contacts from a file', {
+            tags,
+            contentTypes: [...MEDIA_TYPES.csv, ...MEDIA_TYPES.jsonl],
+            description: 'Send the file as the body (Content-Type text/csv or application/x-ndjson). Answers 202 with the queued import; poll GET /api/v2/imports/{id} for progress.',
+          }),
+          'x-max-bytes': deps.config.max_import_bytes,
+        },
+      },
+    )
+    .get('/', ({ query }) => okPage(listImports(deps, query)), {
+      query: t.Object({ ...PageQuery, list_id: t.Optional(t.Integer()) }),
+      response: { 200: Paged(ImportSchema), ...commonErrors },
+      detail: requires('contacts.import', 'List imports', { tags }),
+    })
+    .get('/:id', ({ params }) => ok(getImport(deps, params.id)), {
+      params: IdParams,
+      response: { 200: Envelope(ImportSchema), 404: ErrorEnvelope, ...commonErrors },
+      detail: requires('contacts.import', 'Get an import and its progress', { tags }),
+    })
+    .get('/:id/errors', ({ params, query }) => okPage(listImportErrors(deps, params.id, query)), {
+      params: IdParams,
+      query: t.Object(PageQuery),
+      response: { 200: Paged(t.Object({ row: t.Integer({ description: 'Data row number; the header is row 0.' }), reason: t.String(), raw: t.String() })), 404: ErrorEnvelope, ...commonErrors },
+      detail: requires('contacts.import', 'The rows an import could not take, with reasons', { tags }),
+    })
+    .get(
+      '/:id/errors/export',
+      ({ params }) =>
+        new Response(importErrorsCsv(deps, params.id), {
+          headers: { 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="import-${params.id}-errors.csv"` },
+        }),
+      {
+        params: IdParams,
+        response: { 200: t.String({ description: 'CSV: row,reason,raw' }), 404: ErrorEnvelope, ...commonErrors },
+        detail: requires('contacts.import', 'Download the invalid rows as CSV', { tags }),
+      },
+    )
+}

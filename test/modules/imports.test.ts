@@ -1,0 +1,195 @@
+import { describe, expect, test } from 'bun:test'
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { buildApp } from '../../src/app'
+import { createImportRunner } from '../../src/modules/imports/runner'
+import { testApp, testDeps } from '../support/app'
+
+function setup(overrides = {}) {
+  const t = testApp(overrides)
+  const admin = t.makeKey()
+  const call = (method: string, path: string, body?: unknown) => t.call(method, path, { key: admin.key, body })
+  const upload = (listId: number, body: string | Uint8Array, query = '', type = 'text/csv') =>
+    t.app
+      .handle(new Request(`http://mailroom.test/api/v2/imports?list_id=${listId}${query}`, { method: 'POST', headers: { authorization: `Bearer ${admin.key}`, 'content-type': type }, body: body as BodyInit }))
+      .then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
+  const list = async () => (await call('POST', '/api/v2/lists', { name: 'L' })).body.data.id as number
+  const finished = async (id: number) => {
+    await t.imports.idle()
+    return (await call('GET', `/api/v2/imports/${id}`)).body.data
+  }
+  return { t, admin, call, upload, list, finished }
+}
+
+describe('bulk import', () => {
+  test('a CSV imports with columns mapped by name, custom fields typed from text', async () => {
+    const { call, upload, list, finished } = setup()
+    const l = await list()
+    await call('POST', '/api/v2/custom-fields', { key: 'plan', name: 'Plan', type: 'one_of', options: ['free', 'pro'] })
+    await call('POST', '/api/v2/custom-fields', { key: 'seats', name: 'Seats', type: 'number' })
+    const csv = 'Email,First_Name,Last_Name,plan,seats,ignored\nada@example.com,Ada,Lovelace,pro,5,x\n"Bob@Example.com","Bob ""B""",,free,,y\n'
+    const r = await upload(l, csv)
+    expect(r.status).toBe(202)
+    expect(r.body.data).toMatchObject({ status: 'queued', list_id: l, format: 'csv', mode: 'skip', mapping: { email: 'Email', first_name: 'First_Name', last_name: 'Last_Name', 'fields.plan': 'plan', 'fields.seats': 'seats' } })
+    const done = await finished(r.body.data.id)
+    expect(done).toMatchObject({ status: 'completed', total_rows: 2, rows_done: 2, created: 2, updated: 0, skipped: 0, invalid: 0, error: null })
+    const contacts = (await call('GET', `/api/v2/contacts?list_id=${l}`)).body.data
+    expect(contacts.map((c: any) => [c.email, c.first_name, c.last_name, c.fields])).toEqual([
+      ['ada@example.com', 'Ada', 'Lovelace', { plan: 'pro', seats: 5 }],
+      ['bob@example.com', 'Bob "B"', null, { plan: 'free' }],
+    ])
+  })
+
+  test('invalid rows are reported with row numbers and reasons, and the rest imports', async () => {
+    const { call, upload, list, finished, t, admin } = setup()
+    const l = await list()
+    await call('POST', '/api/v2/custom-fields', { key: 'plan', name: 'Plan', type: 'one_of', options: ['free', 'pro'] })
+    const csv = ['email,plan,status', 'good@example.com,pro,', 'not-an-email,pro,', 'x@example.com,gold,', 'y@example.com,pro,happy', 'short@example.com', 'z@example.com,"pro"oops,', 'last@example.com,free,unsubscribed', ''].join('\n')
+    const r = await upload(l, csv)
+    const done = await finished(r.body.data.id)
+    expect(done).toMatchObject({ status: 'completed', created: 2, invalid: 5 })
+    expect(done.rows_done).toBe(done.total_rows)
+    const errors = (await call('GET', `/api/v2/imports/${r.body.data.id}/errors`)).body
+    expect(errors.meta.total).toBe(5)
+    const byRow = Object.fromEntries(errors.data.map((e: any) => [e.row, e.reason]))
+    expect(byRow[2]).toContain('email must look like name@example.com')
+    expect(byRow[3]).toContain('fields.plan must be one of: free, pro')
+    expect(byRow[4]).toContain('status must be one of')
+    expect(byRow[5]).toContain('has 1 values but the header has 3 columns')
+    expect(byRow[6]).toContain('broken quoting')
+    const last = (await call('GET', '/api/v2/contacts?email=last@example.com')).body.data[0]
+    expect(last.status).toBe('unsubscribed')
+
+    const exported = await t.app.handle(new Request(`http://mailroom.test/api/v2/imports/${r.body.data.id}/errors/export`, { headers: { authorization: `Bearer ${admin.key}` } }))
+    expect(exported.headers.get('content-type')).toContain('text/csv')
+    const lines = (await exported.text()).trim().split('\r\n')
+    expect(lines[0]).toBe('row,reason,raw')
+    expect(lines).toHaveLength(6)
+    expect(lines[1]).toStartWith('2,')
+    expect(lines[1]).toContain('not-an-email')
+  })
+
+  test('skip and update modes for addresses already on the list', async () => {
+    const { call, upload, list, finished } = setup()
+    const l = await list()
+    await call('POST', '/api/v2/contacts', { email: 'old@example.com', list_id: l, first_name: 'Old' })
+    const csv = 'email,first_name\nold@example.com,New\nfresh@example.com,Fresh\n'
+    const skip = await finished((await upload(l, csv)).body.data.id)
+    expect(skip).toMatchObject({ created: 1, skipped: 1, updated: 0 })
+    expect((await call('GET', '/api/v2/contacts?email=old@example.com')).body.data[0].first_name).toBe('Old')
+    const update = await finished((await upload(l, csv, '&mode=update')).body.data.id)
+    expect(update).toMatchObject({ created: 0, updated: 2, skipped: 0 })
+    expect((await call('GET', '/api/v2/contacts?email=old@example.com')).body.data[0].first_name).toBe('New')
+    expect((await call('GET', `/api/v2/contacts?list_id=${l}`)).body.meta.total).toBe(2)
+  })
+
+  test('an explicit mapping, and JSON lines', async () => {
+    const { call, upload, list, finished } = setup()
+    const l = await list()
+    const mapped = await upload(l, 'E-mail address;Name\n', `&mapping=${encodeURIComponent(JSON.stringify({ email: 'E-mail address;Name' }))}`)
+    expect(mapped.status).toBe(202)
+    const csv = 'E-mail,Vorname\nmia@example.com,Mia\n'
+    const r = await upload(l, csv, `&mapping=${encodeURIComponent(JSON.stringify({ email: 'E-mail', first_name: 'Vorname' }))}`)
+    expect((await finished(r.body.data.id)).created).toBe(1)
+    expect((await call('GET', '/api/v2/contacts?email=mia@example.com')).body.data[0].first_name).toBe('Mia')
+
+    const jsonl = '{"email":"j1@example.com","first_name":"J"}\n{"email":"bad"}\nnot json\n{"email":"j2@example.com"}\n'
+    const j = await upload(l, jsonl, '', 'application/x-ndjson')
+    expect(j.body.data.format).toBe('jsonl')
+    expect(await finished(j.body.data.id)).toMatchObject({ status: 'completed', total_rows: 4, created: 2, invalid: 2 })
+  })
+
+  const refused: Array<[string, (l: number) => [string | Uint8Array, string, string?], number, string, RegExp]> = [
+    ['a file that is not UTF-8', () => [new Uint8Array([...Buffer.from('email,first_name\nb@example.com,Bj'), 0xf6, ...Buffer.from('rn\n')]), ''], 422, 'file', /not UTF-8/],
+    ['an empty file', () => ['', ''], 422, 'file', /empty/],
+    ['no email column', () => ['name,phone\nA,1\n', ''], 422, 'mapping', /no column maps to email/],
+    ['a mapping to a missing column', () => ['email\na@example.com\n', `&mapping=${encodeURIComponent('{"email":"Mail"}')}`], 422, 'mapping', /column "Mail" \(for email\) is not in the header/],
+    ['a mapping to an unknown attribute', () => ['email\na@example.com\n', `&mapping=${encodeURIComponent('{"email":"email","fields.nope":"email"}')}`], 422, 'mapping', /not a contact attribute/],
+    ['a mapping that is not JSON', () => ['email\na@example.com\n', '&mapping=email'], 422, 'mapping', /JSON object/],
+    ['an unknown list', () => ['email\na@example.com\n', ''], 422, 'list_id', /No list/],
+  ]
+  for (const [name, make, status, field, message] of refused) {
+    test(`refuses ${name} at upload, leaving nothing behind`, async () => {
+      const { call, upload, list, t } = setup()
+      const l = await list()
+      const [body, query] = make(l)
+      const r = await upload(name === 'an unknown list' ? 999 : l, body, query)
+      expect(r.status).toBe(status)
+      expect(r.body.error.details[field].join(' ')).toMatch(message)
+      expect((await call('GET', '/api/v2/imports')).body.meta.total).toBe(0)
+      const dir = join(t.deps.config.data_dir, 'imports')
+      expect(existsSync(dir) ? readdirSync(dir) : []).toEqual([])
+    })
+  }
+
+  test('size and media type limits', async () => {
+    const { upload, list } = setup({ max_import_bytes: 100 })
+    const l = await list()
+    const big = await upload(l, 'email\n' + 'a@example.com\n'.repeat(20))
+    expect(big.status).toBe(413)
+    const json = await upload(l, '{"email":"a@example.com"}', '', 'application/json')
+    expect(json.status).toBe(415)
+  })
+
+  test('suppressed addresses are imported with a status saying so', async () => {
+    const { call, upload, list, finished } = setup()
+    const l = await list()
+    await call('POST', '/api/v2/suppressions/batch', { type: 'email', reason: 'complaint', entries: ['angry@example.com'] })
+    await call('POST', '/api/v2/suppressions/batch', { type: 'domain', reason: 'manual', entries: ['blocked.example'] })
+    await call('POST', '/api/v2/suppressions/batch', { type: 'email', reason: 'hard_bounce', entries: ['gone@example.com'], scope: 'list', list_id: l })
+    const r = await upload(l, 'email\nangry@example.com\nsomeone@blocked.example\ngone@example.com\nfine@example.com\n')
+    expect((await finished(r.body.data.id)).created).toBe(4)
+    const statuses = Object.fromEntries((await call('GET', `/api/v2/contacts?list_id=${l}`)).body.data.map((c: any) => [c.email, c.status]))
+    expect(statuses).toEqual({ 'angry@example.com': 'complained', 'someone@blocked.example': 'unsubscribed', 'gone@example.com': 'bounced', 'fine@example.com': 'subscribed' })
+  })
+
+  test('a restart resumes after the last committed batch and never counts a row twice', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mailroom-import-'))
+    const dbPath = join(dir, 'm.db')
+    const first = testDeps({ data_dir: dir }, dbPath)
+    const { app, imports } = buildApp(first)
+    await imports.stop() // this test drives the runners itself
+    const { createApiKey } = await import('../../src/modules/api-keys/service')
+    const { CLI_ACTOR } = await import('../../src/modules/roles/service')
+    const key = createApiKey(first, CLI_ACTOR, { name: 'k', role_id: 1 }).key
+    const listId = first.db.$client.query("INSERT INTO lists (name, description, created_at, updated_at) VALUES ('L', '', 0, 0) RETURNING id").get() as { id: number }
+    const rows = Array.from({ length: 23 }, (_, i) => `r${i}@example.com`).join('\n')
+    const res = await app.handle(new Request(`http://mailroom.test/api/v2/imports?list_id=${listId.id}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'text/csv' }, body: `email\n${rows}\nbad\n` }))
+    const id = ((await res.json()) as any).data.id
+
+    // The first server commits one batch of 5 rows and stops (as at SIGTERM, or a crash after a commit).
+    const runner1 = createImportRunner(first, { batchRows: 5 })
+    runner1.kick()
+    await runner1.stop()
+    const mid = first.db.$client.query('SELECT status, rows_done, created FROM imports WHERE id = ?').get(id)
+    expect(mid).toEqual({ status: 'running', rows_done: 5, created: 5 })
+    first.db.$client.close()
+
+    // A new process on the same database resumes.
+    const second = testDeps({ data_dir: dir }, dbPath)
+    const runner2 = createImportRunner(second, { batchRows: 5 })
+    runner2.kick()
+    await runner2.idle()
+    const final = second.db.$client.query('SELECT status, total_rows, rows_done, created, skipped, invalid FROM imports WHERE id = ?').get(id)
+    expect(final).toEqual({ status: 'completed', total_rows: 24, rows_done: 24, created: 23, skipped: 0, invalid: 1 })
+    expect((second.db.$client.query('SELECT count(*) AS n FROM contacts').get() as { n: number }).n).toBe(23)
+    expect((second.db.$client.query('SELECT count(*) AS n FROM import_errors').get() as { n: number }).n).toBe(1)
+    expect(readdirSync(join(dir, 'imports'))).toEqual([]) // the file is removed once done
+  })
+
+  test('an import whose file vanished fails cleanly with a reason', async () => {
+    const { t, upload, list, finished } = setup()
+    const l = await list()
+    // Hold the runner back so the file can be removed before it runs.
+    const stopped = t.imports.stop()
+    await stopped
+    const r = await upload(l, 'email\na@example.com\n')
+    rmSync(join(t.deps.config.data_dir, 'imports'), { recursive: true, force: true })
+    const runner = createImportRunner(t.deps)
+    runner.kick()
+    await runner.idle()
+    const done = await finished(r.body.data.id)
+    expect(done).toMatchObject({ status: 'failed', created: 0, error: 'the uploaded file is no longer in the data directory' })
+  })
+})

@@ -14,7 +14,7 @@ CREATE TABLE `contacts` (
 CREATE UNIQUE INDEX `contacts_list_email_unique` ON `contacts` (`list_id`,`email`);--> statement-breakpoint
 CREATE INDEX `contacts_list_idx` ON `contacts` (`list_id`);--> statement-breakpoint
 CREATE INDEX `contacts_list_status_idx` ON `contacts` (`list_id`,`status`);--> statement-breakpoint
-CREATE INDEX `contacts_status_idx` ON `contacts` (`status`);--> statement-breakpoint
+CREATE INDEX `contacts_status_created_idx` ON `contacts` (`status`,`created_at`);--> statement-breakpoint
 CREATE INDEX `contacts_email_idx` ON `contacts` (`email`);--> statement-breakpoint
 CREATE INDEX `contacts_created_idx` ON `contacts` (`created_at`);--> statement-breakpoint
 CREATE TABLE `custom_fields` (

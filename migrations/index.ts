@@ -12,5 +12,5 @@ export interface EmbeddedMigration {
 export const migrations: EmbeddedMigration[] = [
   { tag: '0000_initial', createdAt: 1795354262649, sql: m0 },
   { tag: '0001_access_version', createdAt: 1795355744510, sql: m1 },
-  { tag: '0002_audience', createdAt: 1795357214758, sql: m2 },
+  { tag: '0002_audience', createdAt: 1795357306133, sql: m2 },
 ]

@@ -19,6 +19,7 @@ import { listRoutes } from './modules/lists'
 import { createKeyResolver, createUsageRecorder } from './modules/api-keys/service'
 import { permissionRoutes } from './modules/permissions'
 import { roleRoutes } from './modules/roles'
+import { segmentRoutes } from './modules/segments'
 import { suppressionRoutes } from './modules/suppressions'
 import { systemRoutes } from './modules/system'
 
@@ -43,6 +44,8 @@ export function buildApp(deps: Deps) {
   const usage = createUsageRecorder(deps)
   const imports = createImportRunner(deps, { statusForNew: (email, requested, listId) => statusUnderSuppression(deps, email, requested, listId) })
   let table: RouteTable | null = null
+  // Filled once the app is composed: hooks that need the whole route list read it from here.
+  let composed: Array<{ method: string; path: string; hooks?: { body?: unknown; detail?: Record<string, unknown> } }> = []
   const auth = createAuth(deps, {
     routes: () => table!,
     resolveKey: createKeyResolver(deps),
@@ -55,7 +58,7 @@ export function buildApp(deps: Deps) {
     .use(requestLogPlugin(deps.log, deps.config.access_log))
     .use(auth.plugin)
     .use(bodyPlugin(deps.config.max_body_bytes, () => table!))
-    .use(openapiPlugin())
+    .use(openapiPlugin(() => composed))
     .use(webPlugin())
     .use(systemRoutes(deps))
     .use(permissionRoutes())
@@ -68,9 +71,10 @@ export function buildApp(deps: Deps) {
     .use(contactRoutes(deps, auth.authOf))
     .use(importRoutes(deps, auth.authOf, imports))
     .use(suppressionRoutes(deps))
-    // segments:
+    .use(segmentRoutes(deps, auth.authOf))
 
   table = routeTableOf(app)
+  composed = app.routes as typeof composed
   return { app, usage, imports }
 }
 

@@ -37,6 +37,14 @@ describe('the OpenAPI document', () => {
       expect(op.responses).toBeDefined()
     }
     expect(doc.paths['/health'].get.security).toEqual([])
+    // Request bodies carry their schema and media type.
+    for (const r of apiRoutes.filter((r) => (r.hooks as { body?: unknown }).body)) {
+      const path = r.path.replace(/:([a-z_]+)/g, '{$1}')
+      const content = doc.paths[path][r.method.toLowerCase()].requestBody.content
+      expect(Object.keys(content).length).toBeGreaterThan(0)
+    }
+    expect(doc.paths['/api/v2/roles/'].post.requestBody.content['application/json'].schema.required).toEqual(['name', 'permissions'])
+    expect(Object.keys(doc.paths['/api/v2/imports/'].post.requestBody.content)).toContain('text/csv')
     expect(JSON.stringify(doc.paths['/api/v2/api-keys/{id}'].get.responses['200'])).toContain('success')
   })
 

@@ -37,7 +37,8 @@ export const contacts = sqliteTable('contacts', {
   // Each index ends in the rowid (= id), so "WHERE list_id = ? [AND status = ?] ORDER BY id" walks one index.
   index('contacts_list_idx').on(t.list_id),
   index('contacts_list_status_idx').on(t.list_id, t.status),
-  index('contacts_status_idx').on(t.status),
+  // Serves status filters and "status and created since" segments in one range scan.
+  index('contacts_status_created_idx').on(t.status, t.created_at),
   index('contacts_email_idx').on(t.email),
   index('contacts_created_idx').on(t.created_at),
 ])

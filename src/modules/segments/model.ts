@@ -1,0 +1,38 @@
+import { t } from 'elysia'
+import { MAX_CONDITIONS, MAX_DEPTH } from './rules'
+
+/**
+ * The rule tree is checked by the compiler (./rules.ts), not by the schema: its messages
+ * name the exact place in the tree (`rules.all.1.value`), and a schema for a recursive
+ * union would report every branch it tried.
+ */
+export const RulesSchema = t.Unknown({
+  description: [
+    'A rule tree. A group is {"all": [...]} (every item matches) or {"any": [...]} (at least one does); the root is a group.',
+    'Items are groups or conditions: {"field": "status", "op": "eq", "value": "subscribed"}, {"in_list": 3}, {"not_in_list": 3}.',
+    'Fields: email, first_name, last_name, status, list_id, created_at, updated_at and fields.<custom field key>.',
+    `Groups nest at most ${MAX_DEPTH} deep; at most ${MAX_CONDITIONS} conditions. See the segments section of the API guide for operators by type.`,
+  ].join(' '),
+  examples: [{ all: [{ field: 'status', op: 'eq', value: 'subscribed' }, { field: 'created_at', op: 'gte', value: { days_ago: 30 } }, { any: [{ field: 'fields.plan', op: 'eq', value: 'pro' }, { in_list: 2 }] }] }],
+})
+
+export const SegmentSchema = t.Object({
+  id: t.Integer(),
+  name: t.String(),
+  description: t.String(),
+  rules: RulesSchema,
+  created_at: t.String({ format: 'date-time' }),
+  updated_at: t.String({ format: 'date-time' }),
+})
+
+export const CreateSegmentBody = t.Object({
+  name: t.String({ minLength: 1, maxLength: 200 }),
+  description: t.Optional(t.String({ maxLength: 2000 })),
+  rules: RulesSchema,
+})
+
+export const UpdateSegmentBody = t.Partial(CreateSegmentBody)
+
+export const PreviewSegmentBody = t.Object({ rules: RulesSchema })
+
+export const CountSchema = t.Object({ count: t.Integer({ description: 'Contacts matching the rules now.' }) })

@@ -1,0 +1,183 @@
+import { asc, count, eq, inArray } from 'drizzle-orm'
+import type { Deps } from '../../deps'
+import type { Db } from '../../db/client'
+import { preparedFor } from '../../db/prepared'
+import { segments, type CustomFieldType } from '../../db/schema'
+import { toIso } from '../../lib/clock'
+import { AppError, notFound } from '../../lib/errors'
+import { pageMeta, pageRequest, type PageMeta } from '../../lib/pagination'
+import { contactView, type ContactView } from '../contacts/service'
+import type { RawContact } from '../contacts/writer'
+import { compileRules, type CompiledRules, type CustomFieldInfo, type RuleCatalog, type RuleNode, type SqlValue } from './rules'
+
+type Row = typeof segments.$inferSelect
+
+export interface SegmentView {
+  id: number
+  name: string
+  description: string
+  rules: RuleNode
+  created_at: string
+  updated_at: string
+}
+
+function toView(r: Row): SegmentView {
+  return { id: r.id, name: r.name, description: r.description, rules: r.rules as RuleNode, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
+}
+
+const statements = preparedFor((db: Db) => ({
+  customFields: db.$client.prepare<{ key: string; type: CustomFieldType; options: string }, []>('SELECT key, type, options FROM custom_fields'),
+  listExists: db.$client.prepare<{ one: number }, [number]>('SELECT 1 AS one FROM lists WHERE id = ?'),
+}))
+
+/** The custom fields and lists as they are now, for the rule compiler. */
+function catalogOf(deps: Deps): RuleCatalog {
+  const s = statements(deps.db)
+  let fields: Map<string, CustomFieldInfo> | undefined
+  return {
+    customField(key) {
+      fields ??= new Map(s.customFields.all().map((r) => [r.key, { key: r.key, type: r.type, options: JSON.parse(r.options) as string[] }]))
+      return fields.get(key)
+    },
+    listExists: (id) => s.listExists.get(id) !== null,
+  }
+}
+
+/** Checks rules a client sends (lists must exist, one_of values must be options); 422 with paths on failure. */
+function compileInput(deps: Deps, rules: unknown): CompiledRules {
+  const result = compileRules(rules, { now: deps.clock.now(), catalog: catalogOf(deps), checkReferences: true })
+  if (!result.ok) throw new AppError('validation_failed', 'The segment rules are invalid.', result.errors)
+  return result
+}
+
+/**
+ * Compiles a saved segment against the custom fields of now. Relative dates resolve
+ * afresh on every evaluation. A rule on a custom field deleted since the segment was saved
+ * cannot be evaluated (its type is gone): 409, naming the rule, until the segment is updated.
+ */
+function compileSaved(deps: Deps, segment: Row): CompiledRules {
+  const result = compileRules(segment.rules, { now: deps.clock.now(), catalog: catalogOf(deps), checkReferences: false })
+  if (!result.ok) {
+    const problems = Object.entries(result.errors).map(([path, messages]) => `${path}: ${messages.join('; ')}`)
+    throw new AppError('conflict', `The rules of segment ${segment.id} no longer match the custom fields (${problems.join(', ')}); update the segment's rules.`)
+  }
+  return result
+}
+
+function findSegment(deps: Deps, id: number): Row {
+  const row = deps.db.select().from(segments).where(eq(segments.id, id)).get()
+  if (!row) throw notFound('segment', id)
+  return row
+}
+
+/** How many contacts match a compiled condition: one COUNT(*) that SQLite evaluates, nothing loaded. */
+function countWhere(deps: Deps, compiled: CompiledRules): number {
+  const stmt = deps.db.$client.prepare<{ n: number }, SqlValue[]>(`SELECT COUNT(*) AS n FROM contacts WHERE ${compiled.where}`)
+  try {
+    return stmt.get(...compiled.params)!.n
+  } finally {
+    stmt.finalize()
+  }
+}
+
+export interface SegmentInput {
+  name: string
+  description?: string
+  rules: unknown
+}
+
+/** Saves a segment after checking its rules; the stored tree is the canonical one. */
+export function createSegment(deps: Deps, input: SegmentInput): SegmentView {
+  const compiled = compileInput(deps, input.rules)
+  const now = deps.clock.now()
+  const row = deps.db
+    .insert(segments)
+    .values({ name: input.name.trim(), description: input.description ?? '', rules: compiled.rules, created_at: now, updated_at: now })
+    .returning()
+    .get()
+  return toView(row)
+}
+
+/** One segment (its rules, not its members: counting can take a while on a large audience). */
+export function getSegment(deps: Deps, id: number): SegmentView {
+  return toView(findSegment(deps, id))
+}
+
+/** A page of segments, oldest first. */
+export function listSegments(deps: Deps, query: { page?: number; per_page?: number }) {
+  const req = pageRequest(query)
+  const total = deps.db.select({ n: count() }).from(segments).get()!.n
+  const rows = deps.db.select().from(segments).orderBy(asc(segments.id)).limit(req.per_page).offset(req.offset).all()
+  return { items: rows.map(toView), meta: pageMeta(req, total) }
+}
+
+/** Changes name, description or rules; new rules are checked like on create. */
+export function updateSegment(deps: Deps, id: number, input: Partial<SegmentInput>): SegmentView {
+  findSegment(deps, id)
+  const patch: Partial<Row> = { updated_at: deps.clock.now() }
+  if (input.name !== undefined) patch.name = input.name.trim()
+  if (input.description !== undefined) patch.description = input.description
+  if (input.rules !== undefined) patch.rules = compileInput(deps, input.rules).rules
+  deps.db.update(segments).set(patch).where(eq(segments.id, id)).run()
+  return getSegment(deps, id)
+}
+
+/** Deletes one segment and answers with it as it was. Contacts are not touched. */
+export function deleteSegment(deps: Deps, id: number): SegmentView {
+  const view = toView(findSegment(deps, id))
+  deps.db.delete(segments).where(eq(segments.id, id)).run()
+  return view
+}
+
+/** Bulk delete: which ids were deleted and which did not exist, in one transaction. */
+export function deleteSegments(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
+  const unique = [...new Set(ids)]
+  if (unique.length === 0) return { deleted: [], not_found: [] }
+  return deps.db.transaction((tx) => {
+    const found = tx.select({ id: segments.id }).from(segments).where(inArray(segments.id, unique)).all().map((r) => r.id)
+    if (found.length) tx.delete(segments).where(inArray(segments.id, found)).run()
+    const gone = new Set(found)
+    return { deleted: found, not_found: unique.filter((id) => !gone.has(id)) }
+  })
+}
+
+/** How many contacts a saved segment matches now. */
+export function countSegment(deps: Deps, id: number): { count: number } {
+  return { count: countWhere(deps, compileSaved(deps, findSegment(deps, id))) }
+}
+
+/** How many contacts some rules would match, without saving them (for rule builders). */
+export function previewSegment(deps: Deps, rules: unknown): { count: number } {
+  return { count: countWhere(deps, compileInput(deps, rules)) }
+}
+
+const CONTACT_COLUMNS = 'id, email, first_name, last_name, list_id, status, fields, created_at, updated_at'
+
+/**
+ * A page of a segment's contacts by id, in the contacts API's shape, with the total. Both run in one read transaction,
+ * so they agree. OFFSET has to step over the skipped matches, so a page in the second half
+ * is read from the other end (ORDER BY id DESC with the mirrored offset) and reversed: the
+ * deepest page costs what the middle one does instead of a whole scan.
+ */
+export function segmentContacts(deps: Deps, id: number, query: { page?: number; per_page?: number }): { items: ContactView[]; meta: PageMeta } {
+  const compiled = compileSaved(deps, findSegment(deps, id))
+  const req = pageRequest(query)
+  const client = deps.db.$client
+  return client.transaction(() => {
+    const total = countWhere(deps, compiled)
+    let rows: RawContact[] = []
+    if (req.offset < total) {
+      const end = Math.min(total, req.offset + req.per_page)
+      const fromEnd = req.offset > total - end
+      const sql = `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE ${compiled.where} ORDER BY id ${fromEnd ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`
+      const stmt = client.prepare<RawContact, SqlValue[]>(sql)
+      try {
+        rows = stmt.all(...compiled.params, end - req.offset, fromEnd ? total - end : req.offset)
+      } finally {
+        stmt.finalize()
+      }
+      if (fromEnd) rows.reverse()
+    }
+    return { items: rows.map(contactView), meta: pageMeta(req, total) }
+  })()
+}

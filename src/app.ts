@@ -14,7 +14,7 @@ import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
 import { importRoutes } from './modules/imports'
 import { createImportRunner } from './modules/imports/runner'
-import { statusUnderSuppression } from './modules/imports/suppressed'
+import { suppressionReasons } from './modules/imports/suppressed'
 import { listRoutes } from './modules/lists'
 import { createKeyResolver, createUsageRecorder } from './modules/api-keys/service'
 import { permissionRoutes } from './modules/permissions'
@@ -42,7 +42,7 @@ function routeTableOf(app: { routes: Array<{ method: string; path: string; hooks
  */
 export function buildApp(deps: Deps) {
   const usage = createUsageRecorder(deps)
-  const imports = createImportRunner(deps, { statusForNew: (email, requested, listId) => statusUnderSuppression(deps, email, requested, listId) })
+  const imports = createImportRunner(deps, { suppressionReasons: (emails, listId) => suppressionReasons(deps, emails, listId) })
   let table: RouteTable | null = null
   // Filled once the app is composed: hooks that need the whole route list read it from here.
   let composed: Array<{ method: string; path: string; hooks?: { body?: unknown; detail?: Record<string, unknown> } }> = []

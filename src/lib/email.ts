@@ -34,7 +34,9 @@ export function checkEmail(input: unknown): EmailCheck {
 
 /** A domain in lower-case ASCII form, or null when it is not a valid public host name. */
 export function normaliseDomain(input: string): string | null {
-  const ascii = domainToASCII(input.trim().replace(/\.$/, '').toLowerCase())
+  const lower = input.trim().replace(/\.$/, '').toLowerCase()
+  // Plain ASCII names (nearly all) are already in their ASCII form; only IDNs need UTS #46 processing.
+  const ascii = /^[a-z0-9.-]+$/.test(lower) ? lower : domainToASCII(lower)
   if (!ascii || ascii.length > 253 || !ascii.includes('.')) return null
   const labels = ascii.split('.')
   if (!labels.every((l) => LABEL.test(l))) return null

@@ -1,10 +1,12 @@
 import { asc, eq, inArray } from 'drizzle-orm'
 import { existsSync, rmSync } from 'node:fs'
 import type { Deps } from '../../deps'
-import { imports, type ContactStatus } from '../../db/schema'
+import { imports } from '../../db/schema'
+import { normaliseEmail } from '../../lib/email'
 import { fieldDefinitions } from '../custom-fields/service'
 import { createContactWriter, type ContactInput } from '../contacts/writer'
 import { estimateRows, readSource, type SourceItem } from './source'
+import { statusUnderSuppression } from './suppressed'
 
 /** Rows per transaction: large enough to amortise the commit (an fsync), small enough to keep the API responsive. */
 const BATCH_ROWS = 5000
@@ -29,8 +31,11 @@ function describeErrors(errors: Record<string, string[]>): string {
 }
 
 export interface ImportRunnerOptions {
-  /** Status for a new contact whose address is suppressed (suppressed addresses are imported, with a status saying so). */
-  statusForNew?: (email: string, requested: ContactStatus, listId: number) => ContactStatus
+  /**
+   * Suppression reasons of the suppressed addresses among a batch's (normalised) addresses;
+   * suppressed addresses are imported with a status saying so. Asked once per batch.
+   */
+  suppressionReasons?: (emails: string[], listId: number) => Map<string, string>
   batchRows?: number
 }
 
@@ -55,19 +60,28 @@ export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
     try {
       if (!existsSync(imp.file_path)) throw new Error('the uploaded file is no longer in the data directory')
       if (imp.total_rows === null) setState(imp.id, { total_rows: await estimateRows(imp.file_path, imp.format) })
+      let suppressed = new Map<string, string>()
       const writer = createContactWriter(deps, {
         listId: imp.list_id,
         defs: fieldDefinitions(deps),
         mode: imp.mode,
         coerce: true,
         emitEvents: false,
-        statusForNew: opts.statusForNew ? (email, requested) => opts.statusForNew!(email, requested, imp.list_id) : undefined,
+        statusForNew: (email, requested) => {
+          const reason = suppressed.get(email)
+          return reason ? statusUnderSuppression(reason, requested) : requested
+        },
       })
+      const emailSource = imp.mapping.email!
       const insertError = client.prepare<unknown, [number, number, string, string]>('INSERT INTO import_errors (import_id, row_number, reason, raw) VALUES (?, ?, ?, ?)')
       const progress = client.prepare<unknown, [number, number, number, number, number, number]>(
         'UPDATE imports SET rows_done = rows_done + ?, created = created + ?, updated = updated + ?, skipped = skipped + ?, invalid = invalid + ? WHERE id = ?',
       )
       const commit = client.transaction((items: SourceItem[]) => {
+        if (opts.suppressionReasons) {
+          const emails = items.flatMap((item) => ('values' in item ? (normaliseEmail(item.values[emailSource]) ?? []) : []))
+          suppressed = opts.suppressionReasons(emails, imp.list_id)
+        }
         const counts = { created: 0, updated: 0, skipped: 0, invalid: 0 }
         for (const item of items) {
           if ('error' in item) {

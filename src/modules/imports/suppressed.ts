@@ -1,21 +1,25 @@
 import type { Deps } from '../../deps'
 import type { ContactStatus } from '../../db/schema'
-import { checkRecipient } from '../suppressions/service'
+import { checkRecipients } from '../suppressions/service'
 
 /**
  * The status a new contact gets when its address is suppressed for its list: imported,
  * not dropped, but marked so that nobody mails it by mistake. A complaint stays a
  * complaint, a hard bounce a bounce; any other suppression reads as unsubscribed.
  */
-export function statusUnderSuppression(deps: Deps, email: string, requested: ContactStatus, listId: number): ContactStatus {
-  const decision = checkRecipient(deps, { email, list_id: listId })
-  if (decision.allowed) return requested
-  switch (decision.suppression.reason) {
-    case 'complaint':
-      return 'complained'
-    case 'hard_bounce':
-      return 'bounced'
-    default:
-      return requested === 'subscribed' || requested === 'unconfirmed' ? 'unsubscribed' : requested
-  }
+export function statusUnderSuppression(reason: string, requested: ContactStatus): ContactStatus {
+  if (reason === 'complaint') return 'complained'
+  if (reason === 'hard_bounce') return 'bounced'
+  return requested === 'subscribed' || requested === 'unconfirmed' ? 'unsubscribed' : requested
+}
+
+/** The suppression reason of each suppressed address among `emails` (normalised) for a list: one query per 500 addresses. */
+export function suppressionReasons(deps: Deps, emails: string[], listId: number): Map<string, string> {
+  const out = new Map<string, string>()
+  if (emails.length === 0) return out
+  const decisions = checkRecipients(deps, emails.map((email) => ({ email, list_id: listId })))
+  decisions.forEach((d, i) => {
+    if (!d.allowed) out.set(emails[i]!, d.suppression.reason)
+  })
+  return out
 }

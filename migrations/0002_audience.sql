@@ -1,3 +1,10 @@
+CREATE TABLE `contact_counts` (
+	`list_id` integer NOT NULL,
+	`status` text NOT NULL,
+	`n` integer NOT NULL,
+	PRIMARY KEY(`list_id`, `status`)
+);
+--> statement-breakpoint
 CREATE TABLE `contacts` (
 	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,
 	`list_id` integer NOT NULL,
@@ -15,7 +22,6 @@ CREATE UNIQUE INDEX `contacts_list_email_unique` ON `contacts` (`list_id`,`email
 CREATE INDEX `contacts_list_idx` ON `contacts` (`list_id`);--> statement-breakpoint
 CREATE INDEX `contacts_list_status_idx` ON `contacts` (`list_id`,`status`);--> statement-breakpoint
 CREATE INDEX `contacts_status_created_idx` ON `contacts` (`status`,`created_at`);--> statement-breakpoint
-CREATE INDEX `contacts_email_idx` ON `contacts` (`email`);--> statement-breakpoint
 CREATE INDEX `contacts_created_idx` ON `contacts` (`created_at`);--> statement-breakpoint
 CREATE TABLE `custom_fields` (
 	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,

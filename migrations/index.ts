@@ -2,6 +2,7 @@
 import m0 from './0000_initial.sql' with { type: 'text' }
 import m1 from './0001_access_version.sql' with { type: 'text' }
 import m2 from './0002_audience.sql' with { type: 'text' }
+import m3 from './0003_contact_counts.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -12,5 +13,6 @@ export interface EmbeddedMigration {
 export const migrations: EmbeddedMigration[] = [
   { tag: '0000_initial', createdAt: 1795354262649, sql: m0 },
   { tag: '0001_access_version', createdAt: 1795355744510, sql: m1 },
-  { tag: '0002_audience', createdAt: 1795357306133, sql: m2 },
+  { tag: '0002_audience', createdAt: 1795358472149, sql: m2 },
+  { tag: '0003_contact_counts', createdAt: 1795358473341, sql: m3 },
 ]

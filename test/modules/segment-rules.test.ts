@@ -253,7 +253,8 @@ describe('the stored form and the SQL', () => {
     expect(plan(cond('status', 'not_in', ['bounced', 'complained']))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_status_created_idx/)
     expect(plan(cond('created_at', 'between', ['2026-01-01', '2026-02-01']))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_created_idx/)
     expect(plan({ all: [{ field: 'list_id', op: 'eq', value: 1 }, { field: 'status', op: 'eq', value: 'subscribed' }] })).toMatch(/SEARCH contacts USING COVERING INDEX contacts_list_status_idx/)
-    expect(plan(cond('email', 'starts_with', 'ann'))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_email_idx/)
+    expect(plan(cond('email', 'starts_with', 'ann'))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_list_email_unique \(list_id=\? AND email>\? AND email<\?\)/)
+    expect(plan(cond('email', 'eq', 'ann@example.com'))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_list_email_unique \(list_id=\? AND email=\?\)/)
     // in_list is one probe of the unique (list_id, email) index per contact.
     expect(plan({ all: [{ in_list: 2 }] })).toMatch(/SEARCH other .*USING COVERING INDEX contacts_list_email_unique \(list_id=\? AND email=\?\)/)
   })

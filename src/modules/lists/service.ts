@@ -1,6 +1,6 @@
 import { asc, count, eq, inArray, sql } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { CONTACT_STATUSES, contacts, lists, type ContactStatus } from '../../db/schema'
+import { CONTACT_STATUSES, contactCounts, contacts, lists, type ContactStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { notFound } from '../../lib/errors'
 import { pageMeta, pageRequest } from '../../lib/pagination'
@@ -17,12 +17,12 @@ export interface ListView {
   updated_at: string
 }
 
-/** Status counts for some lists, read from the (list_id, status) index in one query. */
+/** Status counts for some lists, from the trigger-kept contact_counts table. */
 function countsFor(deps: Deps, ids: number[]): Map<number, ListView['counts']> {
   const out = new Map<number, ListView['counts']>()
   for (const id of ids) out.set(id, { ...(Object.fromEntries(CONTACT_STATUSES.map((s) => [s, 0])) as Record<ContactStatus, number>), total: 0 })
   if (ids.length === 0) return out
-  const rows = deps.db.select({ list_id: contacts.list_id, status: contacts.status, n: count() }).from(contacts).where(inArray(contacts.list_id, ids)).groupBy(contacts.list_id, contacts.status).all()
+  const rows = deps.db.select({ list_id: contactCounts.list_id, status: contactCounts.status, n: contactCounts.n }).from(contactCounts).where(inArray(contactCounts.list_id, ids)).all()
   for (const r of rows) {
     const c = out.get(r.list_id)!
     c[r.status] = r.n

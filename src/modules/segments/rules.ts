@@ -267,9 +267,18 @@ function placeholders(n: number): string {
 /**
  * SQL for a positive operator. Text is compared without regard to ASCII case (SQLite's
  * NOCASE, and LIKE, which ignores ASCII case by default), except email, which is stored
- * lower case and compared as bytes so that contacts_email_idx applies.
+ * lower case and compared as bytes so that the (list_id, email) index applies.
  */
 function positiveSql(o: Operand, op: Operator, params: SqlValue[]): { sql: string; params: SqlValue[] } {
+  const r = positiveSqlOf(o, op, params)
+  // Email has no index of its own: the unique (list_id, email) index serves it, one probe
+  // per list, once the list is in the condition. Every contact's list exists, so the added
+  // test never changes which contacts match (negations included).
+  if (o.lowerCased && (op === 'eq' || op === 'in' || op === 'starts_with')) return { sql: `(contacts.list_id IN (SELECT id FROM lists) AND ${r.sql})`, params: r.params }
+  return r
+}
+
+function positiveSqlOf(o: Operand, op: Operator, params: SqlValue[]): { sql: string; params: SqlValue[] } {
   const e = o.type === 'text' && !o.lowerCased ? `${o.sql} COLLATE NOCASE` : o.sql
   switch (op) {
     case 'eq':
@@ -279,7 +288,7 @@ function positiveSql(o: Operand, op: Operator, params: SqlValue[]): { sql: strin
     case 'contains':
       return { sql: `${o.sql} LIKE ? ESCAPE '\\'`, params: [`%${likeEscape(String(params[0]))}%`] }
     case 'starts_with':
-      // Email is stored lower case, so a prefix is a range on contacts_email_idx (what SQLite's
+      // Email is stored lower case, so a prefix is a range on the (list_id, email) index (what SQLite's
       // LIKE optimisation would do, which needs a NOCASE index). U+10FFFF sorts after every
       // other character in UTF-8.
       if (o.lowerCased) return { sql: `(${o.sql} >= ? AND ${o.sql} < ?)`, params: [params[0]!, `${params[0]}\u{10FFFF}`] }

@@ -8,6 +8,7 @@ export type Benchmark = (argv: string[], command: string) => Promise<number>
 
 const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchmark> }> = {
   http: { describe: 'authenticated API GET against a bare Bun.serve (wrk)', load: async () => (await import('./http')).run },
+  audience: { describe: 'a million-contact CSV import, segment count and listing pages, against a plain bulk insert', load: async () => (await import('./audience')).run },
 }
 
 const USAGE = `Usage: npm run bench [-- NAME... [options]]

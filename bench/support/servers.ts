@@ -121,9 +121,10 @@ export interface MailroomInstance extends ServerProcess {
 
 /**
  * A fresh Mailroom: new temporary data directory, one Administrator key with `rateLimit`
- * requests per minute, then `mailroom serve` on 127.0.0.1 port 0 with stderr to a file.
+ * requests per minute (or none), then `mailroom serve` on 127.0.0.1 port 0 with stderr to a
+ * file; `serveArgs` are extra flags for `serve` (e.g. `--access-log false`).
  */
-export async function startMailroom(name: string, opts: { rateLimit: number; settings?: Record<string, string> }): Promise<MailroomInstance> {
+export async function startMailroom(name: string, opts: { rateLimit: number | 'unlimited'; settings?: Record<string, string>; serveArgs?: string[] }): Promise<MailroomInstance> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-'))
   const env = mailroomEnv({ MAILROOM_LOG_LEVEL: 'info', ...opts.settings })
   const created = Bun.spawnSync([BUN, 'src/main.ts', 'keys', 'create', '--data-dir', dataDir, '--role', 'Administrator', '--name', 'bench', '--rate-limit', String(opts.rateLimit)], {
@@ -141,7 +142,7 @@ export async function startMailroom(name: string, opts: { rateLimit: number; set
   const logFile = join(dataDir, 'stderr.log')
   let server: ServerProcess
   try {
-    server = await startServer(name, ['src/main.ts', 'serve', '--data-dir', dataDir, '--http-listen', '127.0.0.1:0'], {
+    server = await startServer(name, ['src/main.ts', 'serve', '--data-dir', dataDir, '--http-listen', '127.0.0.1:0', ...(opts.serveArgs ?? [])], {
       env,
       stderrFile: logFile,
       pattern: /listening on (http:\/\/\S+)/,

@@ -1,0 +1,74 @@
+/**
+ * The practical limit for bench/audience.ts, run as its own process: the same rows the
+ * import got, generated in memory in batches (no CSV, no parsing, no checks), inserted
+ * straight into `contacts` of a fresh database with Mailroom's own settings and migrations,
+ * with one prepared INSERT in transactions of `--batch` rows. Prints one line,
+ * `LIMIT_REPORT {json}`, with the times and this process's peak memory.
+ *
+ *   bun bench/support/audience-limit.ts --dir DIR --rows N --seed S [--batch 5000]
+ */
+import { statSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { openDatabase } from '../../src/db/client'
+import { migrate } from '../../src/db/migrate'
+import { audienceBatches } from './audience-data'
+import { readProcMemory } from './proc'
+
+export interface LimitReport {
+  rows: number
+  batch: number
+  /** Wall time of the whole loop: generating the batches and inserting them. */
+  totalMs: number
+  /** Time inside the transactions only (the inserts and commits). */
+  insertMs: number
+  /** The database file after closing (which checkpoints the WAL into it). */
+  dbBytes: number
+  /** VmHWM of this process when the last batch was committed. */
+  peakRssKiB: number
+}
+
+const { values } = parseArgs({ args: process.argv.slice(2), strict: true, options: { dir: { type: 'string' }, rows: { type: 'string' }, seed: { type: 'string' }, batch: { type: 'string' } } })
+if (!values.dir || !values.rows || !values.seed) throw new Error('usage: audience-limit.ts --dir DIR --rows N --seed S [--batch 5000]')
+const rows = Number(values.rows)
+const seed = Number(values.seed)
+const batch = Number(values.batch ?? 5000)
+
+const file = join(values.dir, 'limit.db')
+const db = openDatabase(file)
+migrate(db, { now: Date.now() })
+const client = db.$client
+const now = Date.now()
+const listId = Number((client.query('INSERT INTO lists (name, description, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id').get('limit', '', now, now) as { id: number }).id)
+const insert = client.prepare<unknown, [number, string, string, string, string, string, number, number]>(
+  'INSERT INTO contacts (list_id, email, first_name, last_name, status, fields, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+)
+const commit = client.transaction((items: ReturnType<typeof audienceBatches> extends Generator<infer B> ? B : never, at: number) => {
+  for (const r of items) insert.run(listId, r.email, r.first_name, r.last_name, 'subscribed', JSON.stringify({ plan: r.plan, seats: r.seats }), at, at)
+})
+
+let done = 0
+let insertMs = 0
+const started = performance.now()
+for (const items of audienceBatches(rows, seed, batch)) {
+  const t0 = performance.now()
+  commit(items, Date.now())
+  insertMs += performance.now() - t0
+  done += items.length
+}
+const totalMs = performance.now() - started
+// Before the check below, whose full index scan maps more of the file in.
+const peakRssKiB = readProcMemory('self')?.vmHwmKiB ?? 0
+const count = (client.query('SELECT count(*) AS n FROM contacts').get() as { n: number }).n
+if (count !== rows || done !== rows) throw new Error(`inserted ${done} rows, the table has ${count}, expected ${rows}`)
+client.close()
+
+const size = (p: string) => {
+  try {
+    return statSync(p).size
+  } catch {
+    return 0
+  }
+}
+const report: LimitReport = { rows, batch, totalMs, insertMs, dbBytes: size(file), peakRssKiB }
+process.stdout.write(`LIMIT_REPORT ${JSON.stringify(report)}\n`)

@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs'
+
+/**
+ * Memory of a process from /proc/<pid>/status (Linux), in KiB. VmHWM is the peak resident
+ * set since the process started, kept by the kernel, so it catches peaks between samples.
+ * RssAnon is the heap and stacks; RssFile is file pages mapped in (the binary, and SQLite's
+ * memory-mapped database reads); both count towards VmRSS and VmHWM.
+ */
+export interface ProcMemory {
+  vmRssKiB: number
+  vmHwmKiB: number
+  rssAnonKiB: number
+  rssFileKiB: number
+  rssShmemKiB: number
+}
+
+/** The memory lines of /proc/<pid>/status (`self` for this process); null once it has gone. */
+export function readProcMemory(pid: number | 'self'): ProcMemory | null {
+  let text: string
+  try {
+    text = readFileSync(`/proc/${pid}/status`, 'utf8')
+  } catch {
+    return null
+  }
+  const kib = (name: string) => {
+    const m = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)
+    return m ? Number(m[1]) : 0
+  }
+  return { vmRssKiB: kib('VmRSS'), vmHwmKiB: kib('VmHWM'), rssAnonKiB: kib('RssAnon'), rssFileKiB: kib('RssFile'), rssShmemKiB: kib('RssShmem') }
+}
+
+/**
+ * Samples a process's memory every `everyMs` until stopped, keeping the largest value of
+ * each line; `last` is the latest sample.
+ */
+export function sampleMemory(pid: number, everyMs = 100) {
+  const max: ProcMemory = { vmRssKiB: 0, vmHwmKiB: 0, rssAnonKiB: 0, rssFileKiB: 0, rssShmemKiB: 0 }
+  let last: ProcMemory | null = null
+  let samples = 0
+  const take = () => {
+    const m = readProcMemory(pid)
+    if (!m) return
+    last = m
+    samples++
+    for (const k of Object.keys(max) as Array<keyof ProcMemory>) max[k] = Math.max(max[k], m[k])
+  }
+  take()
+  const timer = setInterval(take, everyMs)
+  return {
+    max,
+    get last() {
+      return last
+    },
+    get samples() {
+      return samples
+    },
+    /** Takes a last sample and stops. */
+    stop(): ProcMemory {
+      clearInterval(timer)
+      take()
+      return max
+    },
+  }
+}
+
+/** KiB -> MiB with one decimal. */
+export function fmtMiB(kib: number): string {
+  return (kib / 1024).toFixed(1)
+}

@@ -14,10 +14,12 @@ export function errorResponse(code: ErrorCode, message: string, details?: ErrorD
 /** Turns a schema failure into field -> messages; `/allowed_ips/0` becomes `allowed_ips.0`. */
 export function validationDetails(error: ValidationError): ErrorDetails {
   const details: ErrorDetails = {}
-  const all = (error.all ?? []) as Array<{ path?: string; message?: string; summary?: string; schema?: { description?: string } }>
+  const all = (error.all ?? []) as Array<{ path?: string; message?: string; summary?: string; schema?: { description?: string; enum?: unknown[] } }>
   for (const issue of all) {
     const field = (issue.path ?? '').replace(/^\//, '').replace(/\//g, '.') || error.type
-    const message = issue.summary || issue.message || 'is invalid'
+    // TypeBox words an enum failure as "Expected kind 'UnionEnum'"; say what is allowed instead.
+    const allowed = Array.isArray(issue.schema?.enum) ? `must be one of: ${issue.schema.enum.join(', ')}` : null
+    const message = allowed ?? (issue.summary || issue.message || 'is invalid')
     ;(details[field] ??= []).includes(message) || details[field]!.push(message)
   }
   if (Object.keys(details).length === 0) details[error.type] = ['is invalid']

@@ -51,6 +51,15 @@ describe('bad input gets the spec envelope', () => {
     }
   })
 
+  test('an enum value outside the list says which values are allowed', async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const q = await t.call('GET', '/api/v2/contacts?status=happy', { key: admin.key })
+    expect(q.body.error.details).toEqual({ status: ['must be one of: subscribed, unconfirmed, unsubscribed, bounced, complained'] })
+    const b = await t.call('POST', '/api/v2/custom-fields', { key: admin.key, body: { key: 'a', name: 'A', type: 'colour' } })
+    expect(b.body.error.details.type).toEqual(['must be one of: text, number, date, boolean, one_of'])
+  })
+
   test('unknown fields are ignored, not stored', async () => {
     const t = testApp()
     const admin = t.makeKey()

@@ -16,7 +16,7 @@ export function statusUnderSuppression(reason: string, requested: ContactStatus)
 /** The suppression reason of each suppressed address among `emails` (normalised) for a list: one query per 500 addresses. */
 export function suppressionReasons(deps: Deps, emails: string[], listId: number): Map<string, string> {
   const out = new Map<string, string>()
-  if (emails.length === 0) return out
+  if (emails.length === 0 || !deps.db.$client.query('SELECT 1 FROM suppressions LIMIT 1').get()) return out
   const decisions = checkRecipients(deps, emails.map((email) => ({ email, list_id: listId })))
   decisions.forEach((d, i) => {
     if (!d.allowed) out.set(emails[i]!, d.suppression.reason)

@@ -1,6 +1,6 @@
-import { asc, count, eq, inArray, sql } from 'drizzle-orm'
+import { asc, count, eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { CONTACT_STATUSES, contactCounts, contacts, lists, type ContactStatus } from '../../db/schema'
+import { CONTACT_STATUSES, contactCounts, lists, type ContactStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { notFound } from '../../lib/errors'
 import { pageMeta, pageRequest } from '../../lib/pagination'
@@ -76,9 +76,4 @@ export function deleteLists(deps: Deps, ids: number[]): { deleted: number[]; not
   const found = unique.length ? deps.db.select({ id: lists.id }).from(lists).where(inArray(lists.id, unique)).all().map((r) => r.id) : []
   if (found.length) deps.db.delete(lists).where(inArray(lists.id, found)).run()
   return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
-}
-
-/** Sum of contacts on a list (for import progress and tests). */
-export function contactCount(deps: Deps, listId: number): number {
-  return deps.db.select({ n: sql<number>`count(*)` }).from(contacts).where(eq(contacts.list_id, listId)).get()!.n
 }

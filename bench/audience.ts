@@ -114,7 +114,9 @@ async function runImport(call: Call, server: MailroomInstance, csv: string, list
         const sampled = { ...sampler.stop() }
         if (rec.status === 'failed') throw new Error(`the import failed: ${rec.error}`)
         if (rec.created !== expectRows || rec.invalid !== 0 || rec.rows_done !== expectRows) {
-          throw new Error(`the import completed with created ${rec.created}, updated ${rec.updated}, skipped ${rec.skipped}, invalid ${rec.invalid} of ${rec.rows_done} rows; expected ${expectRows} created`)
+          throw new Error(
+            `the import completed with created ${rec.created}, updated ${rec.updated}, skipped ${rec.skipped}, invalid ${rec.invalid} of ${rec.rows_done} rows; expected ${expectRows} created`,
+          )
         }
         const finished = Date.parse(rec.finished_at)
         const startedAt = Date.parse(rec.started_at)
@@ -128,11 +130,16 @@ async function runImport(call: Call, server: MailroomInstance, csv: string, list
           samples: sampler.samples,
         }
       }
-      if (performance.now() > deadline) throw new Error(`the import had not finished after ${timeoutS} s (${rec.status}, ${fmtInt(rec.rows_done)} of ${fmtInt(rec.total_rows ?? 0)} rows); see --import-timeout`)
+      if (performance.now() > deadline)
+        throw new Error(
+          `the import had not finished after ${timeoutS} s (${rec.status}, ${fmtInt(rec.rows_done)} of ${fmtInt(rec.total_rows ?? 0)} rows); see --import-timeout`,
+        )
       if (performance.now() - lastNote > 5000) {
         lastNote = performance.now()
         const m = sampler.last
-        process.stdout.write(`  ${((Date.now() - startWall) / 1000).toFixed(0).padStart(4)} s  ${fmtInt(rec.rows_done).padStart(9)} rows  server RSS ${m ? fmtMiB(m.vmRssKiB) : '?'} MiB\n`)
+        process.stdout.write(
+          `  ${((Date.now() - startWall) / 1000).toFixed(0).padStart(4)} s  ${fmtInt(rec.rows_done).padStart(9)} rows  server RSS ${m ? fmtMiB(m.vmRssKiB) : '?'} MiB\n`,
+        )
       }
       await Bun.sleep(100)
     }
@@ -150,17 +157,34 @@ interface QueryTimes {
 
 /** Runs the limit child and parses its report; kills it after `timeoutMs`. */
 async function runLimit(dir: string, rows: number, seed: number, timeoutMs: number): Promise<LimitReport> {
-  const proc = Bun.spawn([process.execPath, join(ROOT, 'bench', 'support', 'audience-limit.ts'), '--dir', dir, '--rows', String(rows), '--seed', String(seed), '--batch', String(LIMIT_BATCH)], {
-    cwd: ROOT,
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      join(ROOT, 'bench', 'support', 'audience-limit.ts'),
+      '--dir',
+      dir,
+      '--rows',
+      String(rows),
+      '--seed',
+      String(seed),
+      '--batch',
+      String(LIMIT_BATCH),
+    ],
+    {
+      cwd: ROOT,
+      stdin: 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+    },
+  )
   const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs)
   try {
     const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     const line = stdout.split('\n').find((l) => l.startsWith('LIMIT_REPORT '))
-    if (code !== 0 || !line) throw new Error(`the plain insert failed (exit ${code}${proc.signalCode ? `, ${proc.signalCode}: over ${timeoutMs / 1000} s?` : ''}):\n${stdout}${stderr}`)
+    if (code !== 0 || !line)
+      throw new Error(
+        `the plain insert failed (exit ${code}${proc.signalCode ? `, ${proc.signalCode}: over ${timeoutMs / 1000} s?` : ''}):\n${stdout}${stderr}`,
+      )
     return JSON.parse(line.slice('LIMIT_REPORT '.length)) as LimitReport
   } finally {
     clearTimeout(timer)
@@ -201,7 +225,9 @@ function codeDigest(): string {
 
 function assertCodeUnchanged(digest: string, when: string): void {
   if (codeDigest() !== digest) {
-    throw new Error(`src/ or migrations/ changed during the run (${when}): the server and the plain insert may have run different code, so the figures do not compare. Run again when the tree is quiet.`)
+    throw new Error(
+      `src/ or migrations/ changed during the run (${when}): the server and the plain insert may have run different code, so the figures do not compare. Run again when the tree is quiet.`,
+    )
   }
 }
 
@@ -233,7 +259,7 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
       help: { type: 'boolean', short: 'h' },
     },
   })
-  if (values.help) return process.stdout.write(HELP), 0
+  if (values.help) return (process.stdout.write(HELP), 0)
   const settings = {
     rows: positiveInt('rows', values.rows, 1_000_000),
     seed: positiveInt('seed', values.seed, 1),
@@ -286,7 +312,9 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
     const first = await call('GET', listPath(1), 200)
     const lastPage = first.body.meta.last_page as number
     if (first.body.meta.total !== stats.rows || first.body.data.length !== Math.min(PER_PAGE, stats.rows)) {
-      throw new Error(`the first page has ${first.body.data.length} contacts and meta.total ${first.body.meta.total}; expected ${Math.min(PER_PAGE, stats.rows)} and ${stats.rows}`)
+      throw new Error(
+        `the first page has ${first.body.data.length} contacts and meta.total ${first.body.meta.total}; expected ${Math.min(PER_PAGE, stats.rows)} and ${stats.rows}`,
+      )
     }
     const queries: Array<QueryTimes & { check: (a: Answer) => void }> = [
       {
@@ -295,7 +323,8 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
         runs: [],
         median: 0,
         check: (a) => {
-          if (a.body.data.count !== stats.segmentMatches) throw new Error(`the segment counted ${a.body.data.count}; the generator made ${stats.segmentMatches} matching rows`)
+          if (a.body.data.count !== stats.segmentMatches)
+            throw new Error(`the segment counted ${a.body.data.count}; the generator made ${stats.segmentMatches} matching rows`)
         },
       },
       {
@@ -304,7 +333,8 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
         runs: [],
         median: 0,
         check: (a) => {
-          if (a.body.data.length !== Math.min(PER_PAGE, stats.rows) || a.body.meta.total !== stats.rows) throw new Error(`page 1 has ${a.body.data.length} contacts, total ${a.body.meta.total}`)
+          if (a.body.data.length !== Math.min(PER_PAGE, stats.rows) || a.body.meta.total !== stats.rows)
+            throw new Error(`page 1 has ${a.body.data.length} contacts, total ${a.body.meta.total}`)
         },
       },
       {
@@ -314,7 +344,8 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
         median: 0,
         check: (a) => {
           const expect = stats.rows - (lastPage - 1) * PER_PAGE
-          if (a.body.data.length !== expect || a.body.meta.total !== stats.rows) throw new Error(`page ${lastPage} has ${a.body.data.length} contacts (expected ${expect}), total ${a.body.meta.total}`)
+          if (a.body.data.length !== expect || a.body.meta.total !== stats.rows)
+            throw new Error(`page ${lastPage} has ${a.body.data.length} contacts (expected ${expect}), total ${a.body.meta.total}`)
         },
       },
     ]
@@ -378,7 +409,10 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
     process.stdout.write(missed ? `${missed} of ${Object.keys(checks).length} aims not met.\n` : 'Every aim met.\n')
 
     if (!values['dry-run']) {
-      const when = started.toISOString().replace(/:\d\d\.\d+Z$/, ' UTC').replace('T', ' ')
+      const when = started
+        .toISOString()
+        .replace(/:\d\d\.\d+Z$/, ' UTC')
+        .replace('T', ' ')
       const metList = (ok: boolean) => (ok ? 'met' : '**not met**')
       writeDocSection(
         'audience',

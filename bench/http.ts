@@ -71,7 +71,8 @@ async function preflight(t: Target): Promise<void> {
   const res = await fetch(t.server.url + t.path, { headers: t.headers })
   const body = await res.text()
   if (res.status !== t.expectStatus) throw new Error(`${t.label}: expected HTTP ${t.expectStatus} from GET ${t.path}, got ${res.status}: ${body.slice(0, 300)}`)
-  if (t.server.name.startsWith('mailroom') && t.expectStatus === 200 && !body.startsWith('{"success":true')) throw new Error(`${t.label}: 200 without the success envelope: ${body.slice(0, 300)}`)
+  if (t.server.name.startsWith('mailroom') && t.expectStatus === 200 && !body.startsWith('{"success":true'))
+    throw new Error(`${t.label}: 200 without the success envelope: ${body.slice(0, 300)}`)
 }
 
 /** Fails loudly unless every response had the target's status and no socket failed. */
@@ -82,8 +83,10 @@ function checkRun(t: Target, r: WrkResult, phase: string): void {
   if (e.connect || e.read || e.write || e.timeout) problems.push(`socket errors: connect ${e.connect}, read ${e.read}, write ${e.write}, timeout ${e.timeout}`)
   // wrk counts a response as a status error when its status is above 399.
   if (t.expectStatus < 400 && e.status !== 0) problems.push(`${e.status} of ${r.requests} responses were not 2xx (status >= 400)`)
-  if (t.expectStatus >= 400 && e.status !== r.requests) problems.push(`${r.requests - e.status} of ${r.requests} responses were not the expected ${t.expectStatus}`)
-  if (problems.length) throw new Error(`${t.label} (${phase}): ${problems.join('; ')}. The figures would be meaningless; fix the server or the settings and run again.`)
+  if (t.expectStatus >= 400 && e.status !== r.requests)
+    problems.push(`${r.requests - e.status} of ${r.requests} responses were not the expected ${t.expectStatus}`)
+  if (problems.length)
+    throw new Error(`${t.label} (${phase}): ${problems.join('; ')}. The figures would be meaningless; fix the server or the settings and run again.`)
 }
 
 /**
@@ -169,7 +172,7 @@ export async function run(argv: string[], command = 'bun bench/http.ts'): Promis
       help: { type: 'boolean', short: 'h' },
     },
   })
-  if (values.help) return process.stdout.write(HELP), 0
+  if (values.help) return (process.stdout.write(HELP), 0)
   const profile = values.profile ?? false
   // The profile has many targets: shorter runs keep it to a few minutes.
   const settings = {
@@ -201,7 +204,15 @@ export async function run(argv: string[], command = 'bun bench/http.ts'): Promis
 
     const targets: Target[] = [
       { id: 'bare', label: 'bare Bun.serve hello-world', server: bare, path: '/', headers: {}, expectStatus: 200, headline: true },
-      { id: 'mailroom', label: `Mailroom GET ${MAILROOM_PATH} (auth, limit, access log)`, server: mailroom, path: MAILROOM_PATH, headers: auth, expectStatus: 200, headline: true },
+      {
+        id: 'mailroom',
+        label: `Mailroom GET ${MAILROOM_PATH} (auth, limit, access log)`,
+        server: mailroom,
+        path: MAILROOM_PATH,
+        headers: auth,
+        expectStatus: 200,
+        headline: true,
+      },
     ]
     let quiet: MailroomInstance | null = null
     if (profile) {
@@ -213,12 +224,44 @@ export async function run(argv: string[], command = 'bun bench/http.ts'): Promis
       targets.push(
         { id: 'elysia', label: 'bare Elysia hello-world (framework floor)', server: elysia, path: '/', headers: {}, expectStatus: 200, headline: false },
         { id: 'health', label: 'Mailroom GET /health (public)', server: mailroom, path: '/health', headers: {}, expectStatus: 200, headline: false },
-        { id: 'unauth', label: `Mailroom GET ${MAILROOM_PATH} without key -> 401`, server: mailroom, path: MAILROOM_PATH, headers: {}, expectStatus: 401, headline: false },
+        {
+          id: 'unauth',
+          label: `Mailroom GET ${MAILROOM_PATH} without key -> 401`,
+          server: mailroom,
+          path: MAILROOM_PATH,
+          headers: {},
+          expectStatus: 401,
+          headline: false,
+        },
         // Authenticated, then no route: the whole key check and rate limiter, but no handler.
-        { id: 'auth-404', label: 'Mailroom GET /api/v2/no-such-route with key -> 404', server: mailroom, path: '/api/v2/no-such-route', headers: auth, expectStatus: 404, headline: false },
-        { id: 'role', label: 'Mailroom GET /api/v2/roles/1 (auth, one DB read)', server: mailroom, path: '/api/v2/roles/1', headers: auth, expectStatus: 200, headline: false },
+        {
+          id: 'auth-404',
+          label: 'Mailroom GET /api/v2/no-such-route with key -> 404',
+          server: mailroom,
+          path: '/api/v2/no-such-route',
+          headers: auth,
+          expectStatus: 404,
+          headline: false,
+        },
+        {
+          id: 'role',
+          label: 'Mailroom GET /api/v2/roles/1 (auth, one DB read)',
+          server: mailroom,
+          path: '/api/v2/roles/1',
+          headers: auth,
+          expectStatus: 200,
+          headline: false,
+        },
         { id: 'health-nolog', label: 'Mailroom GET /health, access log off', server: quiet, path: '/health', headers: {}, expectStatus: 200, headline: false },
-        { id: 'nolog', label: `Mailroom GET ${MAILROOM_PATH}, access log off`, server: quiet, path: MAILROOM_PATH, headers: quietAuth, expectStatus: 200, headline: false },
+        {
+          id: 'nolog',
+          label: `Mailroom GET ${MAILROOM_PATH}, access log off`,
+          server: quiet,
+          path: MAILROOM_PATH,
+          headers: quietAuth,
+          expectStatus: 200,
+          headline: false,
+        },
       )
     }
 
@@ -245,7 +288,9 @@ export async function run(argv: string[], command = 'bun bench/http.ts'): Promis
         checkRun(t, r, `round ${round}`)
         count(t, r)
         runs.get(t.id)!.push(r)
-        process.stdout.write(`  round ${round}/${settings.rounds}  ${t.id.padEnd(12)} ${fmtInt(r.rps).padStart(8)} req/s  p50 ${fmtMs(r.latencyMs.p50)} ms  p99 ${fmtMs(r.latencyMs.p99)} ms\n`)
+        process.stdout.write(
+          `  round ${round}/${settings.rounds}  ${t.id.padEnd(12)} ${fmtInt(r.rps).padStart(8)} req/s  p50 ${fmtMs(r.latencyMs.p50)} ms  p99 ${fmtMs(r.latencyMs.p99)} ms\n`,
+        )
       }
     }
 
@@ -274,7 +319,10 @@ export async function run(argv: string[], command = 'bun bench/http.ts'): Promis
     if (!profile && ratio < AIM) process.stdout.write(`\nThe ratio is below ${AIM}: \`${command} --profile\` shows where the time goes.\n`)
 
     if (!values['dry-run']) {
-      const when = started.toISOString().replace(/:\d\d\.\d+Z$/, ' UTC').replace('T', ' ')
+      const when = started
+        .toISOString()
+        .replace(/:\d\d\.\d+Z$/, ' UTC')
+        .replace('T', ' ')
       if (!profile) {
         writeDocSection(
           'http',

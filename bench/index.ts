@@ -8,7 +8,10 @@ export type Benchmark = (argv: string[], command: string) => Promise<number>
 
 const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchmark> }> = {
   http: { describe: 'authenticated API GET against a bare Bun.serve (wrk)', load: async () => (await import('./http')).run },
-  audience: { describe: 'a million-contact CSV import, segment count and listing pages, against a plain bulk insert', load: async () => (await import('./audience')).run },
+  audience: {
+    describe: 'a million-contact CSV import, segment count and listing pages, against a plain bulk insert',
+    load: async () => (await import('./audience')).run,
+  },
 }
 
 const USAGE = `Usage: npm run bench [-- NAME... [options]]
@@ -32,7 +35,7 @@ async function main(argv: string[]): Promise<number> {
       if (!a.includes('=') && next !== undefined && !next.startsWith('-') && !(next in BENCHMARKS)) passed.push(argv[++i]!)
     } else picked.push(a)
   }
-  if (picked.length === 0 && (passed.includes('--help') || passed.includes('-h'))) return process.stdout.write(USAGE), 0
+  if (picked.length === 0 && (passed.includes('--help') || passed.includes('-h'))) return (process.stdout.write(USAGE), 0)
   const unknown = picked.filter((n) => !(n in BENCHMARKS))
   if (unknown.length) {
     process.stderr.write(`bench: no benchmark named ${unknown.map((n) => `"${n}"`).join(', ')}.\n\n${USAGE}`)

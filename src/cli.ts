@@ -85,15 +85,15 @@ export async function runCli(io: CliEnv): Promise<number> {
     return 2
   }
   const { values, positionals } = args
-  if (values.help) return io.out(USAGE), 0
-  if (values.version) return io.out(`mailroom ${VERSION}`), 0
+  if (values.help) return (io.out(USAGE), 0)
+  if (values.version) return (io.out(`mailroom ${VERSION}`), 0)
 
   let config: Readonly<Config>
   try {
     const flags = Object.fromEntries(SETTINGS.map((s) => [s.flag, values[s.flag as keyof typeof values] as string | undefined]))
     config = loadConfig({ file: values.config ? readConfigFile(values.config) : {}, env: io.env, flags })
   } catch (e) {
-    if (e instanceof ConfigError) return io.err(`mailroom: ${e.message}`), 2
+    if (e instanceof ConfigError) return (io.err(`mailroom: ${e.message}`), 2)
     throw e
   }
   const log = createLogger(config.log_level, io.clock)
@@ -116,7 +116,8 @@ export async function runCli(io: CliEnv): Promise<number> {
       case 'roles': {
         if (sub !== 'list') throw new UsageError(`unknown roles command "${sub ?? ''}"; use roles list`)
         const deps = openStore(config, io.clock, log)
-        for (const r of listRoles(deps, { per_page: 100 }).items) io.out(`${r.id}\t${r.name}\t${r.key_count} key(s)\t${r.permissions.includes('*') ? 'every permission' : `${r.permissions.length} permission(s)`}`)
+        for (const r of listRoles(deps, { per_page: 100 }).items)
+          io.out(`${r.id}\t${r.name}\t${r.key_count} key(s)\t${r.permissions.includes('*') ? 'every permission' : `${r.permissions.length} permission(s)`}`)
         return 0
       }
       case 'backup': {
@@ -132,7 +133,7 @@ export async function runCli(io: CliEnv): Promise<number> {
         throw new UsageError(`unknown command "${command}"`)
     }
   } catch (e) {
-    if (e instanceof UsageError) return io.err(`mailroom: ${e.message}. See mailroom --help.`), 2
+    if (e instanceof UsageError) return (io.err(`mailroom: ${e.message}. See mailroom --help.`), 2)
     throw e
   } finally {
     log.flush()
@@ -145,7 +146,8 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
     for (let page = 1, last = 1; page <= last; page++) {
       const result = listApiKeys(deps, { page, per_page: 100 })
       last = result.meta.last_page
-      for (const k of result.items) io.out(`${k.id}\t${k.prefix}\t${k.name}\t${k.role.name}\t${k.status}\t${k.rate_limit ?? 'unlimited'}/min\tlast used ${k.last_used_at ?? 'never'}`)
+      for (const k of result.items)
+        io.out(`${k.id}\t${k.prefix}\t${k.name}\t${k.role.name}\t${k.status}\t${k.rate_limit ?? 'unlimited'}/min\tlast used ${k.last_used_at ?? 'never'}`)
     }
     return 0
   }
@@ -168,7 +170,18 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
     if (details) throw new UsageError(Object.values(details).flat().join('; '))
     throw e
   }
-  recordActivity(deps, { actor_key_id: null, actor_name: CLI_ACTOR.name, action: 'api_keys.create', target_type: 'api_keys', target_id: String(created.view.id), method: null, path: null, ip: null, status: 201, outcome: 'success' })
+  recordActivity(deps, {
+    actor_key_id: null,
+    actor_name: CLI_ACTOR.name,
+    action: 'api_keys.create',
+    target_type: 'api_keys',
+    target_id: String(created.view.id),
+    method: null,
+    path: null,
+    ip: null,
+    status: 201,
+    outcome: 'success',
+  })
   io.out(`Created API key ${created.view.id} "${created.view.name}" with role ${role.name}. This is the only time the key is shown:`)
   io.out(created.key)
   return 0

@@ -94,8 +94,22 @@ const setting = <K extends Key>(s: Setting<K>) => s
 
 /** Every setting, in the order docs/operations.md shows them. */
 export const SETTINGS = [
-  setting({ key: 'data_dir', env: 'MAILROOM_DATA_DIR', flag: 'data-dir', fallback: './data', parse: (t) => t.trim() || fail('must not be empty'), describe: 'Directory of the database (mailroom.db) and its automatic backups.' }),
-  setting({ key: 'http_listen', env: 'MAILROOM_HTTP_LISTEN', flag: 'http-listen', fallback: '127.0.0.1:8825', parse: parseListen, describe: 'Address and port of the HTTP API, docs and admin UI. Use 0.0.0.0:8825 to listen on all interfaces.' }),
+  setting({
+    key: 'data_dir',
+    env: 'MAILROOM_DATA_DIR',
+    flag: 'data-dir',
+    fallback: './data',
+    parse: (t) => t.trim() || fail('must not be empty'),
+    describe: 'Directory of the database (mailroom.db) and its automatic backups.',
+  }),
+  setting({
+    key: 'http_listen',
+    env: 'MAILROOM_HTTP_LISTEN',
+    flag: 'http-listen',
+    fallback: '127.0.0.1:8825',
+    parse: parseListen,
+    describe: 'Address and port of the HTTP API, docs and admin UI. Use 0.0.0.0:8825 to listen on all interfaces.',
+  }),
   setting({
     key: 'public_url',
     env: 'MAILROOM_PUBLIC_URL',
@@ -104,13 +118,55 @@ export const SETTINGS = [
     parse: parseUrl,
     describe: 'Base URL under which users reach this server (links in mail, webhooks, docs). Defaults to the listen address.',
   }),
-  setting({ key: 'hostname', env: 'MAILROOM_HOSTNAME', flag: 'hostname', fallback: () => osHostname() || 'localhost', parse: parseHostname, describe: 'Host name of this server, used in SMTP greetings and Message-IDs. Defaults to the machine name.' }),
+  setting({
+    key: 'hostname',
+    env: 'MAILROOM_HOSTNAME',
+    flag: 'hostname',
+    fallback: () => osHostname() || 'localhost',
+    parse: parseHostname,
+    describe: 'Host name of this server, used in SMTP greetings and Message-IDs. Defaults to the machine name.',
+  }),
   setting({ key: 'log_level', env: 'MAILROOM_LOG_LEVEL', flag: 'log-level', fallback: 'info', parse: parseLogLevel, describe: 'debug, info, warn or error.' }),
-  setting({ key: 'access_log', env: 'MAILROOM_ACCESS_LOG', flag: 'access-log', fallback: 'true', parse: parseBool, describe: 'Log one line per HTTP request (at info level).' }),
-  setting({ key: 'max_body_bytes', env: 'MAILROOM_MAX_BODY_BYTES', flag: 'max-body-bytes', fallback: String(10 * 1024 * 1024), parse: parsePositiveInt, describe: 'Largest accepted HTTP request body in bytes; larger requests get 413 payload_too_large.' }),
-  setting({ key: 'max_import_bytes', env: 'MAILROOM_MAX_IMPORT_BYTES', flag: 'max-import-bytes', fallback: String(1024 * 1024 * 1024), parse: parsePositiveInt, describe: 'Largest contact import file in bytes (uploads stream to disk, never into memory).' }),
-  setting({ key: 'default_rate_limit', env: 'MAILROOM_DEFAULT_RATE_LIMIT', flag: 'default-rate-limit', fallback: '600', parse: parseRateLimit, describe: 'Requests per minute for new API keys that do not name their own limit; a number or "unlimited".' }),
-  setting({ key: 'trust_proxy', env: 'MAILROOM_TRUST_PROXY', flag: 'trust-proxy', fallback: 'false', parse: parseBool, describe: 'Take the client address from the last X-Forwarded-For entry (only behind a reverse proxy you run).' }),
+  setting({
+    key: 'access_log',
+    env: 'MAILROOM_ACCESS_LOG',
+    flag: 'access-log',
+    fallback: 'true',
+    parse: parseBool,
+    describe: 'Log one line per HTTP request (at info level).',
+  }),
+  setting({
+    key: 'max_body_bytes',
+    env: 'MAILROOM_MAX_BODY_BYTES',
+    flag: 'max-body-bytes',
+    fallback: String(10 * 1024 * 1024),
+    parse: parsePositiveInt,
+    describe: 'Largest accepted HTTP request body in bytes; larger requests get 413 payload_too_large.',
+  }),
+  setting({
+    key: 'max_import_bytes',
+    env: 'MAILROOM_MAX_IMPORT_BYTES',
+    flag: 'max-import-bytes',
+    fallback: String(1024 * 1024 * 1024),
+    parse: parsePositiveInt,
+    describe: 'Largest contact import file in bytes (uploads stream to disk, never into memory).',
+  }),
+  setting({
+    key: 'default_rate_limit',
+    env: 'MAILROOM_DEFAULT_RATE_LIMIT',
+    flag: 'default-rate-limit',
+    fallback: '600',
+    parse: parseRateLimit,
+    describe: 'Requests per minute for new API keys that do not name their own limit; a number or "unlimited".',
+  }),
+  setting({
+    key: 'trust_proxy',
+    env: 'MAILROOM_TRUST_PROXY',
+    flag: 'trust-proxy',
+    fallback: 'false',
+    parse: parseBool,
+    describe: 'Take the client address from the last X-Forwarded-For entry (only behind a reverse proxy you run).',
+  }),
 ] as const
 
 export interface ConfigSources {

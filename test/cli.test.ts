@@ -25,7 +25,8 @@ describe('command line', () => {
     expect(v.out[0]).toMatch(/^mailroom \d+\.\d+\.\d+$/)
     const h = cli(['--help'])
     expect(await h.done).toBe(0)
-    for (const word of ['serve', 'migrate', 'keys create', 'keys list', 'roles list', 'backup PATH', 'MAILROOM_DATA_DIR', '--http-listen']) expect(h.out[0]).toContain(word)
+    for (const word of ['serve', 'migrate', 'keys create', 'keys list', 'roles list', 'backup PATH', 'MAILROOM_DATA_DIR', '--http-listen'])
+      expect(h.out[0]).toContain(word)
   })
 
   test('bad settings and bad commands stop with one line and exit code 2', async () => {
@@ -49,7 +50,22 @@ describe('command line', () => {
 
   test('keys create prints the key once, keys list and roles list show it without the secret', async () => {
     const dir = dataDir()
-    const created = cli(['keys', 'create', '--role', 'administrator', '--name', 'ci', '--rate-limit', 'unlimited', '--allow', '127.0.0.1', '--allow', '::1', '--data-dir', dir])
+    const created = cli([
+      'keys',
+      'create',
+      '--role',
+      'administrator',
+      '--name',
+      'ci',
+      '--rate-limit',
+      'unlimited',
+      '--allow',
+      '127.0.0.1',
+      '--allow',
+      '::1',
+      '--data-dir',
+      dir,
+    ])
     expect(await created.done).toBe(0)
     const key = created.out.at(-1)!
     expect(key).toMatch(/^mr_[a-z0-9]{12}_/)
@@ -64,7 +80,9 @@ describe('command line', () => {
     expect(roles.out[0]).toMatch(/^1\tAdministrator\t1 key\(s\)\tevery permission$/)
     // The creation is in the activity log with the command line as actor.
     const db = openDatabase(join(dir, 'mailroom.db'))
-    expect(db.$client.query('SELECT actor_name, action, target_id FROM activity_logs').all()).toEqual([{ actor_name: 'command line', action: 'api_keys.create', target_id: '1' }])
+    expect(db.$client.query('SELECT actor_name, action, target_id FROM activity_logs').all()).toEqual([
+      { actor_name: 'command line', action: 'api_keys.create', target_id: '1' },
+    ])
   })
 
   test('migrate and backup work on a fresh data directory', async () => {
@@ -94,6 +112,11 @@ describe('command line', () => {
     s.stop('SIGTERM')
     expect(await s.done).toBe(0)
     expect(s.out.at(-1)).toBe('Mailroom stopped.')
-    expect(await fetch(`${url}/health`).then(() => 'answered', () => 'refused')).toBe('refused')
+    expect(
+      await fetch(`${url}/health`).then(
+        () => 'answered',
+        () => 'refused',
+      ),
+    ).toBe('refused')
   })
 })

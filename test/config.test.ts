@@ -7,7 +7,15 @@ import { ConfigError, loadConfig, readConfigFile, SETTINGS } from '../src/config
 describe('configuration', () => {
   test('defaults', () => {
     const c = loadConfig({ env: {}, flags: { hostname: 'mx.example.com' } })
-    expect(c).toMatchObject({ data_dir: './data', http_listen: { host: '127.0.0.1', port: 8825 }, public_url: 'http://127.0.0.1:8825', hostname: 'mx.example.com', log_level: 'info', default_rate_limit: 600, trust_proxy: false })
+    expect(c).toMatchObject({
+      data_dir: './data',
+      http_listen: { host: '127.0.0.1', port: 8825 },
+      public_url: 'http://127.0.0.1:8825',
+      hostname: 'mx.example.com',
+      log_level: 'info',
+      default_rate_limit: 600,
+      trust_proxy: false,
+    })
     expect(Object.isFrozen(c)).toBe(true)
   })
 

@@ -27,10 +27,58 @@ export const SEGMENT_MIN_SEATS = 10
 
 export const CSV_HEADER = 'email,first_name,last_name,plan,seats'
 
-const FIRST = ['ann', 'bob', 'carla', 'dmitri', 'eve', 'farid', 'grace', 'hiro', 'ines', 'jamal', 'kate', 'li', 'maria', 'noah', 'olga', 'pedro', 'quinn', 'rosa', 'sven', 'tara', 'umar', 'vera', 'wei', 'ximena', 'yusuf', 'zoe']
+const FIRST = [
+  'ann',
+  'bob',
+  'carla',
+  'dmitri',
+  'eve',
+  'farid',
+  'grace',
+  'hiro',
+  'ines',
+  'jamal',
+  'kate',
+  'li',
+  'maria',
+  'noah',
+  'olga',
+  'pedro',
+  'quinn',
+  'rosa',
+  'sven',
+  'tara',
+  'umar',
+  'vera',
+  'wei',
+  'ximena',
+  'yusuf',
+  'zoe',
+]
   .map((n) => n[0]!.toUpperCase() + n.slice(1))
   .concat(['José', 'Zoë', 'Björn', 'Renée'])
-const LAST = ['Smith', 'Jones', 'Garcia', 'Müller', 'Rossi', 'Nguyen', 'Kowalski', 'Okafor', 'Dubois', 'Tanaka', 'Silva', 'Novak', 'Olsen', 'Haddad', 'Ivanova', 'Kim', "O'Brien", 'Smith, Jr.', 'Øster', 'Park']
+const LAST = [
+  'Smith',
+  'Jones',
+  'Garcia',
+  'Müller',
+  'Rossi',
+  'Nguyen',
+  'Kowalski',
+  'Okafor',
+  'Dubois',
+  'Tanaka',
+  'Silva',
+  'Novak',
+  'Olsen',
+  'Haddad',
+  'Ivanova',
+  'Kim',
+  "O'Brien",
+  'Smith, Jr.',
+  'Øster',
+  'Park',
+]
 const DOMAINS = ['example.com', 'example.org', 'example.net', 'mail.example', 'corp.example.com']
 
 /** A name as the letters a-z of an address's local part ("Smith, Jr." -> "smithjr"). */

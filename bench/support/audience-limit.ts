@@ -28,7 +28,11 @@ export interface LimitReport {
   peakRssKiB: number
 }
 
-const { values } = parseArgs({ args: process.argv.slice(2), strict: true, options: { dir: { type: 'string' }, rows: { type: 'string' }, seed: { type: 'string' }, batch: { type: 'string' } } })
+const { values } = parseArgs({
+  args: process.argv.slice(2),
+  strict: true,
+  options: { dir: { type: 'string' }, rows: { type: 'string' }, seed: { type: 'string' }, batch: { type: 'string' } },
+})
 if (!values.dir || !values.rows || !values.seed) throw new Error('usage: audience-limit.ts --dir DIR --rows N --seed S [--batch 5000]')
 const rows = Number(values.rows)
 const seed = Number(values.seed)
@@ -39,7 +43,10 @@ const db = openDatabase(file)
 migrate(db, { now: Date.now() })
 const client = db.$client
 const now = Date.now()
-const listId = Number((client.query('INSERT INTO lists (name, description, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id').get('limit', '', now, now) as { id: number }).id)
+const listId = Number(
+  (client.query('INSERT INTO lists (name, description, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id').get('limit', '', now, now) as { id: number })
+    .id,
+)
 const insert = client.prepare<unknown, [number, string, string, string, string, string, number, number]>(
   'INSERT INTO contacts (list_id, email, first_name, last_name, status, fields, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
 )

@@ -89,7 +89,10 @@ export async function startServer(
       const chunk = await Promise.race([reader.read(), new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), remaining)))])
       clearTimeout(timer)
       if (chunk === 'timeout') continue
-      if (chunk.done) throw new Error(`${name} exited (code ${await proc.exited}) before listening; stdout:\n${seen}${opts.stderrFile ? `\n(stderr is in ${opts.stderrFile})` : ''}`)
+      if (chunk.done)
+        throw new Error(
+          `${name} exited (code ${await proc.exited}) before listening; stdout:\n${seen}${opts.stderrFile ? `\n(stderr is in ${opts.stderrFile})` : ''}`,
+        )
       seen += decoder.decode(chunk.value, { stream: true })
     }
   } catch (e) {
@@ -124,15 +127,21 @@ export interface MailroomInstance extends ServerProcess {
  * requests per minute (or none), then `mailroom serve` on 127.0.0.1 port 0 with stderr to a
  * file; `serveArgs` are extra flags for `serve` (e.g. `--access-log false`).
  */
-export async function startMailroom(name: string, opts: { rateLimit: number | 'unlimited'; settings?: Record<string, string>; serveArgs?: string[] }): Promise<MailroomInstance> {
+export async function startMailroom(
+  name: string,
+  opts: { rateLimit: number | 'unlimited'; settings?: Record<string, string>; serveArgs?: string[] },
+): Promise<MailroomInstance> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-'))
   const env = mailroomEnv({ MAILROOM_LOG_LEVEL: 'info', ...opts.settings })
-  const created = Bun.spawnSync([BUN, 'src/main.ts', 'keys', 'create', '--data-dir', dataDir, '--role', 'Administrator', '--name', 'bench', '--rate-limit', String(opts.rateLimit)], {
-    cwd: ROOT,
-    env,
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  const created = Bun.spawnSync(
+    [BUN, 'src/main.ts', 'keys', 'create', '--data-dir', dataDir, '--role', 'Administrator', '--name', 'bench', '--rate-limit', String(opts.rateLimit)],
+    {
+      cwd: ROOT,
+      env,
+      stdout: 'pipe',
+      stderr: 'pipe',
+    },
+  )
   const lines = created.stdout.toString().trim().split('\n')
   const key = lines[lines.length - 1]?.trim() ?? ''
   if (created.exitCode !== 0 || !key.startsWith('mr_')) {

@@ -47,7 +47,10 @@ function bearerToken(request: Request): string {
   if (!header) {
     const query = new URL(request.url).searchParams
     if (KEY_QUERY_PARAMS.some((p) => query.has(p))) {
-      throw new AppError('unauthorized', 'API keys are accepted only in the Authorization header, never in the URL. Send "Authorization: Bearer <API_KEY>" and revoke a key that was put in a URL.')
+      throw new AppError(
+        'unauthorized',
+        'API keys are accepted only in the Authorization header, never in the URL. Send "Authorization: Bearer <API_KEY>" and revoke a key that was put in a URL.',
+      )
     }
     throw new AppError('unauthorized', 'Missing API key. Send the header "Authorization: Bearer <API_KEY>".')
   }

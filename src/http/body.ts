@@ -55,7 +55,10 @@ export function bodyPlugin(maxBytes: number, routes: () => RouteTable) {
       const accepted = route?.contentTypes.length ? route.contentTypes : null
       const ok = accepted ? accepted.some((a) => type.toLowerCase().startsWith(a)) : isJson(type)
       if (!ok) {
-        throw new AppError('unsupported_media_type', `The request body must be sent as ${accepted ? accepted.join(' or ') : 'application/json'}${type ? `, not ${type.split(';')[0]}` : ''}.`)
+        throw new AppError(
+          'unsupported_media_type',
+          `The request body must be sent as ${accepted ? accepted.join(' or ') : 'application/json'}${type ? `, not ${type.split(';')[0]}` : ''}.`,
+        )
       }
     })
     .onParse({ as: 'global' }, async ({ request }) => {

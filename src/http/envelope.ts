@@ -43,27 +43,35 @@ export function envelopePlugin(log: Logger, onFailure: (request: Request, status
   })
 }
 
-function toErrorResponse(log: Logger, { code, error, request, set }: { code: unknown; error: unknown; request: Request; set: { headers: Record<string, unknown> } }): Response {
-    if (error instanceof AppError) return errorResponse(error.code, error.message, error.details)
-    // Elysia wraps whatever a parse hook throws in its ParseError; ours may be a 413.
-    const cause = (error as { cause?: unknown } | null)?.cause
-    if (code === 'PARSE' && cause instanceof AppError) return errorResponse(cause.code, cause.message, cause.details)
-    switch (code) {
-      case 'VALIDATION': {
-        const v = error as ValidationError
-        if (v.type === 'response') break
-        const where = v.type === 'body' ? 'request body' : v.type === 'query' ? 'query string' : v.type === 'params' ? 'path' : v.type
-        return errorResponse('validation_failed', `The ${where} is invalid.`, validationDetails(v))
-      }
-      case 'PARSE':
-        return errorResponse('bad_request', 'The request body could not be parsed; send valid JSON with Content-Type: application/json.')
-      case 'NOT_FOUND':
-        return errorResponse('not_found', `No route for ${request.method} ${new URL(request.url).pathname}.`)
-      case 'INVALID_COOKIE_SIGNATURE':
-      case 'INVALID_FILE_TYPE':
-        return errorResponse('bad_request', 'The request is malformed.')
+function toErrorResponse(
+  log: Logger,
+  { code, error, request, set }: { code: unknown; error: unknown; request: Request; set: { headers: Record<string, unknown> } },
+): Response {
+  if (error instanceof AppError) return errorResponse(error.code, error.message, error.details)
+  // Elysia wraps whatever a parse hook throws in its ParseError; ours may be a 413.
+  const cause = (error as { cause?: unknown } | null)?.cause
+  if (code === 'PARSE' && cause instanceof AppError) return errorResponse(cause.code, cause.message, cause.details)
+  switch (code) {
+    case 'VALIDATION': {
+      const v = error as ValidationError
+      if (v.type === 'response') break
+      const where = v.type === 'body' ? 'request body' : v.type === 'query' ? 'query string' : v.type === 'params' ? 'path' : v.type
+      return errorResponse('validation_failed', `The ${where} is invalid.`, validationDetails(v))
     }
-    const requestId = typeof set.headers['x-request-id'] === 'string' ? set.headers['x-request-id'] : undefined
-    log.error('unhandled error', { request_id: requestId, method: request.method, url: request.url, error: error instanceof Error ? (error.stack ?? error.message) : String(error) })
-    return errorResponse('internal', `Something went wrong on our side. Quote request id ${requestId ?? 'unknown'} when you report it.`)
+    case 'PARSE':
+      return errorResponse('bad_request', 'The request body could not be parsed; send valid JSON with Content-Type: application/json.')
+    case 'NOT_FOUND':
+      return errorResponse('not_found', `No route for ${request.method} ${new URL(request.url).pathname}.`)
+    case 'INVALID_COOKIE_SIGNATURE':
+    case 'INVALID_FILE_TYPE':
+      return errorResponse('bad_request', 'The request is malformed.')
+  }
+  const requestId = typeof set.headers['x-request-id'] === 'string' ? set.headers['x-request-id'] : undefined
+  log.error('unhandled error', {
+    request_id: requestId,
+    method: request.method,
+    url: request.url,
+    error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+  })
+  return errorResponse('internal', `Something went wrong on our side. Quote request id ${requestId ?? 'unknown'} when you report it.`)
 }

@@ -37,13 +37,23 @@ function fillRequestBodies(doc: { paths?: Record<string, Record<string, Operatio
 export function openapiPlugin(routes: () => RouteLike[]) {
   return new Elysia({ name: 'openapi' })
     .onAfterHandle({ as: 'global' }, ({ request, responseValue }) => {
-      if (request.method === 'GET' && responseValue && typeof responseValue === 'object' && 'openapi' in responseValue && pathnameOf(request.url) === '/openapi.json') {
+      if (
+        request.method === 'GET' &&
+        responseValue &&
+        typeof responseValue === 'object' &&
+        'openapi' in responseValue &&
+        pathnameOf(request.url) === '/openapi.json'
+      ) {
         fillRequestBodies(responseValue as Parameters<typeof fillRequestBodies>[0], routes())
       }
     })
-    .get(SCALAR_PATH, () => new Response(Bun.file(scalarBundle), { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=86400' } }), {
-      detail: { hide: true },
-    })
+    .get(
+      SCALAR_PATH,
+      () => new Response(Bun.file(scalarBundle), { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=86400' } }),
+      {
+        detail: { hide: true },
+      },
+    )
     .use(
       openapi({
         path: '/docs',
@@ -61,7 +71,10 @@ export function openapiPlugin(routes: () => RouteLike[]) {
           tags: [
             { name: 'system', description: 'Liveness and readiness probes; no key needed.' },
             { name: 'roles', description: 'Roles are sets of permissions from the permission tree; every key is bound to one.' },
-            { name: 'api keys', description: 'Keys are shown once at creation and stored only as a hash. Each has a role, a per-minute rate limit and an optional IP allowlist.' },
+            {
+              name: 'api keys',
+              description: 'Keys are shown once at creation and stored only as a hash. Each has a role, a per-minute rate limit and an optional IP allowlist.',
+            },
             { name: 'activity logs', description: 'Every change made through the API, with the key that made it.' },
           ],
           components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key: mr_<id>_<secret>' } } },

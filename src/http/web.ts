@@ -6,5 +6,7 @@ const landing = landingPage as unknown as string
 
 /** The admin web UI's entry page, embedded in the binary. */
 export function webPlugin() {
-  return new Elysia({ name: 'web' }).get('/', () => new Response(landing, { headers: { 'content-type': 'text/html; charset=utf-8' } }), { detail: { hide: true } })
+  return new Elysia({ name: 'web' }).get('/', () => new Response(landing, { headers: { 'content-type': 'text/html; charset=utf-8' } }), {
+    detail: { hide: true },
+  })
 }

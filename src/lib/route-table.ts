@@ -41,7 +41,7 @@ export function createRouteTable(routes: RouteInfo[]) {
       const candidates = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined) ?? []
       for (const c of candidates) {
         if (c.segments.length !== parts.length) continue
-        if (c.segments.every((seg, i) => seg.startsWith(':') ? parts[i] !== '' : seg === parts[i])) return c.info
+        if (c.segments.every((seg, i) => (seg.startsWith(':') ? parts[i] !== '' : seg === parts[i]))) return c.info
       }
       return null
     },

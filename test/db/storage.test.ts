@@ -52,7 +52,11 @@ describe('migrations', () => {
     expect(copy.$client.query("SELECT name FROM sqlite_master WHERE name = 'next_thing'").get()).toBeNull()
     expect(copy.$client.query("SELECT name FROM sqlite_master WHERE name = 'api_keys'").get()).not.toBeNull()
 
-    const broken = [...later, { tag: '9999_ok', createdAt: Date.parse('2100-01-02'), sql: 'CREATE TABLE ok_thing (id integer);' }, { tag: '9999_broken', createdAt: Date.parse('2100-01-03'), sql: 'CREATE TABLE broken (' }]
+    const broken = [
+      ...later,
+      { tag: '9999_ok', createdAt: Date.parse('2100-01-02'), sql: 'CREATE TABLE ok_thing (id integer);' },
+      { tag: '9999_broken', createdAt: Date.parse('2100-01-03'), sql: 'CREATE TABLE broken (' },
+    ]
     expect(() => migrate(db, { now: 1, all: broken })).toThrow()
     expect(db.$client.query("SELECT name FROM sqlite_master WHERE name = 'ok_thing'").get()).toBeNull()
     expect(pendingMigrations(db, broken).map((m) => m.tag)).toEqual(['9999_ok', '9999_broken'])
@@ -65,12 +69,20 @@ describe('secrets at rest', () => {
     const deps = testDeps({}, join(dir, 'mailroom.db'))
     const { app } = buildApp(deps)
     const first = createApiKey(deps, CLI_ACTOR, { name: 'first', role_id: 1 })
-    const created = await app.handle(new Request('http://mailroom.test/api/v2/api-keys', { method: 'POST', headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'second', role_id: 1 }) }))
+    const created = await app.handle(
+      new Request('http://mailroom.test/api/v2/api-keys', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'second', role_id: 1 }),
+      }),
+    )
     const second = ((await created.json()) as { data: { key: string } }).data.key
     const before = readdirSync(dir)
     const bytes = before.map((f) => readFileSync(join(dir, f)).toString('latin1')).join('')
     deps.db.$client.close()
-    const after = readdirSync(dir).map((f) => readFileSync(join(dir, f)).toString('latin1')).join('')
+    const after = readdirSync(dir)
+      .map((f) => readFileSync(join(dir, f)).toString('latin1'))
+      .join('')
     for (const key of [first.key, second]) {
       const secret = key.slice('mr_'.length + 12 + 1) // base64url may itself contain '_'
       expect(secret).toHaveLength(43)

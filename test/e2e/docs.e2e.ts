@@ -50,27 +50,19 @@ async function chromium(args: string[]): Promise<string> {
   return out
 }
 
-test(
-  '/docs renders the API reference offline',
-  async () => {
-    const dom = await chromium(['--dump-dom', `${base}/docs`])
-    // Scalar has rendered the reference from /openapi.json: the first section's operation
-    // summaries, and the sidebar with every tag (later sections load as the reader scrolls).
-    expect(dom).toContain('Mailroom API')
-    for (const text of ['Liveness', 'Readiness: the database takes writes', '>roles<', '>api keys<', '>activity logs<']) expect(dom).toContain(text)
-  },
-  120_000,
-)
+test('/docs renders the API reference offline', async () => {
+  const dom = await chromium(['--dump-dom', `${base}/docs`])
+  // Scalar has rendered the reference from /openapi.json: the first section's operation
+  // summaries, and the sidebar with every tag (later sections load as the reader scrolls).
+  expect(dom).toContain('Mailroom API')
+  for (const text of ['Liveness', 'Readiness: the database takes writes', '>roles<', '>api keys<', '>activity logs<']) expect(dom).toContain(text)
+}, 120_000)
 
-test(
-  '/docs screenshot shows the reference',
-  async () => {
-    const shot = join(mkdtempSync(join(tmpdir(), 'mailroom-shot-')), 'docs.png')
-    await chromium(['--window-size=1280,900', `--screenshot=${shot}`, `${base}/docs`])
-    const png = readFileSync(shot)
-    expect(png.subarray(1, 4).toString()).toBe('PNG')
-    expect(png.byteLength).toBeGreaterThan(20_000) // a blank page is a few kB
-    if (process.env.KEEP_SCREENSHOT) Bun.write(process.env.KEEP_SCREENSHOT, png)
-  },
-  120_000,
-)
+test('/docs screenshot shows the reference', async () => {
+  const shot = join(mkdtempSync(join(tmpdir(), 'mailroom-shot-')), 'docs.png')
+  await chromium(['--window-size=1280,900', `--screenshot=${shot}`, `${base}/docs`])
+  const png = readFileSync(shot)
+  expect(png.subarray(1, 4).toString()).toBe('PNG')
+  expect(png.byteLength).toBeGreaterThan(20_000) // a blank page is a few kB
+  if (process.env.KEEP_SCREENSHOT) Bun.write(process.env.KEEP_SCREENSHOT, png)
+}, 120_000)

@@ -2,14 +2,63 @@ import { describe, expect, test } from 'bun:test'
 import { testApp } from '../support/app'
 
 describe('bad input gets the spec envelope', () => {
-  const cases: Array<{ name: string; init: (key: string) => { method: string; path: string; rawBody?: string; headers?: Record<string, string> }; status: number; code: string; message?: RegExp }> = [
-    { name: 'malformed JSON', init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: '{"name": "x", ', headers: { 'content-type': 'application/json' } }), status: 400, code: 'bad_request', message: /valid JSON/ },
-    { name: 'text/plain body', init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: 'name=x', headers: { 'content-type': 'text/plain' } }), status: 415, code: 'unsupported_media_type', message: /application\/json, not text\/plain/ },
-    { name: 'form body', init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), status: 415, code: 'unsupported_media_type' },
-    { name: 'body without a content type', init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: '{"name":"x","permissions":[]}' }), status: 415, code: 'unsupported_media_type' },
-    { name: 'body over the size limit', init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: JSON.stringify({ name: 'x', description: 'a'.repeat(5000), permissions: [] }), headers: { 'content-type': 'application/json' } }), status: 413, code: 'payload_too_large', message: /4096 bytes/ },
-    { name: 'JSON array instead of object', init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: '[]', headers: { 'content-type': 'application/json' } }), status: 422, code: 'validation_failed' },
-    { name: 'wrong field type', init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: '{"name": 5, "permissions": "all"}', headers: { 'content-type': 'application/json' } }), status: 422, code: 'validation_failed' },
+  const cases: Array<{
+    name: string
+    init: (key: string) => { method: string; path: string; rawBody?: string; headers?: Record<string, string> }
+    status: number
+    code: string
+    message?: RegExp
+  }> = [
+    {
+      name: 'malformed JSON',
+      init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: '{"name": "x", ', headers: { 'content-type': 'application/json' } }),
+      status: 400,
+      code: 'bad_request',
+      message: /valid JSON/,
+    },
+    {
+      name: 'text/plain body',
+      init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: 'name=x', headers: { 'content-type': 'text/plain' } }),
+      status: 415,
+      code: 'unsupported_media_type',
+      message: /application\/json, not text\/plain/,
+    },
+    {
+      name: 'form body',
+      init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+      status: 415,
+      code: 'unsupported_media_type',
+    },
+    {
+      name: 'body without a content type',
+      init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: '{"name":"x","permissions":[]}' }),
+      status: 415,
+      code: 'unsupported_media_type',
+    },
+    {
+      name: 'body over the size limit',
+      init: () => ({
+        method: 'POST',
+        path: '/api/v2/roles',
+        rawBody: JSON.stringify({ name: 'x', description: 'a'.repeat(5000), permissions: [] }),
+        headers: { 'content-type': 'application/json' },
+      }),
+      status: 413,
+      code: 'payload_too_large',
+      message: /4096 bytes/,
+    },
+    {
+      name: 'JSON array instead of object',
+      init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: '[]', headers: { 'content-type': 'application/json' } }),
+      status: 422,
+      code: 'validation_failed',
+    },
+    {
+      name: 'wrong field type',
+      init: () => ({ method: 'POST', path: '/api/v2/roles', rawBody: '{"name": 5, "permissions": "all"}', headers: { 'content-type': 'application/json' } }),
+      status: 422,
+      code: 'validation_failed',
+    },
     { name: 'unknown route with a key', init: () => ({ method: 'GET', path: '/api/v2/nothing-here' }), status: 404, code: 'not_found' },
   ]
   for (const c of cases) {

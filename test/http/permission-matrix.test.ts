@@ -10,7 +10,11 @@ import { testApp } from '../support/app'
  */
 const t = testApp()
 const protectedRoutes = t.app.routes
-  .map((r) => ({ method: r.method, path: r.path, permission: (r.hooks?.detail as Record<string, unknown> | undefined)?.['x-permission'] as string | undefined }))
+  .map((r) => ({
+    method: r.method,
+    path: r.path,
+    permission: (r.hooks?.detail as Record<string, unknown> | undefined)?.['x-permission'] as string | undefined,
+  }))
   .filter((r): r is { method: string; path: string; permission: string } => !!r.permission)
 
 // A record id that does not exist: a call that passes the permission check reaches the handler and gets 404.

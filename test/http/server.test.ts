@@ -36,7 +36,10 @@ describe('IP allowlist over real connections', () => {
   for (const [allow, okV4, okV6] of vectors) {
     test(`allow ${JSON.stringify(allow)}: IPv4 ${okV4 ? 'in' : 'out'}, IPv6 ${okV6 ? 'in' : 'out'}`, async () => {
       const k = t.makeKey({ allowed_ips: allow })
-      for (const [base, ok] of [[v4, okV4], [v6, okV6]] as const) {
+      for (const [base, ok] of [
+        [v4, okV4],
+        [v6, okV6],
+      ] as const) {
         const res = await get(base, '/api/v2/permissions', k.key)
         expect(res.status).toBe(ok ? 200 : 403)
         if (!ok) expect(((await res.json()) as { error: { code: string } }).error.code).toBe('ip_not_allowed')
@@ -80,7 +83,10 @@ describe('rate limit under concurrency', () => {
         expect(((await r.json()) as { error: { code: string } }).error.code).toBe('rate_limited')
       }
     }
-    const remaining = responses.filter((r) => r.status === 200).map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b)
+    const remaining = responses
+      .filter((r) => r.status === 200)
+      .map((r) => Number(r.headers.get('x-ratelimit-remaining')))
+      .sort((a, b) => a - b)
     expect(remaining).toEqual(Array.from({ length: N }, (_, i) => i))
   })
 
@@ -107,7 +113,11 @@ describe('rate limit under concurrency', () => {
 describe('request bodies on the wire', () => {
   test('a declared length over the limit gets 413 in the envelope', async () => {
     const k = t.makeKey()
-    const res = await fetch(v4 + '/api/v2/roles', { method: 'POST', headers: { authorization: `Bearer ${k.key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x', description: 'd'.repeat(10_000), permissions: [] }) })
+    const res = await fetch(v4 + '/api/v2/roles', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${k.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'x', description: 'd'.repeat(10_000), permissions: [] }),
+    })
     expect(res.status).toBe(413)
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('payload_too_large')
   })
@@ -124,7 +134,9 @@ describe('request bodies on the wire', () => {
       },
       data: { reply: '' },
     })
-    socket.write(`POST /api/v2/roles HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${k.key}\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{`)
+    socket.write(
+      `POST /api/v2/roles HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${k.key}\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{`,
+    )
     let reply = ''
     for (let i = 0; i < 200 && !reply.includes('payload_too_large'); i++) {
       await Bun.sleep(10)

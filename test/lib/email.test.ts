@@ -8,7 +8,8 @@ test('valid addresses are normalised', () => {
     ["o'hara@example.ie", "o'hara@example.ie"],
     ['x@münchen.de', 'x@xn--mnchen-3ya.de'],
     ['user@sub-domain.example.co.uk.', 'user@sub-domain.example.co.uk'],
-  ]) expect(checkEmail(input)).toEqual({ ok: true, email: out! })
+  ])
+    expect(checkEmail(input)).toEqual({ ok: true, email: out! })
 })
 
 test('invalid addresses say why', () => {

@@ -44,5 +44,6 @@ test('pathnameOf takes the path from an absolute URL', () => {
     ['https://mail.example.com/', '/'],
     ['http://h.example/a/b?q=/c', '/a/b'],
     ['http://h.example', '/'],
-  ]) expect(pathnameOf(url!)).toBe(path!)
+  ])
+    expect(pathnameOf(url!)).toBe(path!)
 })

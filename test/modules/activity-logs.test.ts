@@ -17,7 +17,15 @@ test('changes are recorded with the key as actor; reads and refusals are not', a
   expect(log.status).toBe(200)
   expect(log.body.meta.total).toBe(3)
   const [del, patch, create] = log.body.data
-  expect(create).toMatchObject({ actor: { type: 'api_key', key_id: admin.id, name: 'ops' }, action: 'roles.create', target: { type: 'roles', id: String(created.body.data.id) }, method: 'POST', path: '/api/v2/roles', status: 201, outcome: 'success' })
+  expect(create).toMatchObject({
+    actor: { type: 'api_key', key_id: admin.id, name: 'ops' },
+    action: 'roles.create',
+    target: { type: 'roles', id: String(created.body.data.id) },
+    method: 'POST',
+    path: '/api/v2/roles',
+    status: 201,
+    outcome: 'success',
+  })
   expect(patch).toMatchObject({ action: 'roles.update', status: 422, outcome: 'failure', target: { type: 'roles', id: String(created.body.data.id) } })
   expect(del).toMatchObject({ action: 'roles.delete', status: 200, outcome: 'success', created_at: '2026-03-01T12:00:31.000Z' })
 })

@@ -5,13 +5,24 @@ describe('API key lifecycle', () => {
   test('create shows the key once; reads never show it', async () => {
     const t = testApp()
     const admin = t.makeKey()
-    const created = await t.call('POST', '/api/v2/api-keys', { key: admin.key, body: { name: 'deploy bot', role_id: admin.role_id, rate_limit: 120, allowed_ips: ['10.0.0.0/8', ' 2001:db8::1 '] } })
+    const created = await t.call('POST', '/api/v2/api-keys', {
+      key: admin.key,
+      body: { name: 'deploy bot', role_id: admin.role_id, rate_limit: 120, allowed_ips: ['10.0.0.0/8', ' 2001:db8::1 '] },
+    })
     expect(created.status).toBe(201)
     expect(created.body.success).toBe(true)
     const data = created.body.data
     expect(data.key).toMatch(/^mr_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/)
     expect(data.key.startsWith(data.prefix + '_')).toBe(true)
-    expect(data).toMatchObject({ name: 'deploy bot', role: { id: admin.role_id, name: 'Administrator' }, rate_limit: 120, allowed_ips: ['10.0.0.0/8', '2001:db8::1'], status: 'active', deleted_at: null, last_used_at: null })
+    expect(data).toMatchObject({
+      name: 'deploy bot',
+      role: { id: admin.role_id, name: 'Administrator' },
+      rate_limit: 120,
+      allowed_ips: ['10.0.0.0/8', '2001:db8::1'],
+      status: 'active',
+      deleted_at: null,
+      last_used_at: null,
+    })
     expect(data.created_at).toBe('2026-03-01T12:00:30.000Z')
 
     const read = await t.call('GET', `/api/v2/api-keys/${data.id}`, { key: admin.key })
@@ -72,7 +83,10 @@ describe('API key lifecycle', () => {
     const admin = t.makeKey()
     const other = t.makeKey({ permissions: ['roles.read'] })
     const target = t.makeKey({ name: 'target' })
-    const r = await t.call('PATCH', `/api/v2/api-keys/${target.id}`, { key: admin.key, body: { name: 'renamed', rate_limit: 5, allowed_ips: ['192.0.2.0/24'], role_id: other.role_id } })
+    const r = await t.call('PATCH', `/api/v2/api-keys/${target.id}`, {
+      key: admin.key,
+      body: { name: 'renamed', rate_limit: 5, allowed_ips: ['192.0.2.0/24'], role_id: other.role_id },
+    })
     expect(r.status).toBe(200)
     expect(r.body.data).toMatchObject({ name: 'renamed', rate_limit: 5, allowed_ips: ['192.0.2.0/24'], role: { id: other.role_id } })
     const bad = await t.call('PATCH', `/api/v2/api-keys/${target.id}`, { key: admin.key, body: { allowed_ips: ['nope'] } })
@@ -152,7 +166,12 @@ describe('API key lifecycle', () => {
   test('unknown ids are 404 with the envelope', async () => {
     const t = testApp()
     const admin = t.makeKey()
-    for (const [method, path] of [['GET', '/api/v2/api-keys/999'], ['PATCH', '/api/v2/api-keys/999'], ['DELETE', '/api/v2/api-keys/999'], ['POST', '/api/v2/api-keys/999/restore']] as const) {
+    for (const [method, path] of [
+      ['GET', '/api/v2/api-keys/999'],
+      ['PATCH', '/api/v2/api-keys/999'],
+      ['DELETE', '/api/v2/api-keys/999'],
+      ['POST', '/api/v2/api-keys/999/restore'],
+    ] as const) {
       const r = await t.call(method, path, { key: admin.key, body: method === 'PATCH' ? { name: 'x' } : undefined })
       expect(r.status).toBe(404)
       expect(r.body.error.code).toBe('not_found')
@@ -195,7 +214,8 @@ describe('no privilege escalation through keys', () => {
 })
 
 describe('cached key identities stay current', () => {
-  const version = (t: ReturnType<typeof testApp>) => (t.deps.db.$client.query("SELECT value FROM system_state WHERE key = 'access_version'").get() as { value: string }).value
+  const version = (t: ReturnType<typeof testApp>) =>
+    (t.deps.db.$client.query("SELECT value FROM system_state WHERE key = 'access_version'").get() as { value: string }).value
 
   test('a change made straight in the database (another process, the CLI) applies at the next request', async () => {
     const t = testApp()

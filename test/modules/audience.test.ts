@@ -15,7 +15,10 @@ describe('lists', () => {
     const { call, list } = audience()
     const a = await list('A')
     const b = await list('B')
-    await call('POST', '/api/v2/contacts/batch', { list_id: a, contacts: [{ email: 'x@example.com' }, { email: 'y@example.com', status: 'unsubscribed' }, { email: 'z@example.com', status: 'bounced' }] })
+    await call('POST', '/api/v2/contacts/batch', {
+      list_id: a,
+      contacts: [{ email: 'x@example.com' }, { email: 'y@example.com', status: 'unsubscribed' }, { email: 'z@example.com', status: 'bounced' }],
+    })
     const got = await call('GET', `/api/v2/lists/${a}`)
     expect(got.body.data.counts).toEqual({ subscribed: 1, unconfirmed: 0, unsubscribed: 1, bounced: 1, complained: 0, total: 3 })
     expect((await call('PATCH', `/api/v2/lists/${a}`, { name: 'Renamed' })).body.data.name).toBe('Renamed')
@@ -40,13 +43,22 @@ describe('custom fields', () => {
       { key: 'birthday', name: 'Birthday', type: 'date' },
       { key: 'vip', name: 'VIP', type: 'boolean', default_value: false },
       { key: 'city', name: 'City', type: 'text' },
-    ]) expect((await call('POST', '/api/v2/custom-fields', f)).status).toBe(201)
+    ])
+      expect((await call('POST', '/api/v2/custom-fields', f)).status).toBe(201)
 
-    const ok = await call('POST', '/api/v2/contacts', { email: 'a@example.com', list_id: l, fields: { plan: 'pro', age: 41, birthday: '1985-02-28', city: 'Oslo' } })
+    const ok = await call('POST', '/api/v2/contacts', {
+      email: 'a@example.com',
+      list_id: l,
+      fields: { plan: 'pro', age: 41, birthday: '1985-02-28', city: 'Oslo' },
+    })
     expect(ok.status).toBe(201)
     expect(ok.body.data.fields).toEqual({ plan: 'pro', age: 41, birthday: '1985-02-28', city: 'Oslo', vip: false })
 
-    const bad = await call('POST', '/api/v2/contacts', { email: 'b@example.com', list_id: l, fields: { plan: 'gold', age: '41', birthday: '1985-02-30', vip: 'yes', colour: 'red' } })
+    const bad = await call('POST', '/api/v2/contacts', {
+      email: 'b@example.com',
+      list_id: l,
+      fields: { plan: 'gold', age: '41', birthday: '1985-02-30', vip: 'yes', colour: 'red' },
+    })
     expect(bad.status).toBe(422)
     expect(bad.body.error.details).toEqual({
       'fields.plan': ['must be one of: free, pro'],
@@ -109,7 +121,17 @@ describe('contacts', () => {
     expect(r.status).toBe(201)
     expect(r.body).toEqual({
       success: true,
-      data: { id: expect.any(Number), email: 'ada.lovelace@example.com', first_name: 'Ada', last_name: null, list_id: l, status: 'subscribed', fields: {}, created_at: '2026-03-01T12:00:30.000Z', updated_at: '2026-03-01T12:00:30.000Z' },
+      data: {
+        id: expect.any(Number),
+        email: 'ada.lovelace@example.com',
+        first_name: 'Ada',
+        last_name: null,
+        list_id: l,
+        status: 'subscribed',
+        fields: {},
+        created_at: '2026-03-01T12:00:30.000Z',
+        updated_at: '2026-03-01T12:00:30.000Z',
+      },
     })
   })
 
@@ -150,12 +172,22 @@ describe('contacts', () => {
     const a = await list('A')
     const b = await list('B')
     await call('POST', '/api/v2/custom-fields', { key: 'plan', name: 'Plan', type: 'one_of', options: ['free', 'pro'] })
-    const rows = Array.from({ length: 30 }, (_, i) => ({ email: `user${String(i).padStart(2, '0')}@example.com`, status: i % 3 === 0 ? 'unsubscribed' : 'subscribed', fields: { plan: i % 2 ? 'pro' : 'free' } }))
+    const rows = Array.from({ length: 30 }, (_, i) => ({
+      email: `user${String(i).padStart(2, '0')}@example.com`,
+      status: i % 3 === 0 ? 'unsubscribed' : 'subscribed',
+      fields: { plan: i % 2 ? 'pro' : 'free' },
+    }))
     expect((await call('POST', '/api/v2/contacts/batch', { list_id: a, contacts: rows })).body.data.created).toBe(30)
     await call('POST', '/api/v2/contacts', { email: 'other@example.org', list_id: b })
     const q = async (query: string) => (await call('GET', `/api/v2/contacts?${query}`)).body
     expect((await q(`list_id=${a}`)).meta).toEqual({ current_page: 1, per_page: 25, total: 30, last_page: 2 })
-    expect((await q(`list_id=${a}&page=2`)).data.map((c: { email: string }) => c.email)).toEqual(['user25@example.com', 'user26@example.com', 'user27@example.com', 'user28@example.com', 'user29@example.com'])
+    expect((await q(`list_id=${a}&page=2`)).data.map((c: { email: string }) => c.email)).toEqual([
+      'user25@example.com',
+      'user26@example.com',
+      'user27@example.com',
+      'user28@example.com',
+      'user29@example.com',
+    ])
     expect((await q(`list_id=${a}&status=unsubscribed`)).meta.total).toBe(10)
     expect((await q('email=USER07@example.com')).data[0].email).toBe('user07@example.com')
     expect((await q('search=user1')).meta.total).toBe(10)
@@ -190,7 +222,9 @@ describe('contacts', () => {
     const del = await call('POST', '/api/v2/contacts/batch-delete', { ids: [...ids, 9999] })
     expect(del.body.data).toEqual({ deleted: ids, not_found: [9999] })
     expect((await call('POST', '/api/v2/contacts/batch', { list_id: 999, contacts: [{ email: 'a@example.com' }] })).status).toBe(422)
-    expect((await call('POST', '/api/v2/contacts/batch', { list_id: l, contacts: Array.from({ length: 1001 }, (_, i) => ({ email: `u${i}@example.com` })) })).status).toBe(422)
+    expect(
+      (await call('POST', '/api/v2/contacts/batch', { list_id: l, contacts: Array.from({ length: 1001 }, (_, i) => ({ email: `u${i}@example.com` })) })).status,
+    ).toBe(422)
   })
 
   test('batch mode update needs contacts.update', async () => {
@@ -199,7 +233,9 @@ describe('contacts', () => {
     const creator = t.makeKey({ permissions: ['contacts.create'] })
     const r = await t.call('POST', '/api/v2/contacts/batch', { key: creator.key, body: { list_id: l, mode: 'update', contacts: [{ email: 'a@example.com' }] } })
     expect(r.status).toBe(403)
-    expect((await t.call('POST', '/api/v2/contacts/batch', { key: creator.key, body: { list_id: l, contacts: [{ email: 'a@example.com' }] } })).status).toBe(200)
+    expect((await t.call('POST', '/api/v2/contacts/batch', { key: creator.key, body: { list_id: l, contacts: [{ email: 'a@example.com' }] } })).status).toBe(
+      200,
+    )
     expect((await call('GET', '/api/v2/contacts')).body.meta.total).toBe(1)
   })
 
@@ -211,7 +247,11 @@ describe('contacts', () => {
     await call('PATCH', `/api/v2/contacts/${c.id}`, { status: 'unsubscribed' })
     await call('PATCH', `/api/v2/contacts/${c.id}`, { first_name: 'No status change' })
     await call('POST', '/api/v2/contacts/batch', { list_id: l, mode: 'update', contacts: [{ email: 'a@example.com', status: 'subscribed' }] })
-    const events = t.deps.db.$client.query('SELECT kind, contact_id, list_id, recipient, data FROM events ORDER BY id').all() as Array<{ kind: string; contact_id: number; data: string }>
+    const events = t.deps.db.$client.query('SELECT kind, contact_id, list_id, recipient, data FROM events ORDER BY id').all() as Array<{
+      kind: string
+      contact_id: number
+      data: string
+    }>
     expect(events.map((e) => [e.kind, e.contact_id])).toEqual([
       ['contact.subscribed', c.id],
       ['contact.unsubscribed', c.id],

@@ -12,7 +12,10 @@ test('contact_counts stays equal to a real count through inserts, status and lis
     const kept = t.deps.db.$client.query('SELECT list_id, status, n FROM contact_counts WHERE n > 0 ORDER BY list_id, status').all()
     expect(kept).toEqual(real)
   }
-  await call('POST', '/api/v2/contacts/batch', { list_id: a, contacts: Array.from({ length: 12 }, (_, i) => ({ email: `u${i}@example.com`, status: i % 4 === 0 ? 'unsubscribed' : 'subscribed' })) })
+  await call('POST', '/api/v2/contacts/batch', {
+    list_id: a,
+    contacts: Array.from({ length: 12 }, (_, i) => ({ email: `u${i}@example.com`, status: i % 4 === 0 ? 'unsubscribed' : 'subscribed' })),
+  })
   check()
   const ids = (await call('GET', `/api/v2/contacts?list_id=${a}`)).body.data.map((c: { id: number }) => c.id)
   await call('PATCH', `/api/v2/contacts/${ids[1]}`, { status: 'bounced' })
@@ -21,7 +24,14 @@ test('contact_counts stays equal to a real count through inserts, status and lis
   check()
   await call('POST', '/api/v2/contacts/batch-delete', { ids: [ids[4], ids[5]] })
   check()
-  expect((await call('GET', `/api/v2/lists/${a}`)).body.data.counts).toEqual({ subscribed: 6, unconfirmed: 0, unsubscribed: 2, bounced: 1, complained: 0, total: 9 })
+  expect((await call('GET', `/api/v2/lists/${a}`)).body.data.counts).toEqual({
+    subscribed: 6,
+    unconfirmed: 0,
+    unsubscribed: 2,
+    bounced: 1,
+    complained: 0,
+    total: 9,
+  })
   await call('DELETE', `/api/v2/lists/${a}`)
   check()
   expect(t.deps.db.$client.query('SELECT count(*) AS n FROM contact_counts WHERE list_id = ?').get(a)).toEqual({ n: 0 })
@@ -32,8 +42,14 @@ test('every page is the same whether read from the start or from the far end', a
   const admin = t.makeKey()
   const call = (method: string, path: string, body?: unknown) => t.call(method, path, { key: admin.key, body })
   const l = (await call('POST', '/api/v2/lists', { name: 'L' })).body.data.id
-  await call('POST', '/api/v2/contacts/batch', { list_id: l, contacts: Array.from({ length: 53 }, (_, i) => ({ email: `p${i}@example.com`, status: i % 5 === 0 ? 'unsubscribed' : 'subscribed' })) })
-  const all = t.deps.db.$client.query("SELECT id FROM contacts WHERE list_id = ? AND status = 'subscribed' ORDER BY id").all(l).map((r) => (r as { id: number }).id)
+  await call('POST', '/api/v2/contacts/batch', {
+    list_id: l,
+    contacts: Array.from({ length: 53 }, (_, i) => ({ email: `p${i}@example.com`, status: i % 5 === 0 ? 'unsubscribed' : 'subscribed' })),
+  })
+  const all = t.deps.db.$client
+    .query("SELECT id FROM contacts WHERE list_id = ? AND status = 'subscribed' ORDER BY id")
+    .all(l)
+    .map((r) => (r as { id: number }).id)
   for (const perPage of [1, 7, 10, 42, 100]) {
     const lastPage = Math.max(1, Math.ceil(all.length / perPage))
     for (let page = 1; page <= lastPage + 1; page++) {

@@ -23,8 +23,15 @@ test('plain, quoted, escaped, multi-line, CRLF, empty fields, blank lines', asyn
 })
 
 test('a broken row is reported alone and reading goes on with the next line', async () => {
-  expect(await read('a,b\nz@x.com,"pro"oops,\nlast@x.com,free\n', 5)).toEqual([['a', 'b'], 'ERROR broken quoting: a closing quote is followed by other characters', ['last@x.com', 'free']])
-  expect(await read('a,b\nun"quoted,ok\n')).toEqual([['a', 'b'], ['un"quoted', 'ok']])
+  expect(await read('a,b\nz@x.com,"pro"oops,\nlast@x.com,free\n', 5)).toEqual([
+    ['a', 'b'],
+    'ERROR broken quoting: a closing quote is followed by other characters',
+    ['last@x.com', 'free'],
+  ])
+  expect(await read('a,b\nun"quoted,ok\n')).toEqual([
+    ['a', 'b'],
+    ['un"quoted', 'ok'],
+  ])
 })
 
 test('a quote that never closes: to the end of the file, or past the cap', async () => {

@@ -12,7 +12,13 @@ function setup(overrides = {}) {
   const call = (method: string, path: string, body?: unknown) => t.call(method, path, { key: admin.key, body })
   const upload = (listId: number, body: string | Uint8Array, query = '', type = 'text/csv') =>
     t.app
-      .handle(new Request(`http://mailroom.test/api/v2/imports?list_id=${listId}${query}`, { method: 'POST', headers: { authorization: `Bearer ${admin.key}`, 'content-type': type }, body: body as BodyInit }))
+      .handle(
+        new Request(`http://mailroom.test/api/v2/imports?list_id=${listId}${query}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${admin.key}`, 'content-type': type },
+          body: body as BodyInit,
+        }),
+      )
       .then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
   const list = async () => (await call('POST', '/api/v2/lists', { name: 'L' })).body.data.id as number
   const finished = async (id: number) => {
@@ -31,7 +37,13 @@ describe('bulk import', () => {
     const csv = 'Email,First_Name,Last_Name,plan,seats,ignored\nada@example.com,Ada,Lovelace,pro,5,x\n"Bob@Example.com","Bob ""B""",,free,,y\n'
     const r = await upload(l, csv)
     expect(r.status).toBe(202)
-    expect(r.body.data).toMatchObject({ status: 'queued', list_id: l, format: 'csv', mode: 'skip', mapping: { email: 'Email', first_name: 'First_Name', last_name: 'Last_Name', 'fields.plan': 'plan', 'fields.seats': 'seats' } })
+    expect(r.body.data).toMatchObject({
+      status: 'queued',
+      list_id: l,
+      format: 'csv',
+      mode: 'skip',
+      mapping: { email: 'Email', first_name: 'First_Name', last_name: 'Last_Name', 'fields.plan': 'plan', 'fields.seats': 'seats' },
+    })
     const done = await finished(r.body.data.id)
     expect(done).toMatchObject({ status: 'completed', total_rows: 2, rows_done: 2, created: 2, updated: 0, skipped: 0, invalid: 0, error: null })
     const contacts = (await call('GET', `/api/v2/contacts?list_id=${l}`)).body.data
@@ -45,7 +57,17 @@ describe('bulk import', () => {
     const { call, upload, list, finished, t, admin } = setup()
     const l = await list()
     await call('POST', '/api/v2/custom-fields', { key: 'plan', name: 'Plan', type: 'one_of', options: ['free', 'pro'] })
-    const csv = ['email,plan,status', 'good@example.com,pro,', 'not-an-email,pro,', 'x@example.com,gold,', 'y@example.com,pro,happy', 'short@example.com', 'z@example.com,"pro"oops,', 'last@example.com,free,unsubscribed', ''].join('\n')
+    const csv = [
+      'email,plan,status',
+      'good@example.com,pro,',
+      'not-an-email,pro,',
+      'x@example.com,gold,',
+      'y@example.com,pro,happy',
+      'short@example.com',
+      'z@example.com,"pro"oops,',
+      'last@example.com,free,unsubscribed',
+      '',
+    ].join('\n')
     const r = await upload(l, csv)
     const done = await finished(r.body.data.id)
     expect(done).toMatchObject({ status: 'completed', created: 2, invalid: 5 })
@@ -61,7 +83,9 @@ describe('bulk import', () => {
     const last = (await call('GET', '/api/v2/contacts?email=last@example.com')).body.data[0]
     expect(last.status).toBe('unsubscribed')
 
-    const exported = await t.app.handle(new Request(`http://mailroom.test/api/v2/imports/${r.body.data.id}/errors/export`, { headers: { authorization: `Bearer ${admin.key}` } }))
+    const exported = await t.app.handle(
+      new Request(`http://mailroom.test/api/v2/imports/${r.body.data.id}/errors/export`, { headers: { authorization: `Bearer ${admin.key}` } }),
+    )
     expect(exported.headers.get('content-type')).toContain('text/csv')
     const lines = (await exported.text()).trim().split('\r\n')
     expect(lines[0]).toBe('row,reason,raw')
@@ -101,11 +125,29 @@ describe('bulk import', () => {
   })
 
   const refused: Array<[string, (l: number) => [string | Uint8Array, string, string?], number, string, RegExp]> = [
-    ['a file that is not UTF-8', () => [new Uint8Array([...Buffer.from('email,first_name\nb@example.com,Bj'), 0xf6, ...Buffer.from('rn\n')]), ''], 422, 'file', /not UTF-8/],
+    [
+      'a file that is not UTF-8',
+      () => [new Uint8Array([...Buffer.from('email,first_name\nb@example.com,Bj'), 0xf6, ...Buffer.from('rn\n')]), ''],
+      422,
+      'file',
+      /not UTF-8/,
+    ],
     ['an empty file', () => ['', ''], 422, 'file', /empty/],
     ['no email column', () => ['name,phone\nA,1\n', ''], 422, 'mapping', /no column maps to email/],
-    ['a mapping to a missing column', () => ['email\na@example.com\n', `&mapping=${encodeURIComponent('{"email":"Mail"}')}`], 422, 'mapping', /column "Mail" \(for email\) is not in the header/],
-    ['a mapping to an unknown attribute', () => ['email\na@example.com\n', `&mapping=${encodeURIComponent('{"email":"email","fields.nope":"email"}')}`], 422, 'mapping', /not a contact attribute/],
+    [
+      'a mapping to a missing column',
+      () => ['email\na@example.com\n', `&mapping=${encodeURIComponent('{"email":"Mail"}')}`],
+      422,
+      'mapping',
+      /column "Mail" \(for email\) is not in the header/,
+    ],
+    [
+      'a mapping to an unknown attribute',
+      () => ['email\na@example.com\n', `&mapping=${encodeURIComponent('{"email":"email","fields.nope":"email"}')}`],
+      422,
+      'mapping',
+      /not a contact attribute/,
+    ],
     ['a mapping that is not JSON', () => ['email\na@example.com\n', '&mapping=email'], 422, 'mapping', /JSON object/],
     ['an unknown list', () => ['email\na@example.com\n', ''], 422, 'list_id', /No list/],
   ]
@@ -141,7 +183,12 @@ describe('bulk import', () => {
     const r = await upload(l, 'email\nangry@example.com\nsomeone@blocked.example\ngone@example.com\nfine@example.com\n')
     expect((await finished(r.body.data.id)).created).toBe(4)
     const statuses = Object.fromEntries((await call('GET', `/api/v2/contacts?list_id=${l}`)).body.data.map((c: any) => [c.email, c.status]))
-    expect(statuses).toEqual({ 'angry@example.com': 'complained', 'someone@blocked.example': 'unsubscribed', 'gone@example.com': 'bounced', 'fine@example.com': 'subscribed' })
+    expect(statuses).toEqual({
+      'angry@example.com': 'complained',
+      'someone@blocked.example': 'unsubscribed',
+      'gone@example.com': 'bounced',
+      'fine@example.com': 'subscribed',
+    })
   })
 
   test('a restart resumes after the last committed batch and never counts a row twice', async () => {
@@ -153,9 +200,17 @@ describe('bulk import', () => {
     const { createApiKey } = await import('../../src/modules/api-keys/service')
     const { CLI_ACTOR } = await import('../../src/modules/roles/service')
     const key = createApiKey(first, CLI_ACTOR, { name: 'k', role_id: 1 }).key
-    const listId = first.db.$client.query("INSERT INTO lists (name, description, created_at, updated_at) VALUES ('L', '', 0, 0) RETURNING id").get() as { id: number }
+    const listId = first.db.$client.query("INSERT INTO lists (name, description, created_at, updated_at) VALUES ('L', '', 0, 0) RETURNING id").get() as {
+      id: number
+    }
     const rows = Array.from({ length: 23 }, (_, i) => `r${i}@example.com`).join('\n')
-    const res = await app.handle(new Request(`http://mailroom.test/api/v2/imports?list_id=${listId.id}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'text/csv' }, body: `email\n${rows}\nbad\n` }))
+    const res = await app.handle(
+      new Request(`http://mailroom.test/api/v2/imports?list_id=${listId.id}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'text/csv' },
+        body: `email\n${rows}\nbad\n`,
+      }),
+    )
     const id = ((await res.json()) as any).data.id
 
     // The first server commits one batch of 5 rows and stops (as at SIGTERM, or a crash after a commit).

@@ -17,9 +17,18 @@ describe('roles', () => {
   test('create, read, update, delete a custom role', async () => {
     const t = testApp()
     const admin = t.makeKey()
-    const created = await t.call('POST', '/api/v2/roles', { key: admin.key, body: { name: 'Support', description: 'reads things', permissions: ['roles.read', 'api_keys.read', 'api_keys.read'] } })
+    const created = await t.call('POST', '/api/v2/roles', {
+      key: admin.key,
+      body: { name: 'Support', description: 'reads things', permissions: ['roles.read', 'api_keys.read', 'api_keys.read'] },
+    })
     expect(created.status).toBe(201)
-    expect(created.body.data).toMatchObject({ name: 'Support', description: 'reads things', permissions: ['api_keys.read', 'roles.read'], builtin: false, key_count: 0 })
+    expect(created.body.data).toMatchObject({
+      name: 'Support',
+      description: 'reads things',
+      permissions: ['api_keys.read', 'roles.read'],
+      builtin: false,
+      key_count: 0,
+    })
     const id = created.body.data.id
     const updated = await t.call('PATCH', `/api/v2/roles/${id}`, { key: admin.key, body: { name: 'Helpdesk', permissions: ['roles.read'] } })
     expect(updated.body.data).toMatchObject({ name: 'Helpdesk', permissions: ['roles.read'] })
@@ -91,7 +100,30 @@ describe('permission tree', () => {
     const r = await t.call('GET', '/api/v2/permissions', { key: admin.key })
     expect(r.status).toBe(200)
     const names = r.body.data.map((g: { name: string }) => g.name)
-    for (const group of ['Contacts', 'Lists', 'Broadcasts', 'Segments', 'Custom Fields', 'Sending Nodes', 'Sending Domains', 'Drips', 'Triggers', 'Suppression', 'Statistics', 'Webhooks', 'Templates', 'Transactional', 'Bridges', 'IPs and Pools', 'Web Forms', 'Feedback Loops', 'Spin Tags', 'Activity Logs', 'API Keys', 'Roles']) {
+    for (const group of [
+      'Contacts',
+      'Lists',
+      'Broadcasts',
+      'Segments',
+      'Custom Fields',
+      'Sending Nodes',
+      'Sending Domains',
+      'Drips',
+      'Triggers',
+      'Suppression',
+      'Statistics',
+      'Webhooks',
+      'Templates',
+      'Transactional',
+      'Bridges',
+      'IPs and Pools',
+      'Web Forms',
+      'Feedback Loops',
+      'Spin Tags',
+      'Activity Logs',
+      'API Keys',
+      'Roles',
+    ]) {
       expect(names).toContain(group)
     }
     const ids = r.body.data.flatMap((g: { permissions: Array<{ id: string }> }) => g.permissions.map((p) => p.id))

@@ -19,21 +19,64 @@ const FIELDS: CustomFieldInfo[] = [
   { key: 'renewal', type: 'date', options: [] },
   { key: 'city', type: 'text', options: [] },
 ]
-for (const f of FIELDS) deps.db.insert(customFields).values({ key: f.key, name: f.key, type: f.type, options: [...f.options], created_at: NOW, updated_at: NOW }).run()
-deps.db.insert(lists).values([1, 2].map((id) => ({ id, name: `list ${id}`, created_at: NOW, updated_at: NOW }))).run()
+for (const f of FIELDS)
+  deps.db
+    .insert(customFields)
+    .values({ key: f.key, name: f.key, type: f.type, options: [...f.options], created_at: NOW, updated_at: NOW })
+    .run()
+deps.db
+  .insert(lists)
+  .values([1, 2].map((id) => ({ id, name: `list ${id}`, created_at: NOW, updated_at: NOW })))
+  .run()
 
 /** The people in every case, by name. */
 const PEOPLE = {
-  A: { list_id: 1, email: 'ann@example.com', first_name: 'Ann', last_name: 'Lee', status: 'subscribed', fields: { plan: 'pro', age: 30, vip: true, renewal: '2026-03-15', city: 'Berlin' }, created_at: at('2026-01-01T00:00:00Z') },
-  B: { list_id: 1, email: 'bob@test.org', first_name: 'Bob', last_name: null, status: 'unsubscribed', fields: { plan: 'free', age: 45, vip: false, renewal: '2026-02-01', city: '' }, created_at: at('2026-02-20T00:00:00Z') },
-  C: { list_id: 2, email: 'cy@example.com', first_name: null, last_name: "O'Brien", status: 'bounced', fields: { age: 30.5 }, created_at: at('2025-06-01T00:00:00Z') },
-  D: { list_id: 2, email: 'dee_50%@shop.example', first_name: 'dee', last_name: '', status: 'unconfirmed', fields: { plan: 'team', city: 'berlin' }, created_at: NOW - 86_400_000 },
+  A: {
+    list_id: 1,
+    email: 'ann@example.com',
+    first_name: 'Ann',
+    last_name: 'Lee',
+    status: 'subscribed',
+    fields: { plan: 'pro', age: 30, vip: true, renewal: '2026-03-15', city: 'Berlin' },
+    created_at: at('2026-01-01T00:00:00Z'),
+  },
+  B: {
+    list_id: 1,
+    email: 'bob@test.org',
+    first_name: 'Bob',
+    last_name: null,
+    status: 'unsubscribed',
+    fields: { plan: 'free', age: 45, vip: false, renewal: '2026-02-01', city: '' },
+    created_at: at('2026-02-20T00:00:00Z'),
+  },
+  C: {
+    list_id: 2,
+    email: 'cy@example.com',
+    first_name: null,
+    last_name: "O'Brien",
+    status: 'bounced',
+    fields: { age: 30.5 },
+    created_at: at('2025-06-01T00:00:00Z'),
+  },
+  D: {
+    list_id: 2,
+    email: 'dee_50%@shop.example',
+    first_name: 'dee',
+    last_name: '',
+    status: 'unconfirmed',
+    fields: { plan: 'team', city: 'berlin' },
+    created_at: NOW - 86_400_000,
+  },
   E: { list_id: 2, email: 'ann@example.com', first_name: 'ANN', last_name: null, status: 'complained', fields: {}, created_at: NOW },
 } as const
 type Name = keyof typeof PEOPLE
 const idOf = new Map<number, Name>()
 for (const [name, p] of Object.entries(PEOPLE) as Array<[Name, (typeof PEOPLE)[Name]]>) {
-  const row = deps.db.insert(contacts).values({ ...p, fields: { ...p.fields }, updated_at: p.created_at + 1000 }).returning().get()
+  const row = deps.db
+    .insert(contacts)
+    .values({ ...p, fields: { ...p.fields }, updated_at: p.created_at + 1000 })
+    .returning()
+    .get()
   idOf.set(row.id, name)
 }
 
@@ -173,9 +216,41 @@ describe('every operator of every field type', () => {
 
 describe('groups and list membership', () => {
   const cases: Array<[string, unknown, string]> = [
-    ['all: every item', { all: [{ field: 'list_id', op: 'eq', value: 1 }, { field: 'status', op: 'eq', value: 'unsubscribed' }] }, 'B'],
-    ['any: at least one', { any: [{ field: 'status', op: 'eq', value: 'bounced' }, { field: 'fields.plan', op: 'eq', value: 'pro' }] }, 'AC'],
-    ['nested', { all: [{ field: 'status', op: 'in', value: ['subscribed', 'complained', 'unconfirmed'] }, { any: [{ field: 'list_id', op: 'eq', value: 1 }, { field: 'fields.plan', op: 'eq', value: 'team' }] }] }, 'AD'],
+    [
+      'all: every item',
+      {
+        all: [
+          { field: 'list_id', op: 'eq', value: 1 },
+          { field: 'status', op: 'eq', value: 'unsubscribed' },
+        ],
+      },
+      'B',
+    ],
+    [
+      'any: at least one',
+      {
+        any: [
+          { field: 'status', op: 'eq', value: 'bounced' },
+          { field: 'fields.plan', op: 'eq', value: 'pro' },
+        ],
+      },
+      'AC',
+    ],
+    [
+      'nested',
+      {
+        all: [
+          { field: 'status', op: 'in', value: ['subscribed', 'complained', 'unconfirmed'] },
+          {
+            any: [
+              { field: 'list_id', op: 'eq', value: 1 },
+              { field: 'fields.plan', op: 'eq', value: 'team' },
+            ],
+          },
+        ],
+      },
+      'AD',
+    ],
     ['in_list: the address is on that list', { all: [{ in_list: 1 }] }, 'ABE'],
     ['in_list of the other list', { all: [{ in_list: 2 }] }, 'ACDE'],
     ['not_in_list', { all: [{ not_in_list: 1 }] }, 'CD'],
@@ -215,13 +290,40 @@ describe('relative values follow the clock', () => {
 
 describe('the stored form and the SQL', () => {
   test('unknown properties are dropped; email values are normalised; relative values are kept as given', () => {
-    const c = compileRules({ all: [{ field: 'email', op: 'eq', value: ' Ann@Example.COM', note: 'x' }, { in_list: 1, status: 'subscribed' }, { field: 'created_at', op: 'gte', value: { days_ago: 7 } }, { field: 'first_name', op: 'is_set', value: 'ignored' }], extra: true }, options)
-    expect(c.ok && c.rules).toEqual({ all: [{ field: 'email', op: 'eq', value: 'ann@example.com' }, { in_list: 1 }, { field: 'created_at', op: 'gte', value: { days_ago: 7 } }, { field: 'first_name', op: 'is_set' }] })
+    const c = compileRules(
+      {
+        all: [
+          { field: 'email', op: 'eq', value: ' Ann@Example.COM', note: 'x' },
+          { in_list: 1, status: 'subscribed' },
+          { field: 'created_at', op: 'gte', value: { days_ago: 7 } },
+          { field: 'first_name', op: 'is_set', value: 'ignored' },
+        ],
+        extra: true,
+      },
+      options,
+    )
+    expect(c.ok && c.rules).toEqual({
+      all: [
+        { field: 'email', op: 'eq', value: 'ann@example.com' },
+        { in_list: 1 },
+        { field: 'created_at', op: 'gte', value: { days_ago: 7 } },
+        { field: 'first_name', op: 'is_set' },
+      ],
+    })
   })
 
   test('values are bound parameters, never part of the SQL text', () => {
     const values = ["x' OR '1'='1", 'Robert"); DROP TABLE contacts; --', 'percent%', 'team']
-    const c = compileRules({ any: [{ field: 'first_name', op: 'in', value: values.slice(0, 2) }, { field: 'last_name', op: 'contains', value: values[2] }, { field: 'fields.plan', op: 'eq', value: values[3] }] }, options)
+    const c = compileRules(
+      {
+        any: [
+          { field: 'first_name', op: 'in', value: values.slice(0, 2) },
+          { field: 'last_name', op: 'contains', value: values[2] },
+          { field: 'fields.plan', op: 'eq', value: values[3] },
+        ],
+      },
+      options,
+    )
     if (!c.ok) throw new Error('compile failed')
     for (const v of values) expect(c.where).not.toContain(v)
     expect(c.where.split('?').length - 1).toBe(c.params.length)
@@ -244,16 +346,33 @@ describe('the stored form and the SQL', () => {
     const plan = (rules: unknown): string => {
       const c = compileRules(rules, options)
       if (!c.ok) throw new Error('compile failed')
-      const rows = deps.db.$client.prepare<{ detail: string }, Array<string | number>>(`EXPLAIN QUERY PLAN SELECT COUNT(*) FROM contacts WHERE ${c.where}`).all(...c.params)
+      const rows = deps.db.$client
+        .prepare<{ detail: string }, Array<string | number>>(`EXPLAIN QUERY PLAN SELECT COUNT(*) FROM contacts WHERE ${c.where}`)
+        .all(...c.params)
       return rows.map((r) => r.detail).join(' | ')
     }
     // The audience benchmark's shape: status, a creation window, a custom field.
-    const three = plan({ all: [{ field: 'status', op: 'eq', value: 'subscribed' }, { field: 'created_at', op: 'gte', value: { days_ago: 30 } }, { field: 'fields.plan', op: 'eq', value: 'pro' }] })
+    const three = plan({
+      all: [
+        { field: 'status', op: 'eq', value: 'subscribed' },
+        { field: 'created_at', op: 'gte', value: { days_ago: 30 } },
+        { field: 'fields.plan', op: 'eq', value: 'pro' },
+      ],
+    })
     expect(three).toMatch(/^SEARCH contacts USING (COVERING )?INDEX contacts_(status_created|created)_idx/)
     expect(plan(cond('status', 'not_in', ['bounced', 'complained']))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_status_created_idx/)
     expect(plan(cond('created_at', 'between', ['2026-01-01', '2026-02-01']))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_created_idx/)
-    expect(plan({ all: [{ field: 'list_id', op: 'eq', value: 1 }, { field: 'status', op: 'eq', value: 'subscribed' }] })).toMatch(/SEARCH contacts USING COVERING INDEX contacts_list_status_idx/)
-    expect(plan(cond('email', 'starts_with', 'ann'))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_list_email_unique \(list_id=\? AND email>\? AND email<\?\)/)
+    expect(
+      plan({
+        all: [
+          { field: 'list_id', op: 'eq', value: 1 },
+          { field: 'status', op: 'eq', value: 'subscribed' },
+        ],
+      }),
+    ).toMatch(/SEARCH contacts USING COVERING INDEX contacts_list_status_idx/)
+    expect(plan(cond('email', 'starts_with', 'ann'))).toMatch(
+      /SEARCH contacts USING COVERING INDEX contacts_list_email_unique \(list_id=\? AND email>\? AND email<\?\)/,
+    )
     expect(plan(cond('email', 'eq', 'ann@example.com'))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_list_email_unique \(list_id=\? AND email=\?\)/)
     // in_list is one probe of the unique (list_id, email) index per contact.
     expect(plan({ all: [{ in_list: 2 }] })).toMatch(/SEARCH other .*USING COVERING INDEX contacts_list_email_unique \(list_id=\? AND email=\?\)/)
@@ -297,7 +416,12 @@ describe('invalid rules are refused with the path of each problem', () => {
     ['in with a scalar', c({ field: 'status', op: 'in', value: 'subscribed' }), 'rules.all.0.value', /array of 1 to 500/],
     ['in with nothing', c({ field: 'status', op: 'in', value: [] }), 'rules.all.0.value', /array of 1 to 500/],
     ['in with too many', c({ field: 'first_name', op: 'in', value: Array.from({ length: 501 }, (_, i) => `n${i}`) }), 'rules.all.0.value', /array of 1 to 500/],
-    ['an unknown status in a list', c({ field: 'status', op: 'in', value: ['subscribed', 'gone'] }), 'rules.all.0.value.1', /must be one of: subscribed, unconfirmed/],
+    [
+      'an unknown status in a list',
+      c({ field: 'status', op: 'in', value: ['subscribed', 'gone'] }),
+      'rules.all.0.value.1',
+      /must be one of: subscribed, unconfirmed/,
+    ],
     ['a one_of value that is not an option', c({ field: 'fields.plan', op: 'eq', value: 'gold' }), 'rules.all.0.value', /must be one of: free, pro, team/],
     ['a boolean as text', c({ field: 'fields.vip', op: 'eq', value: 'true' }), 'rules.all.0.value', /true or false/],
     ['an impossible date', c({ field: 'fields.renewal', op: 'eq', value: '2026-02-30' }), 'rules.all.0.value', /YYYY-MM-DD/],
@@ -326,7 +450,15 @@ describe('invalid rules are refused with the path of each problem', () => {
   }
 
   test('every problem is reported at once, under its own path', () => {
-    const c = compileRules({ all: [{ field: 'phone', op: 'eq', value: 1 }, { any: [{ field: 'email', op: 'eq' }, { field: 'status', op: 'eq', value: 'subscribed' }, { in_list: 0 }] }] }, options)
+    const c = compileRules(
+      {
+        all: [
+          { field: 'phone', op: 'eq', value: 1 },
+          { any: [{ field: 'email', op: 'eq' }, { field: 'status', op: 'eq', value: 'subscribed' }, { in_list: 0 }] },
+        ],
+      },
+      options,
+    )
     expect(c.ok).toBe(false)
     if (c.ok) return
     expect(Object.keys(c.errors).sort()).toEqual(['rules.all.0.field', 'rules.all.1.any.0.value', 'rules.all.1.any.2.in_list'])

@@ -4,7 +4,12 @@ import { contacts, customFields, lists, type ContactStatus } from '../../src/db/
 import { testApp } from '../support/app'
 
 const DAY = 86_400_000
-const subscribedPro = { all: [{ field: 'status', op: 'eq', value: 'subscribed' }, { field: 'fields.plan', op: 'eq', value: 'pro' }] }
+const subscribedPro = {
+  all: [
+    { field: 'status', op: 'eq', value: 'subscribed' },
+    { field: 'fields.plan', op: 'eq', value: 'pro' },
+  ],
+}
 
 /**
  * A test app with two lists, a `plan` (one_of) and an `age` (number) custom field, and 30
@@ -14,7 +19,13 @@ const subscribedPro = { all: [{ field: 'status', op: 'eq', value: 'subscribed' }
 function audience() {
   const t = testApp()
   const now = t.deps.clock.now()
-  t.deps.db.insert(lists).values([{ name: 'news', created_at: now, updated_at: now }, { name: 'vip', created_at: now, updated_at: now }]).run()
+  t.deps.db
+    .insert(lists)
+    .values([
+      { name: 'news', created_at: now, updated_at: now },
+      { name: 'vip', created_at: now, updated_at: now },
+    ])
+    .run()
   t.deps.db
     .insert(customFields)
     .values([
@@ -27,7 +38,15 @@ function audience() {
     const status: ContactStatus = i % 10 === 0 ? 'unsubscribed' : 'subscribed'
     const row = t.deps.db
       .insert(contacts)
-      .values({ list_id: 1, email: `c${i}@example.com`, first_name: `C${i}`, status, fields: { plan: i % 2 ? 'pro' : 'free', age: 20 + i }, created_at: now - i * DAY, updated_at: now - i * DAY })
+      .values({
+        list_id: 1,
+        email: `c${i}@example.com`,
+        first_name: `C${i}`,
+        status,
+        fields: { plan: i % 2 ? 'pro' : 'free', age: 20 + i },
+        created_at: now - i * DAY,
+        updated_at: now - i * DAY,
+      })
       .returning({ id: contacts.id })
       .get()
     ids.push(row.id)
@@ -42,7 +61,16 @@ describe('segments CRUD', () => {
     const t = audience()
     const created = await t.call('POST', '/api/v2/segments', {
       key: t.admin.key,
-      body: { name: '  Pro subscribers ', description: 'paying', rules: { all: [{ field: 'status', op: 'eq', value: 'subscribed', comment: 'dropped' }, { field: 'email', op: 'ends_with', value: '@EXAMPLE.com' }] } },
+      body: {
+        name: '  Pro subscribers ',
+        description: 'paying',
+        rules: {
+          all: [
+            { field: 'status', op: 'eq', value: 'subscribed', comment: 'dropped' },
+            { field: 'email', op: 'ends_with', value: '@EXAMPLE.com' },
+          ],
+        },
+      },
     })
     expect(created.status).toBe(201)
     expect(created.body).toEqual({
@@ -51,7 +79,12 @@ describe('segments CRUD', () => {
         id: expect.any(Number),
         name: 'Pro subscribers',
         description: 'paying',
-        rules: { all: [{ field: 'status', op: 'eq', value: 'subscribed' }, { field: 'email', op: 'ends_with', value: '@example.com' }] },
+        rules: {
+          all: [
+            { field: 'status', op: 'eq', value: 'subscribed' },
+            { field: 'email', op: 'ends_with', value: '@example.com' },
+          ],
+        },
         created_at: '2026-03-01T12:00:30.000Z',
         updated_at: '2026-03-01T12:00:30.000Z',
       },
@@ -66,7 +99,13 @@ describe('segments CRUD', () => {
     t.deps.clock.advance(1000)
     const updated = await t.call('PATCH', `/api/v2/segments/${id}`, { key: t.admin.key, body: { name: 'Pros', rules: subscribedPro } })
     expect(updated.status).toBe(200)
-    expect(updated.body.data).toMatchObject({ name: 'Pros', description: 'paying', rules: subscribedPro, updated_at: '2026-03-01T12:00:31.000Z', created_at: '2026-03-01T12:00:30.000Z' })
+    expect(updated.body.data).toMatchObject({
+      name: 'Pros',
+      description: 'paying',
+      rules: subscribedPro,
+      updated_at: '2026-03-01T12:00:31.000Z',
+      created_at: '2026-03-01T12:00:30.000Z',
+    })
     const renamed = await t.call('PATCH', `/api/v2/segments/${id}`, { key: t.admin.key, body: { description: '' } })
     expect(renamed.body.data).toMatchObject({ name: 'Pros', description: '', rules: subscribedPro })
 
@@ -93,7 +132,9 @@ describe('segments CRUD', () => {
     const created = await t.call('POST', '/api/v2/segments', { key: t.admin.key, body: { name: 's', rules: subscribedPro } })
     await t.call('POST', '/api/v2/segments/preview', { key: t.admin.key, body: { rules: subscribedPro } })
     const log = await t.call('GET', '/api/v2/activity-logs', { key: t.admin.key })
-    expect(log.body.data.map((e: { action: string; target: unknown }) => [e.action, e.target])).toEqual([['segments.create', { type: 'segments', id: String(created.body.data.id) }]])
+    expect(log.body.data.map((e: { action: string; target: unknown }) => [e.action, e.target])).toEqual([
+      ['segments.create', { type: 'segments', id: String(created.body.data.id) }],
+    ])
   })
 })
 
@@ -103,9 +144,24 @@ describe('invalid input', () => {
     ['empty name', { name: '', rules: subscribedPro }, 'name', /./],
     ['missing rules', { name: 'x' }, 'rules', /must be a group/],
     ['rules that are not a group', { name: 'x', rules: [subscribedPro] }, 'rules', /must be a group/],
-    ['a bad value deep in the tree', { name: 'x', rules: { all: [{ field: 'status', op: 'eq', value: 'subscribed' }, { any: [{ field: 'fields.age', op: 'gt', value: 'old' }] }] } }, 'rules.all.1.any.0.value', /must be a number/],
-    ['an unknown custom field', { name: 'x', rules: { all: [{ field: 'fields.shoe', op: 'eq', value: 'x' }] } }, 'rules.all.0.field', /no custom field with key "shoe"/],
-    ['an injection attempt as a field', { name: 'x', rules: { all: [{ field: "fields.x') OR 1=1 --", op: 'eq', value: 'x' }] } }, 'rules.all.0.field', /no custom field/],
+    [
+      'a bad value deep in the tree',
+      { name: 'x', rules: { all: [{ field: 'status', op: 'eq', value: 'subscribed' }, { any: [{ field: 'fields.age', op: 'gt', value: 'old' }] }] } },
+      'rules.all.1.any.0.value',
+      /must be a number/,
+    ],
+    [
+      'an unknown custom field',
+      { name: 'x', rules: { all: [{ field: 'fields.shoe', op: 'eq', value: 'x' }] } },
+      'rules.all.0.field',
+      /no custom field with key "shoe"/,
+    ],
+    [
+      'an injection attempt as a field',
+      { name: 'x', rules: { all: [{ field: "fields.x') OR 1=1 --", op: 'eq', value: 'x' }] } },
+      'rules.all.0.field',
+      /no custom field/,
+    ],
     ['an unknown list', { name: 'x', rules: { all: [{ in_list: 3 }] } }, 'rules.all.0.in_list', /no list with id 3/],
   ]
   for (const [name, body, field, message] of cases) {
@@ -123,7 +179,10 @@ describe('invalid input', () => {
   test('update with invalid rules is refused and changes nothing', async () => {
     const t = audience()
     const id = (await t.call('POST', '/api/v2/segments', { key: t.admin.key, body: { name: 's', rules: subscribedPro } })).body.data.id
-    const r = await t.call('PATCH', `/api/v2/segments/${id}`, { key: t.admin.key, body: { name: 'new', rules: { any: [{ field: 'status', op: 'contains', value: 'sub' }] } } })
+    const r = await t.call('PATCH', `/api/v2/segments/${id}`, {
+      key: t.admin.key,
+      body: { name: 'new', rules: { any: [{ field: 'status', op: 'contains', value: 'sub' }] } },
+    })
     expect(r.status).toBe(422)
     expect(r.body.error.details['rules.any.0.op'][0]).toMatch(/eq, neq, in, not_in/)
     expect((await t.call('GET', `/api/v2/segments/${id}`, { key: t.admin.key })).body.data).toMatchObject({ name: 's', rules: subscribedPro })
@@ -190,7 +249,9 @@ describe('membership', () => {
     const rules = { any: [{ field: 'fields.age', op: 'between', value: [25, 33] }, { in_list: 2 }] }
     const id = (await t.call('POST', '/api/v2/segments', { key: t.admin.key, body: { name: 'ages', rules } })).body.data.id
     // c1 (on the vip list, and its vip-list twin) and ages 25..33 (c5..c13).
-    const all = (await t.call('GET', `/api/v2/segments/${id}/contacts?per_page=100`, { key: t.admin.key })).body.data.map((c: { email: string; list_id: number }) => `${c.email}/${c.list_id}`)
+    const all = (await t.call('GET', `/api/v2/segments/${id}/contacts?per_page=100`, { key: t.admin.key })).body.data.map(
+      (c: { email: string; list_id: number }) => `${c.email}/${c.list_id}`,
+    )
     expect(all).toEqual(['c1@example.com/1', ...Array.from({ length: 9 }, (_, k) => `c${k + 5}@example.com/1`), 'c1@example.com/2'])
     for (const per of [1, 2, 3, 7]) {
       const walked: string[] = []
@@ -248,12 +309,18 @@ describe('membership', () => {
 describe('preview', () => {
   test('counts without saving; checks the rules like create', async () => {
     const t = audience()
-    const r = await t.call('POST', '/api/v2/segments/preview', { key: t.admin.key, body: { rules: { all: [{ in_list: 2 }, { field: 'list_id', op: 'eq', value: 1 }] } } })
+    const r = await t.call('POST', '/api/v2/segments/preview', {
+      key: t.admin.key,
+      body: { rules: { all: [{ in_list: 2 }, { field: 'list_id', op: 'eq', value: 1 }] } },
+    })
     expect(r.status).toBe(200)
     expect(r.body).toEqual({ success: true, data: { count: 1 } })
     expect((await t.call('GET', '/api/v2/segments', { key: t.admin.key })).body.meta.total).toBe(0)
 
-    const bad = await t.call('POST', '/api/v2/segments/preview', { key: t.admin.key, body: { rules: { all: [{ field: 'fields.plan', op: 'eq', value: 'gold' }] } } })
+    const bad = await t.call('POST', '/api/v2/segments/preview', {
+      key: t.admin.key,
+      body: { rules: { all: [{ field: 'fields.plan', op: 'eq', value: 'gold' }] } },
+    })
     expect(bad.status).toBe(422)
     expect(bad.body.error.details['rules.all.0.value'][0]).toMatch(/one of: free, pro/)
   })

@@ -1,7 +1,15 @@
 import { describe, expect, test } from 'bun:test'
 import { lists } from '../../src/db/schema'
 import { AppError } from '../../src/lib/errors'
-import { checkRecipient, checkRecipients, MAX_BATCH_ENTRIES, RECIPIENT_CHUNK, RECIPIENT_SQL, suppressionPageQuery, type Recipient } from '../../src/modules/suppressions/service'
+import {
+  checkRecipient,
+  checkRecipients,
+  MAX_BATCH_ENTRIES,
+  RECIPIENT_CHUNK,
+  RECIPIENT_SQL,
+  suppressionPageQuery,
+  type Recipient,
+} from '../../src/modules/suppressions/service'
 import { testApp } from '../support/app'
 
 type T = ReturnType<typeof testApp>
@@ -20,7 +28,13 @@ function setup() {
     expect(r.status).toBe(200)
     return r.body.data as { added: number; skipped: number; invalid: Array<{ entry: string; reason: string }> }
   }
-  const stored = () => t.deps.db.$client.query('SELECT scope_key, type, value, reason FROM suppressions ORDER BY id').all() as Array<{ scope_key: string; type: string; value: string; reason: string }>
+  const stored = () =>
+    t.deps.db.$client.query('SELECT scope_key, type, value, reason FROM suppressions ORDER BY id').all() as Array<{
+      scope_key: string
+      type: string
+      value: string
+      reason: string
+    }>
   return { t, admin, listA, listB, call, suppress, stored }
 }
 
@@ -67,7 +81,10 @@ describe('POST /api/v2/suppressions/batch', () => {
     },
     {
       name: 'domains are normalised (case, trailing dot, IDN to A-label); addresses and non-domains are invalid',
-      body: { type: 'domain', entries: ['Example.COM', 'example.com.', 'mail.example.com', 'Bücher.example', 'bad_domain.com', 'jane@example.com', 'localhost', '192.0.2.1'] },
+      body: {
+        type: 'domain',
+        entries: ['Example.COM', 'example.com.', 'mail.example.com', 'Bücher.example', 'bad_domain.com', 'jane@example.com', 'localhost', '192.0.2.1'],
+      },
       expect: {
         added: 3,
         skipped: 1,
@@ -110,14 +127,48 @@ describe('POST /api/v2/suppressions/batch', () => {
   test('list and program scopes are stored with their keys; program ids are not checked against a table yet', async () => {
     const { suppress, call, listA } = setup()
     expect(await suppress({ type: 'email', entries: ['a@example.com'], scope: 'list', list_id: listA, reason: 'unsubscribe' })).toMatchObject({ added: 1 })
-    expect(await suppress({ type: 'domain', entries: ['example.org'], scope: 'program', program_type: 'broadcast', program_id: 12345, reason: 'complaint' })).toMatchObject({ added: 1 })
+    expect(
+      await suppress({ type: 'domain', entries: ['example.org'], scope: 'program', program_type: 'broadcast', program_id: 12345, reason: 'complaint' }),
+    ).toMatchObject({ added: 1 })
     // null scope fields are the same as absent
-    expect(await suppress({ type: 'email', entries: ['g@example.com'], scope: 'global', list_id: null, program_type: null, program_id: null })).toMatchObject({ added: 1 })
+    expect(await suppress({ type: 'email', entries: ['g@example.com'], scope: 'global', list_id: null, program_type: null, program_id: null })).toMatchObject({
+      added: 1,
+    })
     const page = await call('GET', '/api/v2/suppressions')
     expect(page.body.data).toEqual([
-      { id: 3, scope: 'global', list_id: null, program_type: null, program_id: null, type: 'email', value: 'g@example.com', reason: 'manual', created_at: '2026-03-01T12:00:30.000Z' },
-      { id: 2, scope: 'program', list_id: null, program_type: 'broadcast', program_id: 12345, type: 'domain', value: 'example.org', reason: 'complaint', created_at: '2026-03-01T12:00:30.000Z' },
-      { id: 1, scope: 'list', list_id: listA, program_type: null, program_id: null, type: 'email', value: 'a@example.com', reason: 'unsubscribe', created_at: '2026-03-01T12:00:30.000Z' },
+      {
+        id: 3,
+        scope: 'global',
+        list_id: null,
+        program_type: null,
+        program_id: null,
+        type: 'email',
+        value: 'g@example.com',
+        reason: 'manual',
+        created_at: '2026-03-01T12:00:30.000Z',
+      },
+      {
+        id: 2,
+        scope: 'program',
+        list_id: null,
+        program_type: 'broadcast',
+        program_id: 12345,
+        type: 'domain',
+        value: 'example.org',
+        reason: 'complaint',
+        created_at: '2026-03-01T12:00:30.000Z',
+      },
+      {
+        id: 1,
+        scope: 'list',
+        list_id: listA,
+        program_type: null,
+        program_id: null,
+        type: 'email',
+        value: 'a@example.com',
+        reason: 'unsubscribe',
+        created_at: '2026-03-01T12:00:30.000Z',
+      },
     ])
   })
 
@@ -146,11 +197,19 @@ describe('scope and body validation', () => {
   // [name, body fields over a valid global email batch, field -> message pattern]
   const cases: Array<[name: string, body: Record<string, unknown>, errors: Record<string, RegExp>]> = [
     ['global with list_id', { list_id: 1 }, { list_id: /must not be set when scope is global/ }],
-    ['global (by default) with program fields', { program_type: 'broadcast', program_id: 1 }, { program_type: /must not be set when scope is global/, program_id: /must not be set/ }],
+    [
+      'global (by default) with program fields',
+      { program_type: 'broadcast', program_id: 1 },
+      { program_type: /must not be set when scope is global/, program_id: /must not be set/ },
+    ],
     ['list without list_id', { scope: 'list' }, { list_id: /is required when scope is list/ }],
     ['list with an unknown list', { scope: 'list', list_id: 999 }, { list_id: /No list with id 999/ }],
     ['list with program fields', { scope: 'list', list_id: 1, program_type: 'drip' }, { program_type: /must not be set when scope is list/ }],
-    ['program without type and id', { scope: 'program' }, { program_type: /is required when scope is program/, program_id: /is required when scope is program/ }],
+    [
+      'program without type and id',
+      { scope: 'program' },
+      { program_type: /is required when scope is program/, program_id: /is required when scope is program/ },
+    ],
     ['program without id', { scope: 'program', program_type: 'trigger' }, { program_id: /is required/ }],
     ['program with list_id', { scope: 'program', program_type: 'drip', program_id: 2, list_id: 1 }, { list_id: /must not be set when scope is program/ }],
     ['an unknown scope', { scope: 'everywhere' }, { scope: /./ }],
@@ -195,10 +254,17 @@ describe('POST /api/v2/suppressions/batch-delete', () => {
     await suppress({ type: 'email', entries: ['a@example.com'], scope: 'list', list_id: listA })
     await suppress({ type: 'domain', entries: ['example.com'] })
 
-    const r = await call('POST', '/api/v2/suppressions/batch-delete', { type: 'email', entries: [' A@Example.com', 'a@example.com', 'b@example.com', 'nobody@example.com', 'not an address'] })
+    const r = await call('POST', '/api/v2/suppressions/batch-delete', {
+      type: 'email',
+      entries: [' A@Example.com', 'a@example.com', 'b@example.com', 'nobody@example.com', 'not an address'],
+    })
     expect(r.status).toBe(200)
     expect(r.body.data).toEqual({ removed: 2, not_found: 2, invalid: [{ entry: 'not an address', reason: 'must not contain spaces or control characters' }] })
-    expect(stored().map((s) => `${s.scope_key} ${s.type} ${s.value}`)).toEqual(['global email c@example.com', `list:${listA} email a@example.com`, 'global domain example.com'])
+    expect(stored().map((s) => `${s.scope_key} ${s.type} ${s.value}`)).toEqual([
+      'global email c@example.com',
+      `list:${listA} email a@example.com`,
+      'global domain example.com',
+    ])
 
     const list = await call('POST', '/api/v2/suppressions/batch-delete', { type: 'email', entries: ['a@example.com'], scope: 'list', list_id: listA })
     expect(list.body.data).toEqual({ removed: 1, not_found: 0, invalid: [] })
@@ -289,7 +355,17 @@ describe('one suppression', () => {
   test('get, delete (answered with the record) and 404 afterwards', async () => {
     const { suppress, call } = setup()
     await suppress({ type: 'email', entries: ['a@example.com', 'b@example.com'], reason: 'complaint' })
-    const record = { id: 2, scope: 'global', list_id: null, program_type: null, program_id: null, type: 'email', value: 'b@example.com', reason: 'complaint', created_at: '2026-03-01T12:00:30.000Z' }
+    const record = {
+      id: 2,
+      scope: 'global',
+      list_id: null,
+      program_type: null,
+      program_id: null,
+      type: 'email',
+      value: 'b@example.com',
+      reason: 'complaint',
+      created_at: '2026-03-01T12:00:30.000Z',
+    }
     const got = await call('GET', '/api/v2/suppressions/2')
     expect(got.status).toBe(200)
     expect(got.body).toEqual({ success: true, data: record })
@@ -325,7 +401,14 @@ describe('checkRecipient: the decision every send makes', () => {
     await add({ type: 'email', entries: ['listonly@example.com'], scope: 'list', list_id: s.listA, reason: 'unsubscribe' })
     await add({ type: 'email', entries: ['progonly@example.com'], scope: 'program', program_type: 'broadcast', program_id: 7 })
     // precedence: the same recipient suppressed several ways
-    await add({ type: 'email', entries: ['multi@prec.test', 'listwins@example.com'], scope: 'program', program_type: 'broadcast', program_id: 7, reason: 'unsubscribe' })
+    await add({
+      type: 'email',
+      entries: ['multi@prec.test', 'listwins@example.com'],
+      scope: 'program',
+      program_type: 'broadcast',
+      program_id: 7,
+      reason: 'unsubscribe',
+    })
     await add({ type: 'domain', entries: ['prec.test'], scope: 'list', list_id: s.listA, reason: 'complaint' })
     await add({ type: 'email', entries: ['multi@prec.test', 'listwins@example.com'], scope: 'list', list_id: s.listA, reason: 'unsubscribe' })
     await add({ type: 'domain', entries: ['prec.test'], reason: 'manual' })
@@ -337,22 +420,46 @@ describe('checkRecipient: the decision every send makes', () => {
   // [name, recipient (list 1 is listA), expected match or null for allowed]
   const matrix: Array<[name: string, recipient: Recipient, match: { scope: string; type: string; value: string; reason: string } | null]> = [
     ['global address', { email: 'blocked@example.com' }, { scope: 'global', type: 'email', value: 'blocked@example.com', reason: 'hard_bounce' }],
-    ['global address, any case and spacing', { email: ' Blocked@EXAMPLE.com ', list_id: 1 }, { scope: 'global', type: 'email', value: 'blocked@example.com', reason: 'hard_bounce' }],
+    [
+      'global address, any case and spacing',
+      { email: ' Blocked@EXAMPLE.com ', list_id: 1 },
+      { scope: 'global', type: 'email', value: 'blocked@example.com', reason: 'hard_bounce' },
+    ],
     ['global domain', { email: 'anyone@Blocked.test' }, { scope: 'global', type: 'domain', value: 'blocked.test', reason: 'complaint' }],
     ['a subdomain of a suppressed domain is not suppressed', { email: 'x@sub.blocked.test' }, null],
     ['a domain that merely ends the same is not suppressed', { email: 'x@notblocked.test' }, null],
-    ['list address, on its list', { email: 'listonly@example.com', list_id: 1 }, { scope: 'list', type: 'email', value: 'listonly@example.com', reason: 'unsubscribe' }],
+    [
+      'list address, on its list',
+      { email: 'listonly@example.com', list_id: 1 },
+      { scope: 'list', type: 'email', value: 'listonly@example.com', reason: 'unsubscribe' },
+    ],
     ['list address, on another list', { email: 'listonly@example.com', list_id: 2 }, null],
     ['list address, no list', { email: 'listonly@example.com' }, null],
     ['list address, in a program', { email: 'listonly@example.com', program: program('broadcast', 7) }, null],
-    ['program address, in its program', { email: 'progonly@example.com', list_id: 2, program: program('broadcast', 7) }, { scope: 'program', type: 'email', value: 'progonly@example.com', reason: 'manual' }],
+    [
+      'program address, in its program',
+      { email: 'progonly@example.com', list_id: 2, program: program('broadcast', 7) },
+      { scope: 'program', type: 'email', value: 'progonly@example.com', reason: 'manual' },
+    ],
     ['program address, same id of another program type', { email: 'progonly@example.com', program: program('drip', 7) }, null],
     ['program address, another broadcast', { email: 'progonly@example.com', program: program('broadcast', 8) }, null],
     ['program address, no program', { email: 'progonly@example.com', list_id: 1 }, null],
-    ['global domain beats list and program addresses', { email: 'multi@prec.test', list_id: 1, program: program('broadcast', 7) }, { scope: 'global', type: 'domain', value: 'prec.test', reason: 'manual' }],
+    [
+      'global domain beats list and program addresses',
+      { email: 'multi@prec.test', list_id: 1, program: program('broadcast', 7) },
+      { scope: 'global', type: 'domain', value: 'prec.test', reason: 'manual' },
+    ],
     ['global address beats global domain', { email: 'both@blocked.test' }, { scope: 'global', type: 'email', value: 'both@blocked.test', reason: 'import' }],
-    ['list beats program', { email: 'listwins@example.com', list_id: 1, program: program('broadcast', 7) }, { scope: 'list', type: 'email', value: 'listwins@example.com', reason: 'unsubscribe' }],
-    ['program alone when not on the list', { email: 'listwins@example.com', list_id: 2, program: program('broadcast', 7) }, { scope: 'program', type: 'email', value: 'listwins@example.com', reason: 'unsubscribe' }],
+    [
+      'list beats program',
+      { email: 'listwins@example.com', list_id: 1, program: program('broadcast', 7) },
+      { scope: 'list', type: 'email', value: 'listwins@example.com', reason: 'unsubscribe' },
+    ],
+    [
+      'program alone when not on the list',
+      { email: 'listwins@example.com', list_id: 2, program: program('broadcast', 7) },
+      { scope: 'program', type: 'email', value: 'listwins@example.com', reason: 'unsubscribe' },
+    ],
     ['not suppressed anywhere', { email: 'fine@example.com', list_id: 1, program: program('broadcast', 7) }, null],
   ]
 
@@ -364,7 +471,11 @@ describe('checkRecipient: the decision every send makes', () => {
       else {
         expect(decision).toEqual({ allowed: false, suppression: { id: expect.any(Number), ...match } } as never)
         // The id names the row that matched.
-        if (!decision.allowed) expect(t.deps.db.$client.query('SELECT value, scope FROM suppressions WHERE id = ?').get(decision.suppression.id)).toEqual({ value: match.value, scope: match.scope })
+        if (!decision.allowed)
+          expect(t.deps.db.$client.query('SELECT value, scope FROM suppressions WHERE id = ?').get(decision.suppression.id)).toEqual({
+            value: match.value,
+            scope: match.scope,
+          })
       }
     })
   }
@@ -383,7 +494,13 @@ describe('checkRecipient: the decision every send makes', () => {
     expect(next()).toBe('list domain')
     await call('POST', '/api/v2/suppressions/batch-delete', { type: 'domain', entries: ['prec.test'], scope: 'list', list_id: 1 })
     expect(next()).toBe('program email')
-    await call('POST', '/api/v2/suppressions/batch-delete', { type: 'email', entries: ['multi@prec.test'], scope: 'program', program_type: 'broadcast', program_id: 7 })
+    await call('POST', '/api/v2/suppressions/batch-delete', {
+      type: 'email',
+      entries: ['multi@prec.test'],
+      scope: 'program',
+      program_type: 'broadcast',
+      program_id: 7,
+    })
     expect(next()).toBe('allowed')
   })
 

@@ -12,7 +12,10 @@ import { createApiKey } from '../../src/modules/api-keys/service'
 import { CLI_ACTOR, createRole, ensureBuiltinRoles, findRoleByName } from '../../src/modules/roles/service'
 
 /** Deps on a fresh database with the real migrations, a fixed clock and a log a test can read. */
-export function testDeps(overrides: Partial<Config> = {}, path = ':memory:'): Deps & { clock: ReturnType<typeof fixedClock>; log: ReturnType<typeof memoryLogger>; db: Db } {
+export function testDeps(
+  overrides: Partial<Config> = {},
+  path = ':memory:',
+): Deps & { clock: ReturnType<typeof fixedClock>; log: ReturnType<typeof memoryLogger>; db: Db } {
   const db = openDatabase(path)
   const clock = fixedClock('2026-03-01T12:00:30Z')
   migrate(db, { now: clock.now() })
@@ -35,7 +38,11 @@ export function testApp(overrides: Partial<Config> = {}) {
   const deps = testDeps(overrides)
   const { app, usage, imports } = buildApp(deps)
 
-  const call = async (method: string, path: string, opts: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<Reply> => {
+  const call = async (
+    method: string,
+    path: string,
+    opts: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  ): Promise<Reply> => {
     const headers: Record<string, string> = { ...opts.headers }
     if (opts.key) headers.authorization = `Bearer ${opts.key}`
     let body: string | undefined = opts.rawBody
@@ -60,7 +67,12 @@ export function testApp(overrides: Partial<Config> = {}) {
     } else {
       roleId = findRoleByName(deps, opts.role ?? 'Administrator')!.id
     }
-    const { view, key } = createApiKey(deps, CLI_ACTOR, { name: opts.name ?? 'test key', role_id: roleId, rate_limit: opts.rate_limit === undefined ? null : opts.rate_limit, allowed_ips: opts.allowed_ips })
+    const { view, key } = createApiKey(deps, CLI_ACTOR, {
+      name: opts.name ?? 'test key',
+      role_id: roleId,
+      rate_limit: opts.rate_limit === undefined ? null : opts.rate_limit,
+      allowed_ips: opts.allowed_ips,
+    })
     return { id: view.id, key, role_id: roleId }
   }
 

@@ -75,7 +75,15 @@ function environment(dir: string): Record<string, string> {
 }
 
 async function runCommand(binary: string, dir: string, args: string[]): Promise<Finished> {
-  const proc = Bun.spawn([binary, ...args], { cwd: dir, env: environment(dir), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe', timeout: COMMAND_MS, killSignal: 'SIGKILL' })
+  const proc = Bun.spawn([binary, ...args], {
+    cwd: dir,
+    env: environment(dir),
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    timeout: COMMAND_MS,
+    killSignal: 'SIGKILL',
+  })
   const out = drain(proc.stdout)
   const err = drain(proc.stderr)
   const code = await proc.exited
@@ -123,7 +131,10 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
 
     const bad = await expectExit(binary, dir, ['serve', '--http-listen', 'nonsense'], 2)
     const badLines = bad.stderr.trimEnd().split('\n')
-    check(badLines.length === 1 && badLines[0]!.startsWith('mailroom: invalid http_listen'), `a bad --http-listen should give one line "mailroom: invalid http_listen ...", got:\n${bad.stderr}`)
+    check(
+      badLines.length === 1 && badLines[0]!.startsWith('mailroom: invalid http_listen'),
+      `a bad --http-listen should give one line "mailroom: invalid http_listen ...", got:\n${bad.stderr}`,
+    )
     log('ok: bad setting exits 2 with one line')
 
     // Fresh data directory (./data by default): creating a key runs the embedded migrations.
@@ -132,7 +143,13 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     check(/^mr_\S+$/.test(key), `keys create: last line should be the key, got:\n${created.stdout}`)
     log('ok: keys create (migrations applied to a fresh data dir)')
 
-    const proc = Bun.spawn([binary, 'serve', '--http-listen', '127.0.0.1:0'], { cwd: dir, env: environment(dir), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+    const proc = Bun.spawn([binary, 'serve', '--http-listen', '127.0.0.1:0'], {
+      cwd: dir,
+      env: environment(dir),
+      stdin: 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
     server = proc
     const out = drain(proc.stdout)
     const err = drain(proc.stderr)
@@ -152,7 +169,10 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
 
     let healthy = false
     while (proc.exitCode === null && Date.now() < readyBy) {
-      healthy = await request(`${base}/health`).then((r) => r.ok, () => false)
+      healthy = await request(`${base}/health`).then(
+        (r) => r.ok,
+        () => false,
+      )
       if (healthy) break
       await sleep(100)
     }
@@ -164,28 +184,50 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     const keys = await request(`${base}/api/v2/api-keys`, { headers: { authorization: `Bearer ${key}` } })
     const body = (await keys.json().catch(() => null)) as { success?: unknown; data?: unknown; meta?: Record<string, unknown> } | null
     check(keys.status === 200, `GET /api/v2/api-keys with the key: expected 200, got ${keys.status} ${JSON.stringify(body)}`)
-    check(body?.success === true && Array.isArray(body.data) && body.meta && typeof body.meta === 'object', `GET /api/v2/api-keys: not the list envelope: ${JSON.stringify(body)}`)
-    for (const field of ['current_page', 'per_page', 'total', 'last_page']) check(typeof body.meta[field] === 'number', `GET /api/v2/api-keys: meta.${field} missing: ${JSON.stringify(body.meta)}`)
-    check((body.data as Array<{ name?: unknown }>).some((k) => k.name === 'smoke'), `GET /api/v2/api-keys: the "smoke" key is not listed: ${JSON.stringify(body.data)}`)
+    check(
+      body?.success === true && Array.isArray(body.data) && body.meta && typeof body.meta === 'object',
+      `GET /api/v2/api-keys: not the list envelope: ${JSON.stringify(body)}`,
+    )
+    for (const field of ['current_page', 'per_page', 'total', 'last_page'])
+      check(typeof body.meta[field] === 'number', `GET /api/v2/api-keys: meta.${field} missing: ${JSON.stringify(body.meta)}`)
+    check(
+      (body.data as Array<{ name?: unknown }>).some((k) => k.name === 'smoke'),
+      `GET /api/v2/api-keys: the "smoke" key is not listed: ${JSON.stringify(body.data)}`,
+    )
     log('ok: authenticated GET /api/v2/api-keys')
 
     const landing = await request(`${base}/`)
     check(landing.status === 200 && (await landing.text()).toLowerCase().includes('<html'), `GET / did not serve the embedded landing page (${landing.status})`)
     const docs = await request(`${base}/docs`)
     const docsHtml = await docs.text()
-    check(docs.status === 200 && docsHtml.includes('/docs/assets/scalar.js'), `GET /docs: expected 200 and a page loading /docs/assets/scalar.js, got ${docs.status}`)
+    check(
+      docs.status === 200 && docsHtml.includes('/docs/assets/scalar.js'),
+      `GET /docs: expected 200 and a page loading /docs/assets/scalar.js, got ${docs.status}`,
+    )
     const scalar = await request(`${base}/docs/assets/scalar.js`)
     const scalarBytes = (await scalar.arrayBuffer()).byteLength
-    check(scalar.status === 200 && scalarBytes > 100_000, `GET /docs/assets/scalar.js: expected 200 and the embedded bundle, got ${scalar.status} with ${scalarBytes} bytes`)
+    check(
+      scalar.status === 200 && scalarBytes > 100_000,
+      `GET /docs/assets/scalar.js: expected 200 and the embedded bundle, got ${scalar.status} with ${scalarBytes} bytes`,
+    )
     const spec = await request(`${base}/openapi.json`)
-    check(spec.status === 200 && typeof ((await spec.json()) as { openapi?: unknown }).openapi === 'string', `GET /openapi.json: expected an OpenAPI document (${spec.status})`)
+    check(
+      spec.status === 200 && typeof ((await spec.json()) as { openapi?: unknown }).openapi === 'string',
+      `GET /openapi.json: expected an OpenAPI document (${spec.status})`,
+    )
     log(`ok: /, /docs, /openapi.json, /docs/assets/scalar.js (${scalarBytes} bytes)`)
 
     proc.kill('SIGTERM')
-    const stopped = await within(proc.exited.then((code) => ({ code })), STOP_MS)
+    const stopped = await within(
+      proc.exited.then((code) => ({ code })),
+      STOP_MS,
+    )
     check(stopped, `the server did not exit within ${STOP_MS} ms of SIGTERM:\n${serverOutput()}`)
     await Promise.all([out.done, err.done])
-    check(stopped.code === 0 && proc.signalCode === null, `after SIGTERM the server exited ${stopped.code} (signal ${proc.signalCode}), expected 0:\n${serverOutput()}`)
+    check(
+      stopped.code === 0 && proc.signalCode === null,
+      `after SIGTERM the server exited ${stopped.code} (signal ${proc.signalCode}), expected 0:\n${serverOutput()}`,
+    )
     check(out.state.text.includes('Mailroom stopped.'), `after SIGTERM the server did not print "Mailroom stopped.":\n${serverOutput()}`)
     server = null
     log('ok: SIGTERM stops the server with exit 0')
@@ -195,7 +237,10 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     writeFileSync(join(dir, '.env'), 'MAILROOM_LOG_LEVEL=nonsense\n')
     writeFileSync(join(dir, 'bunfig.toml'), 'preload = ["./missing-preload.ts"]\n')
     const migrate = await runCommand(binary, dir, ['migrate'])
-    check(migrate.code === 0 && migrate.stdout.includes('The database is up to date.'), `with a stray .env and bunfig.toml beside it, mailroom migrate should ignore them: ${describe(['migrate'], migrate)}`)
+    check(
+      migrate.code === 0 && migrate.stdout.includes('The database is up to date.'),
+      `with a stray .env and bunfig.toml beside it, mailroom migrate should ignore them: ${describe(['migrate'], migrate)}`,
+    )
     log('ok: a stray .env and bunfig.toml are ignored')
 
     return { dir, port, scalarBytes }

@@ -22,53 +22,73 @@ export const lists = sqliteTable('lists', {
  * `email` is stored normalised (trimmed, lower case); custom field values live in `fields`
  * as JSON keyed by the custom field's key.
  */
-export const contacts = sqliteTable('contacts', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  list_id: integer('list_id').notNull().references(() => lists.id, { onDelete: 'cascade' }),
-  email: text('email').notNull(),
-  first_name: text('first_name'),
-  last_name: text('last_name'),
-  status: text('status', { enum: CONTACT_STATUSES }).notNull(),
-  fields: text('fields', { mode: 'json' }).$type<Record<string, unknown>>().notNull().default(sql`'{}'`),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
-}, (t) => [
-  // Also serves lookups by address across lists (`list_id IN (SELECT id FROM lists) AND
-  // email ...`: one probe per list). A separate email index would take random-order
-  // inserts too, and cost a third of a million-contact import's time (measured).
-  uniqueIndex('contacts_list_email_unique').on(t.list_id, t.email),
-  // Each index ends in the rowid (= id), so "WHERE list_id = ? [AND status = ?] ORDER BY id" walks one index.
-  index('contacts_list_idx').on(t.list_id),
-  index('contacts_list_status_idx').on(t.list_id, t.status),
-  // Serves status filters and "status and created since" segments in one range scan.
-  index('contacts_status_created_idx').on(t.status, t.created_at),
-  index('contacts_created_idx').on(t.created_at),
-])
+export const contacts = sqliteTable(
+  'contacts',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    list_id: integer('list_id')
+      .notNull()
+      .references(() => lists.id, { onDelete: 'cascade' }),
+    email: text('email').notNull(),
+    first_name: text('first_name'),
+    last_name: text('last_name'),
+    status: text('status', { enum: CONTACT_STATUSES }).notNull(),
+    fields: text('fields', { mode: 'json' })
+      .$type<Record<string, unknown>>()
+      .notNull()
+      .default(sql`'{}'`),
+    created_at: integer('created_at').notNull(),
+    updated_at: integer('updated_at').notNull(),
+  },
+  (t) => [
+    // Also serves lookups by address across lists (`list_id IN (SELECT id FROM lists) AND
+    // email ...`: one probe per list). A separate email index would take random-order
+    // inserts too, and cost a third of a million-contact import's time (measured).
+    uniqueIndex('contacts_list_email_unique').on(t.list_id, t.email),
+    // Each index ends in the rowid (= id), so "WHERE list_id = ? [AND status = ?] ORDER BY id" walks one index.
+    index('contacts_list_idx').on(t.list_id),
+    index('contacts_list_status_idx').on(t.list_id, t.status),
+    // Serves status filters and "status and created since" segments in one range scan.
+    index('contacts_status_created_idx').on(t.status, t.created_at),
+    index('contacts_created_idx').on(t.created_at),
+  ],
+)
 
 /**
  * Contacts per (list, status), kept exact by triggers (migration 0003), so list counts and
  * the totals of list/status listings do not count a million index entries per request.
  */
-export const contactCounts = sqliteTable('contact_counts', {
-  list_id: integer('list_id').notNull(),
-  status: text('status', { enum: CONTACT_STATUSES }).notNull(),
-  n: integer('n').notNull(),
-}, (t) => [primaryKey({ columns: [t.list_id, t.status] })])
+export const contactCounts = sqliteTable(
+  'contact_counts',
+  {
+    list_id: integer('list_id').notNull(),
+    status: text('status', { enum: CONTACT_STATUSES }).notNull(),
+    n: integer('n').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.list_id, t.status] })],
+)
 
-export const customFields = sqliteTable('custom_fields', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  /** The name in `fields` of a contact and in segment rules: lower snake case. */
-  key: text('key').notNull(),
-  name: text('name').notNull(),
-  type: text('type', { enum: CUSTOM_FIELD_TYPES }).notNull(),
-  /** Allowed values of a one_of field. */
-  options: text('options', { mode: 'json' }).$type<string[]>().notNull().default(sql`'[]'`),
-  required: integer('required', { mode: 'boolean' }).notNull().default(false),
-  /** JSON value used when a contact is created without one; null for none. */
-  default_value: text('default_value', { mode: 'json' }).$type<unknown>(),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
-}, (t) => [uniqueIndex('custom_fields_key_unique').on(t.key)])
+export const customFields = sqliteTable(
+  'custom_fields',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    /** The name in `fields` of a contact and in segment rules: lower snake case. */
+    key: text('key').notNull(),
+    name: text('name').notNull(),
+    type: text('type', { enum: CUSTOM_FIELD_TYPES }).notNull(),
+    /** Allowed values of a one_of field. */
+    options: text('options', { mode: 'json' })
+      .$type<string[]>()
+      .notNull()
+      .default(sql`'[]'`),
+    required: integer('required', { mode: 'boolean' }).notNull().default(false),
+    /** JSON value used when a contact is created without one; null for none. */
+    default_value: text('default_value', { mode: 'json' }).$type<unknown>(),
+    created_at: integer('created_at').notNull(),
+    updated_at: integer('updated_at').notNull(),
+  },
+  (t) => [uniqueIndex('custom_fields_key_unique').on(t.key)],
+)
 
 export const segments = sqliteTable('segments', {
   id: integer('id').primaryKey({ autoIncrement: true }),
@@ -88,25 +108,29 @@ export const PROGRAM_TYPES = ['broadcast', 'drip', 'trigger'] as const
  * Addresses or whole domains that must not be sent to: everywhere (global), for one list,
  * or for one program (a broadcast, drip or trigger). `value` is normalised lower case.
  */
-export const suppressions = sqliteTable('suppressions', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  scope: text('scope', { enum: SUPPRESSION_SCOPES }).notNull(),
-  /** `global`, `list:<id>` or `program:<type>:<id>`: one column so that uniqueness is a plain index. */
-  scope_key: text('scope_key').notNull(),
-  list_id: integer('list_id').references(() => lists.id, { onDelete: 'cascade' }),
-  program_type: text('program_type', { enum: PROGRAM_TYPES }),
-  program_id: integer('program_id'),
-  type: text('type', { enum: SUPPRESSION_TYPES }).notNull(),
-  value: text('value').notNull(),
-  reason: text('reason').notNull(),
-  created_at: integer('created_at').notNull(),
-}, (t) => [
-  uniqueIndex('suppressions_entry_unique').on(t.scope_key, t.type, t.value),
-  index('suppressions_value_idx').on(t.value, t.type),
-  // Deleting a list cascades to its suppressions; without this that is a full scan.
-  index('suppressions_list_idx').on(t.list_id),
-  index('suppressions_created_idx').on(t.created_at),
-])
+export const suppressions = sqliteTable(
+  'suppressions',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    scope: text('scope', { enum: SUPPRESSION_SCOPES }).notNull(),
+    /** `global`, `list:<id>` or `program:<type>:<id>`: one column so that uniqueness is a plain index. */
+    scope_key: text('scope_key').notNull(),
+    list_id: integer('list_id').references(() => lists.id, { onDelete: 'cascade' }),
+    program_type: text('program_type', { enum: PROGRAM_TYPES }),
+    program_id: integer('program_id'),
+    type: text('type', { enum: SUPPRESSION_TYPES }).notNull(),
+    value: text('value').notNull(),
+    reason: text('reason').notNull(),
+    created_at: integer('created_at').notNull(),
+  },
+  (t) => [
+    uniqueIndex('suppressions_entry_unique').on(t.scope_key, t.type, t.value),
+    index('suppressions_value_idx').on(t.value, t.type),
+    // Deleting a list cascades to its suppressions; without this that is a full scan.
+    index('suppressions_list_idx').on(t.list_id),
+    index('suppressions_created_idx').on(t.created_at),
+  ],
+)
 
 export const IMPORT_STATUSES = ['queued', 'running', 'completed', 'failed'] as const
 
@@ -115,35 +139,47 @@ export const IMPORT_STATUSES = ['queued', 'running', 'completed', 'failed'] as c
  * batch of rows commits together with `bytes_done` and the counters, so a restart resumes
  * from the last committed batch and never counts a row twice.
  */
-export const imports = sqliteTable('imports', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  list_id: integer('list_id').notNull().references(() => lists.id, { onDelete: 'cascade' }),
-  format: text('format', { enum: ['csv', 'jsonl'] }).notNull(),
-  mode: text('mode', { enum: ['skip', 'update'] }).notNull(),
-  /** Contact attribute or `fields.<key>` -> source column (CSV header or JSON key). */
-  mapping: text('mapping', { mode: 'json' }).$type<Record<string, string>>().notNull(),
-  status: text('status', { enum: IMPORT_STATUSES }).notNull(),
-  file_path: text('file_path').notNull(),
-  file_bytes: integer('file_bytes').notNull(),
-  bytes_done: integer('bytes_done').notNull().default(0),
-  total_rows: integer('total_rows'),
-  rows_done: integer('rows_done').notNull().default(0),
-  created: integer('created').notNull().default(0),
-  updated: integer('updated').notNull().default(0),
-  skipped: integer('skipped').notNull().default(0),
-  invalid: integer('invalid').notNull().default(0),
-  error: text('error'),
-  created_at: integer('created_at').notNull(),
-  started_at: integer('started_at'),
-  finished_at: integer('finished_at'),
-}, (t) => [index('imports_status_idx').on(t.status)])
+export const imports = sqliteTable(
+  'imports',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    list_id: integer('list_id')
+      .notNull()
+      .references(() => lists.id, { onDelete: 'cascade' }),
+    format: text('format', { enum: ['csv', 'jsonl'] }).notNull(),
+    mode: text('mode', { enum: ['skip', 'update'] }).notNull(),
+    /** Contact attribute or `fields.<key>` -> source column (CSV header or JSON key). */
+    mapping: text('mapping', { mode: 'json' }).$type<Record<string, string>>().notNull(),
+    status: text('status', { enum: IMPORT_STATUSES }).notNull(),
+    file_path: text('file_path').notNull(),
+    file_bytes: integer('file_bytes').notNull(),
+    bytes_done: integer('bytes_done').notNull().default(0),
+    total_rows: integer('total_rows'),
+    rows_done: integer('rows_done').notNull().default(0),
+    created: integer('created').notNull().default(0),
+    updated: integer('updated').notNull().default(0),
+    skipped: integer('skipped').notNull().default(0),
+    invalid: integer('invalid').notNull().default(0),
+    error: text('error'),
+    created_at: integer('created_at').notNull(),
+    started_at: integer('started_at'),
+    finished_at: integer('finished_at'),
+  },
+  (t) => [index('imports_status_idx').on(t.status)],
+)
 
-export const importErrors = sqliteTable('import_errors', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  import_id: integer('import_id').notNull().references(() => imports.id, { onDelete: 'cascade' }),
-  /** 1-based data row number (the header is not counted). */
-  row_number: integer('row_number').notNull(),
-  reason: text('reason').notNull(),
-  /** The source row as it was read. */
-  raw: text('raw').notNull(),
-}, (t) => [index('import_errors_import_idx').on(t.import_id, t.row_number)])
+export const importErrors = sqliteTable(
+  'import_errors',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    import_id: integer('import_id')
+      .notNull()
+      .references(() => imports.id, { onDelete: 'cascade' }),
+    /** 1-based data row number (the header is not counted). */
+    row_number: integer('row_number').notNull(),
+    reason: text('reason').notNull(),
+    /** The source row as it was read. */
+    raw: text('raw').notNull(),
+  },
+  (t) => [index('import_errors_import_idx').on(t.import_id, t.row_number)],
+)

@@ -6,16 +6,20 @@ import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
  * read from here. The subject columns are nullable so that one table serves every kind
  * and the filters of GET /api/v2/events stay index lookups.
  */
-export const events = sqliteTable('events', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
-  kind: text('kind').notNull(),
-  created_at: integer('created_at').notNull(),
-  contact_id: integer('contact_id'),
-  list_id: integer('list_id'),
-  message_id: text('message_id'),
-  recipient: text('recipient'),
-  broadcast_id: integer('broadcast_id'),
-  bridge_id: integer('bridge_id'),
-  actor_key_id: integer('actor_key_id'),
-  data: text('data', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
-}, (t) => [index('events_kind_created_idx').on(t.kind, t.created_at), index('events_created_idx').on(t.created_at)])
+export const events = sqliteTable(
+  'events',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    kind: text('kind').notNull(),
+    created_at: integer('created_at').notNull(),
+    contact_id: integer('contact_id'),
+    list_id: integer('list_id'),
+    message_id: text('message_id'),
+    recipient: text('recipient'),
+    broadcast_id: integer('broadcast_id'),
+    bridge_id: integer('bridge_id'),
+    actor_key_id: integer('actor_key_id'),
+    data: text('data', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+  },
+  (t) => [index('events_kind_created_idx').on(t.kind, t.created_at), index('events_created_idx').on(t.created_at)],
+)

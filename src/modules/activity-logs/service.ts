@@ -19,7 +19,10 @@ export interface ActivityEntry {
 
 /** Appends one entry (spec "Authentication" 8: actions are recorded with the key as actor). */
 export function recordActivity(deps: Deps, entry: ActivityEntry): void {
-  deps.db.insert(activityLogs).values({ ...entry, created_at: deps.clock.now() }).run()
+  deps.db
+    .insert(activityLogs)
+    .values({ ...entry, created_at: deps.clock.now() })
+    .run()
 }
 
 export interface ActivityFilter {
@@ -50,7 +53,14 @@ export function listActivity(deps: Deps, filter: ActivityFilter) {
   ]
   const where = and(...conditions)
   const total = deps.db.select({ n: count() }).from(activityLogs).where(where).get()!.n
-  const rows = deps.db.select().from(activityLogs).where(where).orderBy(desc(activityLogs.created_at), desc(activityLogs.id)).limit(req.per_page).offset(req.offset).all()
+  const rows = deps.db
+    .select()
+    .from(activityLogs)
+    .where(where)
+    .orderBy(desc(activityLogs.created_at), desc(activityLogs.id))
+    .limit(req.per_page)
+    .offset(req.offset)
+    .all()
   return {
     items: rows.map((r) => ({
       id: r.id,

@@ -18,7 +18,11 @@ export function apiKeyRoutes(deps: Deps, authOf: AuthOf, usage: UsageRecorder) {
         auth.target = { type: 'api_keys', id: view.id }
         return status(201, ok({ ...view, key }))
       },
-      { body: CreateApiKeyBody, response: { 201: Envelope(CreatedApiKeySchema), ...commonErrors }, detail: requires('api_keys.create', 'Create an API key', { tags, description: 'The key value is in the response once and never again.' }) },
+      {
+        body: CreateApiKeyBody,
+        response: { 201: Envelope(CreatedApiKeySchema), ...commonErrors },
+        detail: requires('api_keys.create', 'Create an API key', { tags, description: 'The key value is in the response once and never again.' }),
+      },
     )
     .get(
       '/',
@@ -28,16 +32,19 @@ export function apiKeyRoutes(deps: Deps, authOf: AuthOf, usage: UsageRecorder) {
       },
       { query: ListApiKeysQuery, response: { 200: Paged(ApiKeySchema), ...commonErrors }, detail: requires('api_keys.read', 'List API keys', { tags }) },
     )
-    .get(
-      '/:id',
-      ({ params }) => ok(usage.overlay(getApiKey(deps, params.id))),
-      { params: IdParams, response: { 200: Envelope(ApiKeySchema), 404: ErrorEnvelope, ...commonErrors }, detail: requires('api_keys.read', 'Get an API key', { tags }) },
-    )
+    .get('/:id', ({ params }) => ok(usage.overlay(getApiKey(deps, params.id))), {
+      params: IdParams,
+      response: { 200: Envelope(ApiKeySchema), 404: ErrorEnvelope, ...commonErrors },
+      detail: requires('api_keys.read', 'Get an API key', { tags }),
+    })
     .patch('/:id', ({ params, body, request }) => ok(updateApiKey(deps, authOf(request).actor, params.id, body)), {
       params: IdParams,
       body: UpdateApiKeyBody,
       response: { 200: Envelope(ApiKeySchema), 404: ErrorEnvelope, 409: ErrorEnvelope, ...commonErrors },
-      detail: requires('api_keys.update', 'Update an API key', { tags, description: 'Name, role, rate limit, allowlist and status change without changing the key value. Setting status to inactive revokes the key at once.' }),
+      detail: requires('api_keys.update', 'Update an API key', {
+        tags,
+        description: 'Name, role, rate limit, allowlist and status change without changing the key value. Setting status to inactive revokes the key at once.',
+      }),
     })
     .delete('/:id', ({ params, request }) => ok(deleteApiKey(deps, authOf(request).actor, params.id)), {
       params: IdParams,

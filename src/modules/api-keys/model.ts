@@ -25,7 +25,10 @@ export const ApiKeySchema = t.Object({
   deleted_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
 })
 
-export const CreatedApiKeySchema = t.Composite([ApiKeySchema, t.Object({ key: t.String({ description: 'The key value. Shown only in this response; store it now.' }) })])
+export const CreatedApiKeySchema = t.Composite([
+  ApiKeySchema,
+  t.Object({ key: t.String({ description: 'The key value. Shown only in this response; store it now.' }) }),
+])
 
 export const CreateApiKeyBody = t.Object({
   name: t.String({ minLength: 1, maxLength: 200 }),

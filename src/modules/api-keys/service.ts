@@ -67,7 +67,8 @@ function checkAllowlist(entries: string[]): string[] {
 function checkRole(deps: Deps, actor: Actor, roleId: number): { id: number; name: string; permissions: string[] } {
   const role = deps.db.select().from(roles).where(eq(roles.id, roleId)).get()
   if (!role) throw invalidField('role_id', `No role with id ${roleId}.`)
-  if (!isSubset(role.permissions, actor.permissions)) throw new AppError('forbidden', 'A key cannot be bound to a role with permissions that your own key does not have.')
+  if (!isSubset(role.permissions, actor.permissions))
+    throw new AppError('forbidden', 'A key cannot be bound to a role with permissions that your own key does not have.')
   return role
 }
 
@@ -90,7 +91,11 @@ const statements = preparedFor((db) => {
 
 function fromRaw(raw: RawKeyRow) {
   const { role_name, permissions, ...key } = raw
-  return { key: { ...key, allowed_ips: JSON.parse(key.allowed_ips) as string[] }, role: { id: key.role_id, name: role_name }, permissions: JSON.parse(permissions) as string[] }
+  return {
+    key: { ...key, allowed_ips: JSON.parse(key.allowed_ips) as string[] },
+    role: { id: key.role_id, name: role_name },
+    permissions: JSON.parse(permissions) as string[],
+  }
 }
 
 function findKey(deps: Deps, id: number) {
@@ -155,7 +160,15 @@ export function listApiKeys(deps: Deps, filter: ApiKeyFilter) {
   ]
   const where = and(...conditions)
   const total = deps.db.select({ n: count() }).from(apiKeys).where(where).get()!.n
-  const rows = deps.db.select({ key: apiKeys, role: roleRef }).from(apiKeys).innerJoin(roles, eq(roles.id, apiKeys.role_id)).where(where).orderBy(asc(apiKeys.id)).limit(req.per_page).offset(req.offset).all()
+  const rows = deps.db
+    .select({ key: apiKeys, role: roleRef })
+    .from(apiKeys)
+    .innerJoin(roles, eq(roles.id, apiKeys.role_id))
+    .where(where)
+    .orderBy(asc(apiKeys.id))
+    .limit(req.per_page)
+    .offset(req.offset)
+    .all()
   return { items: rows.map((r) => toView(r.key, r.role)), meta: pageMeta(req, total) }
 }
 

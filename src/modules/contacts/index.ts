@@ -23,13 +23,19 @@ export function contactRoutes(deps: Deps, authOf: AuthOf) {
       {
         body: CreateContactBody,
         response: { 201: Envelope(ContactSchema), 409: ErrorEnvelope, ...commonErrors },
-        detail: requires('contacts.create', 'Create a contact', { tags, description: 'The address must be valid and the list must exist (422 otherwise); an address already on the list is 409.' }),
+        detail: requires('contacts.create', 'Create a contact', {
+          tags,
+          description: 'The address must be valid and the list must exist (422 otherwise); an address already on the list is 409.',
+        }),
       },
     )
     .get('/', ({ query }) => okPage(listContacts(deps, query)), {
       query: ListContactsQuery,
       response: { 200: Paged(ContactSchema), ...commonErrors },
-      detail: requires('contacts.read', 'List contacts', { tags, description: 'Filter by list_id, status, exact email, email prefix (search), or one custom field value.' }),
+      detail: requires('contacts.read', 'List contacts', {
+        tags,
+        description: 'Filter by list_id, status, exact email, email prefix (search), or one custom field value.',
+      }),
     })
     .get('/:id', ({ params }) => ok(getContact(deps, params.id)), {
       params: IdParams,
@@ -49,24 +55,29 @@ export function contactRoutes(deps: Deps, authOf: AuthOf) {
         if (!deleteContacts(deps, [params.id]).deleted.length) throw notFound('contact', params.id)
         return ok(contact)
       },
-      { params: IdParams, response: { 200: Envelope(ContactSchema), 404: ErrorEnvelope, ...commonErrors }, detail: requires('contacts.delete', 'Delete a contact', { tags }) },
+      {
+        params: IdParams,
+        response: { 200: Envelope(ContactSchema), 404: ErrorEnvelope, ...commonErrors },
+        detail: requires('contacts.delete', 'Delete a contact', { tags }),
+      },
     )
     .post(
       '/batch',
       ({ body, request }) => {
         const auth = authOf(request)
         if (body.mode === 'update' && !grants(auth.key.permissions, 'contacts.update')) {
-          throw new AppError('forbidden', "mode update changes existing contacts, which needs the contacts.update permission.")
+          throw new AppError('forbidden', 'mode update changes existing contacts, which needs the contacts.update permission.')
         }
         return ok(batchAddContacts(deps, body, auth.key.id))
       },
       {
-      body: BatchAddBody,
-      response: { 200: Envelope(BatchAddResult), ...commonErrors },
-      detail: requires('contacts.create', 'Add up to 1,000 contacts to a list', {
-        tags,
-        description: 'One transaction; answers per entry: created, updated (mode update), skipped (already on the list, or repeated in the request) or invalid with the reasons. Needs contacts.update too when mode is update.',
-      }),
+        body: BatchAddBody,
+        response: { 200: Envelope(BatchAddResult), ...commonErrors },
+        detail: requires('contacts.create', 'Add up to 1,000 contacts to a list', {
+          tags,
+          description:
+            'One transaction; answers per entry: created, updated (mode update), skipped (already on the list, or repeated in the request) or invalid with the reasons. Needs contacts.update too when mode is update.',
+        }),
       },
     )
     .post('/batch-delete', ({ body }) => ok(deleteContacts(deps, body.ids)), {

@@ -3,7 +3,9 @@ import { CONTACT_STATUSES } from '../../db/schema'
 import { PageQuery, enumOf } from '../../http/schemas'
 
 export const Status = enumOf(CONTACT_STATUSES)
-const FieldValues = t.Record(t.String(), t.Union([t.String(), t.Number(), t.Boolean(), t.Null()]), { description: 'Custom field values by key; null clears one.' })
+const FieldValues = t.Record(t.String(), t.Union([t.String(), t.Number(), t.Boolean(), t.Null()]), {
+  description: 'Custom field values by key; null clears one.',
+})
 const Name = t.Union([t.String({ maxLength: 200 }), t.Null()])
 
 export const ContactSchema = t.Object({

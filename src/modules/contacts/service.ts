@@ -73,7 +73,11 @@ export interface BatchResult {
 }
 
 /** Adds up to 1,000 contacts to one list in one transaction, answering per entry. */
-export function batchAddContacts(deps: Deps, input: { list_id: number; mode?: 'skip' | 'update'; contacts: ContactInput[] }, actorKeyId: number | null): BatchResult {
+export function batchAddContacts(
+  deps: Deps,
+  input: { list_id: number; mode?: 'skip' | 'update'; contacts: ContactInput[] },
+  actorKeyId: number | null,
+): BatchResult {
   requireList(deps, input.list_id)
   const writer = createContactWriter(deps, { listId: input.list_id, defs: fieldDefinitions(deps), mode: input.mode ?? 'skip', emitEvents: true, actorKeyId })
   const out: BatchResult = { created: 0, updated: 0, skipped: 0, invalid: 0, results: [] }
@@ -81,7 +85,9 @@ export function batchAddContacts(deps: Deps, input: { list_id: number; mode?: 's
     input.contacts.forEach((c, index) => {
       const r = writer.write(c)
       out[r.result]++
-      out.results.push(r.result === 'invalid' ? { index, result: r.result, email: r.email, errors: r.errors } : { index, result: r.result, id: r.id, email: r.email })
+      out.results.push(
+        r.result === 'invalid' ? { index, result: r.result, email: r.email, errors: r.errors } : { index, result: r.result, id: r.id, email: r.email },
+      )
     })
   })()
   return out
@@ -106,11 +112,16 @@ export function updateContact(
   Object.assign(errors, fields.errors)
   for (const name of ['first_name', 'last_name'] as const) {
     const v = input[name]
-    if (typeof v === 'string' && (v.length > 200 || /[\u0000-\u001f\u007f]/.test(v))) errors[name] = ['must be at most 200 characters, without line breaks or control characters']
+    if (typeof v === 'string' && (v.length > 200 || /[\u0000-\u001f\u007f]/.test(v)))
+      errors[name] = ['must be at most 200 characters, without line breaks or control characters']
   }
   if (Object.keys(errors).length) throw invalid(errors)
   if (email !== current.email || listId !== current.list_id) {
-    const clash = deps.db.select({ id: contacts.id }).from(contacts).where(and(eq(contacts.list_id, listId), eq(contacts.email, email!))).get()
+    const clash = deps.db
+      .select({ id: contacts.id })
+      .from(contacts)
+      .where(and(eq(contacts.list_id, listId), eq(contacts.email, email!)))
+      .get()
     if (clash && clash.id !== id) throw new AppError('conflict', `${email} is already on list ${listId} as contact ${clash.id}.`)
   }
   const now = deps.clock.now()
@@ -128,7 +139,14 @@ export function updateContact(
       .where(eq(contacts.id, id))
       .run()
     if (status !== current.status && (status === 'subscribed' || status === 'unsubscribed')) {
-      emit(tx, now, { kind: `contact.${status}`, contact_id: id, list_id: listId, recipient: email, actor_key_id: actorKeyId, data: { email, list_id: listId, previous_status: current.status } })
+      emit(tx, now, {
+        kind: `contact.${status}`,
+        contact_id: id,
+        list_id: listId,
+        recipient: email,
+        actor_key_id: actorKeyId,
+        data: { email, list_id: listId, previous_status: current.status },
+      })
     }
   })
   return getContact(deps, id)
@@ -137,7 +155,14 @@ export function updateContact(
 /** Deletes contacts by id, answering which were found. */
 export function deleteContacts(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
   const unique = [...new Set(ids)]
-  const found = unique.length ? deps.db.select({ id: contacts.id }).from(contacts).where(inArray(contacts.id, unique)).all().map((r) => r.id) : []
+  const found = unique.length
+    ? deps.db
+        .select({ id: contacts.id })
+        .from(contacts)
+        .where(inArray(contacts.id, unique))
+        .all()
+        .map((r) => r.id)
+    : []
   if (found.length) deps.db.delete(contacts).where(inArray(contacts.id, found)).run()
   const foundSet = new Set(found)
   return { deleted: found, not_found: unique.filter((id) => !foundSet.has(id)) }
@@ -196,7 +221,12 @@ export function listContacts(deps: Deps, filter: ContactFilter) {
         deps.db
           .select({ n: sql<number>`coalesce(sum(${contactCounts.n}), 0)` })
           .from(contactCounts)
-          .where(and(filter.list_id !== undefined ? eq(contactCounts.list_id, filter.list_id) : undefined, filter.status ? eq(contactCounts.status, filter.status) : undefined))
+          .where(
+            and(
+              filter.list_id !== undefined ? eq(contactCounts.list_id, filter.list_id) : undefined,
+              filter.status ? eq(contactCounts.status, filter.status) : undefined,
+            ),
+          )
           .get()!.n,
       )
     : deps.db.select({ n: count() }).from(contacts).where(where).get()!.n

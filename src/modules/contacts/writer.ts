@@ -14,8 +14,7 @@ export interface ContactInput {
 }
 
 export type WriteResult =
-  | { result: 'created' | 'updated' | 'skipped'; id: number; email: string }
-  | { result: 'invalid'; email: string | null; errors: Record<string, string[]> }
+  { result: 'created' | 'updated' | 'skipped'; id: number; email: string } | { result: 'invalid'; email: string | null; errors: Record<string, string[]> }
 
 export interface RawContact {
   id: number
@@ -85,7 +84,15 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
     // A contact created unsubscribed did not unsubscribe: only a change is an event.
     if (from === null && to !== 'subscribed') return
     const kind = to === 'subscribed' ? 'contact.subscribed' : to === 'unsubscribed' ? 'contact.unsubscribed' : null
-    if (kind) emit(deps.db, at, { kind, contact_id: id, list_id: opts.listId, recipient: email, actor_key_id: opts.actorKeyId ?? null, data: { email, list_id: opts.listId, previous_status: from } })
+    if (kind)
+      emit(deps.db, at, {
+        kind,
+        contact_id: id,
+        list_id: opts.listId,
+        recipient: email,
+        actor_key_id: opts.actorKeyId ?? null,
+        data: { email, list_id: opts.listId, previous_status: from },
+      })
   }
 
   return {
@@ -96,7 +103,8 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
       const first = checkName(input.first_name, 'first_name', errors)
       const last = checkName(input.last_name, 'last_name', errors)
       const status = checkStatus(input.status, errors)
-      if (input.fields !== undefined && (typeof input.fields !== 'object' || input.fields === null || Array.isArray(input.fields))) errors.fields = ['must be an object']
+      if (input.fields !== undefined && (typeof input.fields !== 'object' || input.fields === null || Array.isArray(input.fields)))
+        errors.fields = ['must be an object']
       if (!emailCheck.ok || Object.keys(errors).length) return { result: 'invalid', email: emailCheck.ok ? emailCheck.email : null, errors }
       const email = emailCheck.email
       const now = deps.clock.now()
@@ -121,7 +129,14 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
       const merged = applyFieldValues(opts.defs, input.fields, JSON.parse(current.fields), opts.coerce)
       if (Object.keys(merged.errors).length) return { result: 'invalid', email, errors: merged.errors }
       const next = status ?? current.status
-      update.run(first === undefined ? current.first_name : first, last === undefined ? current.last_name : last, next, JSON.stringify(merged.values), now, current.id)
+      update.run(
+        first === undefined ? current.first_name : first,
+        last === undefined ? current.last_name : last,
+        next,
+        JSON.stringify(merged.values),
+        now,
+        current.id,
+      )
       statusEvent(current.id, email, current.status, next, now)
       return { result: 'updated', id: current.id, email }
     },

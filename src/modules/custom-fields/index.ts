@@ -18,7 +18,11 @@ export function customFieldRoutes(deps: Deps, authOf: AuthOf) {
         authOf(request).target = { type: 'custom_fields', id: field.id }
         return status(201, ok(field))
       },
-      { body: CreateCustomFieldBody, response: { 201: Envelope(CustomFieldSchema), 409: ErrorEnvelope, ...commonErrors }, detail: requires('custom_fields.create', 'Create a custom field', { tags }) },
+      {
+        body: CreateCustomFieldBody,
+        response: { 201: Envelope(CustomFieldSchema), 409: ErrorEnvelope, ...commonErrors },
+        detail: requires('custom_fields.create', 'Create a custom field', { tags }),
+      },
     )
     .get('/', ({ query }) => okPage(listCustomFields(deps, query)), {
       query: t.Object(PageQuery),
@@ -34,7 +38,11 @@ export function customFieldRoutes(deps: Deps, authOf: AuthOf) {
       params: IdParams,
       body: UpdateCustomFieldBody,
       response: { 200: Envelope(CustomFieldSchema), 404: ErrorEnvelope, 409: ErrorEnvelope, ...commonErrors },
-      detail: requires('custom_fields.update', 'Update a custom field', { tags, description: 'The key and type cannot change. Removing a one_of option still in use, or making a field required while contacts lack a value, is refused with 409.' }),
+      detail: requires('custom_fields.update', 'Update a custom field', {
+        tags,
+        description:
+          'The key and type cannot change. Removing a one_of option still in use, or making a field required while contacts lack a value, is refused with 409.',
+      }),
     })
     .delete(
       '/:id',

@@ -7,7 +7,7 @@ const FieldValue = t.Union([t.String(), t.Number(), t.Boolean(), t.Null()])
 
 export const CustomFieldSchema = t.Object({
   id: t.Integer(),
-  key: t.String({ description: 'Name of the value in a contact\'s `fields` and in segment rules.' }),
+  key: t.String({ description: "Name of the value in a contact's `fields` and in segment rules." }),
   name: t.String(),
   type: FieldType,
   options: t.Array(t.String(), { description: 'Allowed values of a one_of field.' }),

@@ -26,7 +26,17 @@ export type FieldValue = string | number | boolean | null
 const KEY = /^[a-z][a-z0-9_]{0,62}$/
 
 function toView(r: Row): CustomFieldView {
-  return { id: r.id, key: r.key, name: r.name, type: r.type, options: r.options, required: r.required, default_value: (r.default_value ?? null) as FieldValue, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
+  return {
+    id: r.id,
+    key: r.key,
+    name: r.name,
+    type: r.type,
+    options: r.options,
+    required: r.required,
+    default_value: (r.default_value ?? null) as FieldValue,
+    created_at: toIso(r.created_at)!,
+    updated_at: toIso(r.updated_at)!,
+  }
 }
 
 function invalid(details: Record<string, string[]>): AppError {
@@ -35,7 +45,13 @@ function invalid(details: Record<string, string[]>): AppError {
 
 /** Every definition by key; contacts and imports validate against this. */
 export function fieldDefinitions(deps: Deps): Map<string, FieldDefinition> {
-  return new Map(deps.db.select().from(customFields).all().map((r) => [r.key, { key: r.key, type: r.type, options: r.options, required: r.required, default_value: r.default_value ?? null }]))
+  return new Map(
+    deps.db
+      .select()
+      .from(customFields)
+      .all()
+      .map((r) => [r.key, { key: r.key, type: r.type, options: r.options, required: r.required, default_value: r.default_value ?? null }]),
+  )
 }
 
 function checkDefinition(def: { type: CustomFieldType; options: string[]; required: boolean; default_value: unknown; key: string }): void {
@@ -79,20 +95,31 @@ export function createCustomField(deps: Deps, input: CustomFieldInput): CustomFi
   const def = { key: input.key, type: input.type, options: input.options ?? [], required: input.required ?? false, default_value: input.default_value ?? null }
   checkDefinition(def)
   if (def.required && def.default_value === null) throw invalid({ default_value: ['a required field needs a default, so that existing contacts have a value'] })
-  if (deps.db.select({ id: customFields.id }).from(customFields).where(eq(customFields.key, def.key)).get()) throw new AppError('conflict', `A custom field with key "${def.key}" already exists.`)
+  if (deps.db.select({ id: customFields.id }).from(customFields).where(eq(customFields.key, def.key)).get())
+    throw new AppError('conflict', `A custom field with key "${def.key}" already exists.`)
   const now = deps.clock.now()
   return deps.db.transaction((tx) => {
-    const row = tx.insert(customFields).values({ ...def, name: input.name.trim(), created_at: now, updated_at: now }).returning().get()
+    const row = tx
+      .insert(customFields)
+      .values({ ...def, name: input.name.trim(), created_at: now, updated_at: now })
+      .returning()
+      .get()
     if (def.required) {
       // Existing contacts get the default, as they would had the field always existed.
-      tx.run(sql`UPDATE ${contacts} SET fields = json_set(fields, ${'$.' + def.key}, json(${JSON.stringify(def.default_value)})) WHERE json_type(fields, ${'$.' + def.key}) IS NULL`)
+      tx.run(
+        sql`UPDATE ${contacts} SET fields = json_set(fields, ${'$.' + def.key}, json(${JSON.stringify(def.default_value)})) WHERE json_type(fields, ${'$.' + def.key}) IS NULL`,
+      )
     }
     return toView(row)
   })
 }
 
 /** Changes name, options, required flag or default. The key and the type are fixed: stored values depend on them. */
-export function updateCustomField(deps: Deps, id: number, input: { name?: string; options?: string[]; required?: boolean; default_value?: unknown }): CustomFieldView {
+export function updateCustomField(
+  deps: Deps,
+  id: number,
+  input: { name?: string; options?: string[]; required?: boolean; default_value?: unknown },
+): CustomFieldView {
   const current = getCustomField(deps, id)
   const def = {
     key: current.key,
@@ -103,17 +130,40 @@ export function updateCustomField(deps: Deps, id: number, input: { name?: string
   }
   checkDefinition(def)
   if (def.required && !current.required) {
-    const missing = deps.db.select({ n: count() }).from(contacts).where(sql`json_type(${contacts.fields}, ${'$.' + def.key}) IS NULL`).get()!.n
+    const missing = deps.db
+      .select({ n: count() })
+      .from(contacts)
+      .where(sql`json_type(${contacts.fields}, ${'$.' + def.key}) IS NULL`)
+      .get()!.n
     if (missing > 0) throw new AppError('conflict', `${missing} contact(s) have no value for "${def.key}"; give them one before making the field required.`)
   }
   if (current.type === 'one_of' && input.options) {
     const removed = current.options.filter((o) => !def.options.includes(o))
     if (removed.length) {
-      const inUse = deps.db.select({ n: count() }).from(contacts).where(sql`json_extract(${contacts.fields}, ${'$.' + def.key}) IN (${sql.join(removed.map((o) => sql`${o}`), sql`, `)})`).get()!.n
+      const inUse = deps.db
+        .select({ n: count() })
+        .from(contacts)
+        .where(
+          sql`json_extract(${contacts.fields}, ${'$.' + def.key}) IN (${sql.join(
+            removed.map((o) => sql`${o}`),
+            sql`, `,
+          )})`,
+        )
+        .get()!.n
       if (inUse > 0) throw new AppError('conflict', `${inUse} contact(s) still use an option you removed.`)
     }
   }
-  deps.db.update(customFields).set({ name: input.name?.trim() ?? current.name, options: def.options, required: def.required, default_value: def.default_value, updated_at: deps.clock.now() }).where(eq(customFields.id, id)).run()
+  deps.db
+    .update(customFields)
+    .set({
+      name: input.name?.trim() ?? current.name,
+      options: def.options,
+      required: def.required,
+      default_value: def.default_value,
+      updated_at: deps.clock.now(),
+    })
+    .where(eq(customFields.id, id))
+    .run()
   return getCustomField(deps, id)
 }
 
@@ -123,7 +173,10 @@ export function deleteCustomFields(deps: Deps, ids: number[]): { deleted: number
   const found = new Set(rows.map((r) => r.id))
   deps.db.transaction((tx) => {
     for (const r of rows) tx.run(sql`UPDATE ${contacts} SET fields = json_remove(fields, ${'$.' + r.key}) WHERE json_type(fields, ${'$.' + r.key}) IS NOT NULL`)
-    if (rows.length) tx.delete(customFields).where(inArray(customFields.id, [...found])).run()
+    if (rows.length)
+      tx.delete(customFields)
+        .where(inArray(customFields.id, [...found]))
+        .run()
   })
   return { deleted: [...found], not_found: [...new Set(ids)].filter((id) => !found.has(id)) }
 }

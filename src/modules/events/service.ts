@@ -25,6 +25,10 @@ type EventDb = Pick<Deps['db'], 'insert'>
  */
 export function emit(db: EventDb, at: number, event: NewEvent): number {
   const { kind, data = {}, ...subjects } = event
-  const row = db.insert(events).values({ kind, created_at: at, data, ...subjects }).returning({ id: events.id }).get()
+  const row = db
+    .insert(events)
+    .values({ kind, created_at: at, data, ...subjects })
+    .returning({ id: events.id })
+    .get()
   return row.id
 }

@@ -36,7 +36,9 @@ function mappingFrom(query: string | undefined): Record<string, string> | undefi
   try {
     parsed = JSON.parse(query)
   } catch {
-    throw new AppError('validation_failed', 'The query string is invalid.', { mapping: ['must be a JSON object such as {"email":"E-mail","fields.plan":"Plan"}'] })
+    throw new AppError('validation_failed', 'The query string is invalid.', {
+      mapping: ['must be a JSON object such as {"email":"E-mail","fields.plan":"Plan"}'],
+    })
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !Object.values(parsed).every((v) => typeof v === 'string')) {
     throw new AppError('validation_failed', 'The query string is invalid.', { mapping: ['must map contact attributes to column names (strings)'] })
@@ -52,7 +54,11 @@ export function importRoutes(deps: Deps, authOf: AuthOf, runner: ImportRunner) {
       async ({ query, request, status }) => {
         const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
         const format = MEDIA_TYPES.jsonl.includes(type) ? 'jsonl' : 'csv'
-        const created = await createImport(deps, { list_id: query.list_id, format, mode: query.mode ?? 'skip', mapping: mappingFrom(query.mapping) }, request.body)
+        const created = await createImport(
+          deps,
+          { list_id: query.list_id, format, mode: query.mode ?? 'skip', mapping: mappingFrom(query.mapping) },
+          request.body,
+        )
         authOf(request).target = { type: 'imports', id: created.id }
         runner.kick()
         return status(202, ok(created))
@@ -63,14 +69,20 @@ export function importRoutes(deps: Deps, authOf: AuthOf, runner: ImportRunner) {
         query: t.Object({
           list_id: t.Integer({ description: 'The list to import into.' }),
           mode: t.Optional(enumOf(['skip', 'update'], { description: 'Addresses already on the list: skip (default) or update.' })),
-          mapping: t.Optional(t.String({ description: 'JSON object: contact attribute (email, first_name, last_name, status, fields.<key>) -> column name. Default: columns named like the attributes or custom field keys.' })),
+          mapping: t.Optional(
+            t.String({
+              description:
+                'JSON object: contact attribute (email, first_name, last_name, status, fields.<key>) -> column name. Default: columns named like the attributes or custom field keys.',
+            }),
+          ),
         }),
         response: { 202: Envelope(ImportSchema), 413: ErrorEnvelope, 415: ErrorEnvelope, ...commonErrors },
         detail: {
           ...requires('contacts.import', 'Import contacts from a file', {
             tags,
             contentTypes: [...MEDIA_TYPES.csv, ...MEDIA_TYPES.jsonl],
-            description: 'Send the file as the body (Content-Type text/csv or application/x-ndjson). Answers 202 with the queued import; poll GET /api/v2/imports/{id} for progress.',
+            description:
+              'Send the file as the body (Content-Type text/csv or application/x-ndjson). Answers 202 with the queued import; poll GET /api/v2/imports/{id} for progress.',
           }),
           'x-max-bytes': deps.config.max_import_bytes,
         },
@@ -89,7 +101,11 @@ export function importRoutes(deps: Deps, authOf: AuthOf, runner: ImportRunner) {
     .get('/:id/errors', ({ params, query }) => okPage(listImportErrors(deps, params.id, query)), {
       params: IdParams,
       query: t.Object(PageQuery),
-      response: { 200: Paged(t.Object({ row: t.Integer({ description: 'Data row number; the header is row 0.' }), reason: t.String(), raw: t.String() })), 404: ErrorEnvelope, ...commonErrors },
+      response: {
+        200: Paged(t.Object({ row: t.Integer({ description: 'Data row number; the header is row 0.' }), reason: t.String(), raw: t.String() })),
+        404: ErrorEnvelope,
+        ...commonErrors,
+      },
       detail: requires('contacts.import', 'The rows an import could not take, with reasons', { tags }),
     })
     .get(

@@ -51,7 +51,13 @@ export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
   let active: Promise<void> | null = null
   let stopping = false
 
-  const next = () => deps.db.select().from(imports).where(inArray(imports.status, ['queued', 'running'])).orderBy(asc(imports.id)).get()
+  const next = () =>
+    deps.db
+      .select()
+      .from(imports)
+      .where(inArray(imports.status, ['queued', 'running']))
+      .orderBy(asc(imports.id))
+      .get()
   const setState = (id: number, patch: Partial<typeof imports.$inferInsert>) => deps.db.update(imports).set(patch).where(eq(imports.id, id)).run()
 
   async function runOne(imp: typeof imports.$inferSelect): Promise<void> {
@@ -73,7 +79,9 @@ export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
         },
       })
       const emailSource = imp.mapping.email!
-      const insertError = client.prepare<unknown, [number, number, string, string]>('INSERT INTO import_errors (import_id, row_number, reason, raw) VALUES (?, ?, ?, ?)')
+      const insertError = client.prepare<unknown, [number, number, string, string]>(
+        'INSERT INTO import_errors (import_id, row_number, reason, raw) VALUES (?, ?, ?, ?)',
+      )
       const progress = client.prepare<unknown, [number, number, number, number, number, number]>(
         'UPDATE imports SET rows_done = rows_done + ?, created = created + ?, updated = updated + ?, skipped = skipped + ?, invalid = invalid + ? WHERE id = ?',
       )

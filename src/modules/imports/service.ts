@@ -140,7 +140,16 @@ export async function createImport(deps: Deps, input: NewImport, body: ReadableS
     const mapping = resolveMapping(deps, header, input.mapping)
     const row = deps.db
       .insert(imports)
-      .values({ list_id: input.list_id, format: input.format, mode: input.mode, mapping, status: 'queued', file_path: path, file_bytes: bytes, created_at: deps.clock.now() })
+      .values({
+        list_id: input.list_id,
+        format: input.format,
+        mode: input.mode,
+        mapping,
+        status: 'queued',
+        file_path: path,
+        file_bytes: bytes,
+        created_at: deps.clock.now(),
+      })
       .returning()
       .get()
     return importView(row)
@@ -170,7 +179,14 @@ export function listImportErrors(deps: Deps, id: number, query: { page?: number;
   const req = pageRequest(query)
   const where = eq(importErrors.import_id, id)
   const total = deps.db.select({ n: count() }).from(importErrors).where(where).get()!.n
-  const rows = deps.db.select({ row: importErrors.row_number, reason: importErrors.reason, raw: importErrors.raw }).from(importErrors).where(where).orderBy(asc(importErrors.row_number)).limit(req.per_page).offset(req.offset).all()
+  const rows = deps.db
+    .select({ row: importErrors.row_number, reason: importErrors.reason, raw: importErrors.raw })
+    .from(importErrors)
+    .where(where)
+    .orderBy(asc(importErrors.row_number))
+    .limit(req.per_page)
+    .offset(req.offset)
+    .all()
   return { items: rows, meta: pageMeta(req, total) }
 }
 

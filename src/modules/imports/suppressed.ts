@@ -17,7 +17,10 @@ export function statusUnderSuppression(reason: string, requested: ContactStatus)
 export function suppressionReasons(deps: Deps, emails: string[], listId: number): Map<string, string> {
   const out = new Map<string, string>()
   if (emails.length === 0 || !deps.db.$client.query('SELECT 1 FROM suppressions LIMIT 1').get()) return out
-  const decisions = checkRecipients(deps, emails.map((email) => ({ email, list_id: listId })))
+  const decisions = checkRecipients(
+    deps,
+    emails.map((email) => ({ email, list_id: listId })),
+  )
   decisions.forEach((d, i) => {
     if (!d.allowed) out.set(emails[i]!, d.suppression.reason)
   })

@@ -11,7 +11,10 @@ const ListSchema = t.Object({
   id: t.Integer(),
   name: t.String(),
   description: t.String(),
-  counts: t.Object({ ...Object.fromEntries(CONTACT_STATUSES.map((s) => [s, t.Integer()])), total: t.Integer() }, { description: 'Contacts on the list by status.' }),
+  counts: t.Object(
+    { ...Object.fromEntries(CONTACT_STATUSES.map((s) => [s, t.Integer()])), total: t.Integer() },
+    { description: 'Contacts on the list by status.' },
+  ),
   created_at: t.String(),
   updated_at: t.String(),
 })

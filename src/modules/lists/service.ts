@@ -22,7 +22,11 @@ function countsFor(deps: Deps, ids: number[]): Map<number, ListView['counts']> {
   const out = new Map<number, ListView['counts']>()
   for (const id of ids) out.set(id, { ...(Object.fromEntries(CONTACT_STATUSES.map((s) => [s, 0])) as Record<ContactStatus, number>), total: 0 })
   if (ids.length === 0) return out
-  const rows = deps.db.select({ list_id: contactCounts.list_id, status: contactCounts.status, n: contactCounts.n }).from(contactCounts).where(inArray(contactCounts.list_id, ids)).all()
+  const rows = deps.db
+    .select({ list_id: contactCounts.list_id, status: contactCounts.status, n: contactCounts.n })
+    .from(contactCounts)
+    .where(inArray(contactCounts.list_id, ids))
+    .all()
   for (const r of rows) {
     const c = out.get(r.list_id)!
     c[r.status] = r.n
@@ -50,13 +54,20 @@ export function listLists(deps: Deps, query: { page?: number; per_page?: number 
   const req = pageRequest(query)
   const total = deps.db.select({ n: count() }).from(lists).get()!.n
   const rows = deps.db.select().from(lists).orderBy(asc(lists.id)).limit(req.per_page).offset(req.offset).all()
-  const counts = countsFor(deps, rows.map((r) => r.id))
+  const counts = countsFor(
+    deps,
+    rows.map((r) => r.id),
+  )
   return { items: rows.map((r) => toView(r, counts.get(r.id)!)), meta: pageMeta(req, total) }
 }
 
 export function createList(deps: Deps, input: { name: string; description?: string }): ListView {
   const now = deps.clock.now()
-  const row = deps.db.insert(lists).values({ name: input.name.trim(), description: input.description ?? '', created_at: now, updated_at: now }).returning().get()
+  const row = deps.db
+    .insert(lists)
+    .values({ name: input.name.trim(), description: input.description ?? '', created_at: now, updated_at: now })
+    .returning()
+    .get()
   return toView(row, countsFor(deps, [row.id]).get(row.id)!)
 }
 
@@ -64,7 +75,11 @@ export function updateList(deps: Deps, id: number, input: { name?: string; descr
   getList(deps, id)
   deps.db
     .update(lists)
-    .set({ ...(input.name !== undefined && { name: input.name.trim() }), ...(input.description !== undefined && { description: input.description }), updated_at: deps.clock.now() })
+    .set({
+      ...(input.name !== undefined && { name: input.name.trim() }),
+      ...(input.description !== undefined && { description: input.description }),
+      updated_at: deps.clock.now(),
+    })
     .where(eq(lists.id, id))
     .run()
   return getList(deps, id)
@@ -73,7 +88,14 @@ export function updateList(deps: Deps, id: number, input: { name?: string; descr
 /** Deletes lists with their contacts, list suppressions and imports (foreign keys cascade), in one transaction. */
 export function deleteLists(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
   const unique = [...new Set(ids)]
-  const found = unique.length ? deps.db.select({ id: lists.id }).from(lists).where(inArray(lists.id, unique)).all().map((r) => r.id) : []
+  const found = unique.length
+    ? deps.db
+        .select({ id: lists.id })
+        .from(lists)
+        .where(inArray(lists.id, unique))
+        .all()
+        .map((r) => r.id)
+    : []
   if (found.length) deps.db.delete(lists).where(inArray(lists.id, found)).run()
   return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
 }

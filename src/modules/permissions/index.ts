@@ -14,6 +14,9 @@ const PermissionTreeSchema = t.Array(
 export function permissionRoutes() {
   return new Elysia().get('/api/v2/permissions', () => ok(PERMISSION_TREE), {
     response: { 200: Envelope(PermissionTreeSchema), ...commonErrors },
-    detail: requires('roles.read', 'The permission tree', { tags: ['roles'], description: 'Groups of permissions; each permission id can be granted to a role on its own.' }),
+    detail: requires('roles.read', 'The permission tree', {
+      tags: ['roles'],
+      description: 'Groups of permissions; each permission id can be granted to a role on its own.',
+    }),
   })
 }

@@ -19,7 +19,11 @@ export function roleRoutes(deps: Deps, authOf: AuthOf) {
         auth.target = { type: 'roles', id: role.id }
         return status(201, ok(role))
       },
-      { body: CreateRoleBody, response: { 201: Envelope(RoleSchema), 409: ErrorEnvelope, ...commonErrors }, detail: requires('roles.create', 'Create a role', { tags, description: 'A role may only grant permissions that the calling key holds.' }) },
+      {
+        body: CreateRoleBody,
+        response: { 201: Envelope(RoleSchema), 409: ErrorEnvelope, ...commonErrors },
+        detail: requires('roles.create', 'Create a role', { tags, description: 'A role may only grant permissions that the calling key holds.' }),
+      },
     )
     .get('/', ({ query }) => okPage(listRoles(deps, query)), {
       query: t.Object(PageQuery),

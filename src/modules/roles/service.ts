@@ -34,8 +34,16 @@ export const CLI_ACTOR: Actor = { key_id: null, name: 'command line', permission
 const keyCount = sql<number>`(SELECT count(*) FROM ${apiKeys} WHERE ${apiKeys.role_id} = ${roles.id} AND ${apiKeys.deleted_at} IS NULL)`.mapWith(Number)
 
 const statements = preparedFor((db) => ({
-  roleById: db.select({ role: roles, key_count: keyCount }).from(roles).where(eq(roles.id, sql.placeholder('id'))).prepare(),
-  roleRowById: db.select().from(roles).where(eq(roles.id, sql.placeholder('id'))).prepare(),
+  roleById: db
+    .select({ role: roles, key_count: keyCount })
+    .from(roles)
+    .where(eq(roles.id, sql.placeholder('id')))
+    .prepare(),
+  roleRowById: db
+    .select()
+    .from(roles)
+    .where(eq(roles.id, sql.placeholder('id')))
+    .prepare(),
 }))
 
 function toView(row: RoleRow, key_count: number): RoleView {
@@ -56,7 +64,14 @@ export function ensureBuiltinRoles(deps: Deps): void {
   const now = deps.clock.now()
   deps.db
     .insert(roles)
-    .values({ name: ADMINISTRATOR, description: 'Every permission, including those added by later versions.', permissions: [ALL], builtin: true, created_at: now, updated_at: now })
+    .values({
+      name: ADMINISTRATOR,
+      description: 'Every permission, including those added by later versions.',
+      permissions: [ALL],
+      builtin: true,
+      created_at: now,
+      updated_at: now,
+    })
     .onConflictDoNothing()
     .run()
 }
@@ -102,7 +117,11 @@ export function getRole(deps: Deps, id: number): RoleView {
 
 /** Finds a role by name, case-insensitively (used by the command line). */
 export function findRoleByName(deps: Deps, name: string): RoleRow | undefined {
-  return deps.db.select().from(roles).where(sql`lower(${roles.name}) = lower(${name})`).get()
+  return deps.db
+    .select()
+    .from(roles)
+    .where(sql`lower(${roles.name}) = lower(${name})`)
+    .get()
 }
 
 /** A page of roles, oldest first. */

@@ -19,7 +19,14 @@ export function segmentRoutes(deps: Deps, authOf: AuthOf) {
         authOf(request).target = { type: 'segments', id: segment.id }
         return status(201, ok(segment))
       },
-      { body: CreateSegmentBody, response: { 201: Envelope(SegmentSchema), ...commonErrors }, detail: requires('segments.create', 'Create a segment', { tags, description: 'The rules are checked (fields, operators, values, lists) and stored in canonical form.' }) },
+      {
+        body: CreateSegmentBody,
+        response: { 201: Envelope(SegmentSchema), ...commonErrors },
+        detail: requires('segments.create', 'Create a segment', {
+          tags,
+          description: 'The rules are checked (fields, operators, values, lists) and stored in canonical form.',
+        }),
+      },
     )
     .get('/', ({ query }) => okPage(listSegments(deps, query)), {
       query: t.Object(PageQuery),

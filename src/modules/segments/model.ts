@@ -13,7 +13,15 @@ export const RulesSchema = t.Unknown({
     'Fields: email, first_name, last_name, status, list_id, created_at, updated_at and fields.<custom field key>.',
     `Groups nest at most ${MAX_DEPTH} deep; at most ${MAX_CONDITIONS} conditions. See the segments section of the API guide for operators by type.`,
   ].join(' '),
-  examples: [{ all: [{ field: 'status', op: 'eq', value: 'subscribed' }, { field: 'created_at', op: 'gte', value: { days_ago: 30 } }, { any: [{ field: 'fields.plan', op: 'eq', value: 'pro' }, { in_list: 2 }] }] }],
+  examples: [
+    {
+      all: [
+        { field: 'status', op: 'eq', value: 'subscribed' },
+        { field: 'created_at', op: 'gte', value: { days_ago: 30 } },
+        { any: [{ field: 'fields.plan', op: 'eq', value: 'pro' }, { in_list: 2 }] },
+      ],
+    },
+  ],
 })
 
 export const SegmentSchema = t.Object({

@@ -119,7 +119,23 @@ function isObject(v: unknown): v is Record<string, unknown> {
 /** Value types of fields; each decides the operators and how values are read and compared. */
 export type FieldType = 'text' | 'number' | 'date' | 'timestamp' | 'boolean' | 'status' | 'list_id' | 'one_of'
 
-export const OPERATORS = ['eq', 'neq', 'in', 'not_in', 'contains', 'not_contains', 'starts_with', 'ends_with', 'gt', 'gte', 'lt', 'lte', 'between', 'is_set', 'is_not_set'] as const
+export const OPERATORS = [
+  'eq',
+  'neq',
+  'in',
+  'not_in',
+  'contains',
+  'not_contains',
+  'starts_with',
+  'ends_with',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'between',
+  'is_set',
+  'is_not_set',
+] as const
 export type Operator = (typeof OPERATORS)[number]
 
 /** Operators allowed per field type. */
@@ -233,7 +249,8 @@ function parseValue(operand: Operand, v: unknown, ctx: CompileContext): Parsed {
         return { ok: true, param: new Date(ctx.now + days * DAY_MS).toISOString().slice(0, 10), stored: v }
       }
       const m = typeof v === 'string' ? DATE.exec(v) : null
-      if (!m || !isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3]))) return { ok: false, error: 'must be a date as YYYY-MM-DD, or {"days_ago": n} / {"days_from_now": n}' }
+      if (!m || !isCalendarDate(Number(m[1]), Number(m[2]), Number(m[3])))
+        return { ok: false, error: 'must be a date as YYYY-MM-DD, or {"days_ago": n} / {"days_from_now": n}' }
       return { ok: true, param: v as string, stored: v }
     }
     case 'timestamp': {
@@ -243,7 +260,8 @@ function parseValue(operand: Operand, v: unknown, ctx: CompileContext): Parsed {
         return { ok: true, param: ctx.now + days * DAY_MS, stored: v }
       }
       const ms = typeof v === 'string' ? parseTimestamp(v) : NaN
-      if (!Number.isFinite(ms)) return { ok: false, error: 'must be an ISO 8601 time with a zone (e.g. 2026-03-01T12:00:00Z), a date (midnight UTC), or {"days_ago": n}' }
+      if (!Number.isFinite(ms))
+        return { ok: false, error: 'must be an ISO 8601 time with a zone (e.g. 2026-03-01T12:00:00Z), a date (midnight UTC), or {"days_ago": n}' }
       return { ok: true, param: ms, stored: v }
     }
   }
@@ -274,7 +292,8 @@ function positiveSql(o: Operand, op: Operator, params: SqlValue[]): { sql: strin
   // Email has no index of its own: the unique (list_id, email) index serves it, one probe
   // per list, once the list is in the condition. Every contact's list exists, so the added
   // test never changes which contacts match (negations included).
-  if (o.lowerCased && (op === 'eq' || op === 'in' || op === 'starts_with')) return { sql: `(contacts.list_id IN (SELECT id FROM lists) AND ${r.sql})`, params: r.params }
+  if (o.lowerCased && (op === 'eq' || op === 'in' || op === 'starts_with'))
+    return { sql: `(contacts.list_id IN (SELECT id FROM lists) AND ${r.sql})`, params: r.params }
   return r
 }
 
@@ -394,7 +413,8 @@ const fieldCondition: ConditionKind = {
         }
       })
       if (bad) return null
-      if (operator === 'between' && (params[0] as number | string) > (params[1] as number | string)) return fail(ctx, valuePath, 'the first value must not be after the second')
+      if (operator === 'between' && (params[0] as number | string) > (params[1] as number | string))
+        return fail(ctx, valuePath, 'the first value must not be after the second')
       if (operator !== 'between') params = [...new Set(params)]
       rule.value = stored
     } else {

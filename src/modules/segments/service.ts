@@ -134,7 +134,12 @@ export function deleteSegments(deps: Deps, ids: number[]): { deleted: number[]; 
   const unique = [...new Set(ids)]
   if (unique.length === 0) return { deleted: [], not_found: [] }
   return deps.db.transaction((tx) => {
-    const found = tx.select({ id: segments.id }).from(segments).where(inArray(segments.id, unique)).all().map((r) => r.id)
+    const found = tx
+      .select({ id: segments.id })
+      .from(segments)
+      .where(inArray(segments.id, unique))
+      .all()
+      .map((r) => r.id)
     if (found.length) tx.delete(segments).where(inArray(segments.id, found)).run()
     const gone = new Set(found)
     return { deleted: found, not_found: unique.filter((id) => !gone.has(id)) }

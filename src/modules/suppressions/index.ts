@@ -20,7 +20,10 @@ export function suppressionRoutes(deps: Deps) {
     .post('/batch-delete', ({ body }) => ok(removeSuppressions(deps, body)), {
       body: BatchDeleteBody,
       response: { 200: Envelope(BatchDeleteResultSchema), ...commonErrors },
-      detail: requires('suppressions.delete', 'Lift a batch of suppressions', { tags, description: `Up to ${MAX_BATCH_ENTRIES} entries in one scope, removed in one transaction.` }),
+      detail: requires('suppressions.delete', 'Lift a batch of suppressions', {
+        tags,
+        description: `Up to ${MAX_BATCH_ENTRIES} entries in one scope, removed in one transaction.`,
+      }),
     })
     .get('/', ({ query }) => okPage(listSuppressions(deps, query)), {
       query: ListSuppressionsQuery,

@@ -37,7 +37,9 @@ const Entries = t.Array(t.String(), {
 export const BatchAddBody = t.Object({ type: Type, reason: Reason, entries: Entries, ...ScopeFields })
 export const BatchDeleteBody = t.Object({ type: Type, entries: Entries, ...ScopeFields })
 
-const InvalidEntries = t.Array(t.Object({ entry: t.String({ description: 'The entry as sent.' }), reason: t.String({ description: 'What is wrong with it.' }) }))
+const InvalidEntries = t.Array(
+  t.Object({ entry: t.String({ description: 'The entry as sent.' }), reason: t.String({ description: 'What is wrong with it.' }) }),
+)
 
 export const BatchAddResultSchema = t.Object({
   added: t.Integer({ description: 'Entries stored by this request.' }),

@@ -132,8 +132,10 @@ function resolveScope(deps: Deps, input: ScopeInput): ScopeTarget {
   const refuse = (field: string, message: string) => (details[field] ??= []).push(message)
   if (scope !== 'list' && has(input.list_id)) refuse('list_id', `must not be set when scope is ${scope}; send scope "list" to suppress for one list`)
   if (scope !== 'program') {
-    if (has(input.program_type)) refuse('program_type', `must not be set when scope is ${scope}; send scope "program" to suppress for one broadcast, drip or trigger`)
-    if (has(input.program_id)) refuse('program_id', `must not be set when scope is ${scope}; send scope "program" to suppress for one broadcast, drip or trigger`)
+    if (has(input.program_type))
+      refuse('program_type', `must not be set when scope is ${scope}; send scope "program" to suppress for one broadcast, drip or trigger`)
+    if (has(input.program_id))
+      refuse('program_id', `must not be set when scope is ${scope}; send scope "program" to suppress for one broadcast, drip or trigger`)
   }
   if (scope === 'list' && !has(input.list_id)) refuse('list_id', 'is required when scope is list')
   if (scope === 'program') {
@@ -144,7 +146,14 @@ function resolveScope(deps: Deps, input: ScopeInput): ScopeTarget {
   if (Object.keys(details).length) throw new AppError('validation_failed', 'The request data is invalid.', details)
 
   if (scope === 'list') return { scope, scope_key: listKey(input.list_id!), list_id: input.list_id!, program_type: null, program_id: null }
-  if (scope === 'program') return { scope, scope_key: programKey(input.program_type!, input.program_id!), list_id: null, program_type: input.program_type!, program_id: input.program_id! }
+  if (scope === 'program')
+    return {
+      scope,
+      scope_key: programKey(input.program_type!, input.program_id!),
+      list_id: null,
+      program_type: input.program_type!,
+      program_id: input.program_id!,
+    }
   return { scope, scope_key: 'global', list_id: null, program_type: null, program_id: null }
 }
 
@@ -222,7 +231,17 @@ export function addSuppressions(deps: Deps, input: BatchInput & { reason: Suppre
       // Inside the transaction, so the list cannot vanish between the check and the inserts.
       const target = resolveScope(deps, input)
       for (const value of values) {
-        added += st.insert.run(target.scope, target.scope_key, target.list_id, target.program_type, target.program_id, input.type, value, input.reason, now).changes
+        added += st.insert.run(
+          target.scope,
+          target.scope_key,
+          target.list_id,
+          target.program_type,
+          target.program_id,
+          input.type,
+          value,
+          input.reason,
+          now,
+        ).changes
       }
     })
     .immediate()
@@ -316,8 +335,16 @@ function listWhere(filter: SuppressionFilter): SQL | undefined {
 export function suppressionPageQuery(deps: Deps, filter: SuppressionFilter) {
   const req = pageRequest(filter)
   const searching = filter.search !== undefined && filter.search.trim() !== ''
-  const order = searching ? [sql`${suppressions.created_at} + 0 DESC`, sql`${suppressions.id} + 0 DESC`] : [desc(suppressions.created_at), desc(suppressions.id)]
-  return deps.db.select().from(suppressions).where(listWhere(filter)).orderBy(...order).limit(req.per_page).offset(req.offset)
+  const order = searching
+    ? [sql`${suppressions.created_at} + 0 DESC`, sql`${suppressions.id} + 0 DESC`]
+    : [desc(suppressions.created_at), desc(suppressions.id)]
+  return deps.db
+    .select()
+    .from(suppressions)
+    .where(listWhere(filter))
+    .orderBy(...order)
+    .limit(req.per_page)
+    .offset(req.offset)
 }
 
 /** A page of suppressions, newest first. */

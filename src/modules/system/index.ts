@@ -32,6 +32,9 @@ export function systemRoutes(deps: Deps) {
         }
         return ok({ status: 'ready' as const })
       },
-      { response: { 200: Envelope(t.Object({ status: t.Literal('ready') })), 503: ErrorEnvelope }, detail: publicRoute('Readiness: the database takes writes') },
+      {
+        response: { 200: Envelope(t.Object({ status: t.Literal('ready') })), 503: ErrorEnvelope },
+        detail: publicRoute('Readiness: the database takes writes'),
+      },
     )
 }

@@ -154,6 +154,23 @@ describe('contacts', () => {
     })
   }
 
+  test('an update checks addresses and names as a create does', async () => {
+    const { call, list } = audience()
+    const l = await list()
+    const c = (await call('POST', '/api/v2/contacts', { email: 'a@example.com', list_id: l })).body.data
+    const bad = await call('PATCH', `/api/v2/contacts/${c.id}`, {
+      email: 'a@example.com\r\nBcc: b@example.com',
+      first_name: 'A\nB',
+    })
+    expect(bad.status).toBe(422)
+    expect(bad.body.error.details).toEqual({
+      email: ['must not contain spaces or control characters'],
+      first_name: ['must not contain line breaks or control characters'],
+    })
+    const ok = await call('PATCH', `/api/v2/contacts/${c.id}`, { email: ' B@Example.COM ', first_name: '  Bea  ', last_name: '' })
+    expect(ok.body.data).toMatchObject({ email: 'b@example.com', first_name: 'Bea', last_name: null })
+  })
+
   test('one address at most once per list; another list is fine', async () => {
     const { call, list } = audience()
     const a = await list('A')

@@ -3,13 +3,12 @@ import type { Deps } from '../../deps'
 import { contactCounts, contacts, lists, type ContactStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
-import { normaliseEmail } from '../../lib/email'
+import { checkEmail, normaliseEmail } from '../../lib/email'
 import { pageMeta, pageRequest } from '../../lib/pagination'
 import { applyFieldValues } from '../custom-fields/values'
 import { fieldDefinitions } from '../custom-fields/service'
-import { emit } from '../events/service'
 import { listExists } from '../lists/service'
-import { checkStatus, createContactWriter, type ContactInput, type RawContact, type WriteResult } from './writer'
+import { checkName, checkStatus, createContactWriter, emitStatusChange, type ContactInput, type RawContact, type WriteResult } from './writer'
 
 export interface ContactView {
   id: number
@@ -103,24 +102,25 @@ export function updateContact(
   const current = deps.db.select().from(contacts).where(eq(contacts.id, id)).get()
   if (!current) throw notFound('contact', id)
   const errors: Record<string, string[]> = {}
-  const email = input.email === undefined ? current.email : normaliseEmail(input.email)
-  if (email === null) errors.email = ['must be a valid email address']
+  let email = current.email
+  if (input.email !== undefined) {
+    const checked = checkEmail(input.email)
+    if (checked.ok) email = checked.email
+    else errors.email = [checked.error]
+  }
   const status = checkStatus(input.status, errors) ?? current.status
   const listId = input.list_id ?? current.list_id
   if (input.list_id !== undefined && !listExists(deps, input.list_id)) errors.list_id = [`No list with id ${input.list_id}.`]
   const fields = applyFieldValues(fieldDefinitions(deps), input.fields, current.fields)
   Object.assign(errors, fields.errors)
-  for (const name of ['first_name', 'last_name'] as const) {
-    const v = input[name]
-    if (typeof v === 'string' && (v.length > 200 || /[\u0000-\u001f\u007f]/.test(v)))
-      errors[name] = ['must be at most 200 characters, without line breaks or control characters']
-  }
+  const first = checkName(input.first_name, 'first_name', errors)
+  const last = checkName(input.last_name, 'last_name', errors)
   if (Object.keys(errors).length) throw invalid(errors)
   if (email !== current.email || listId !== current.list_id) {
     const clash = deps.db
       .select({ id: contacts.id })
       .from(contacts)
-      .where(and(eq(contacts.list_id, listId), eq(contacts.email, email!)))
+      .where(and(eq(contacts.list_id, listId), eq(contacts.email, email)))
       .get()
     if (clash && clash.id !== id) throw new AppError('conflict', `${email} is already on list ${listId} as contact ${clash.id}.`)
   }
@@ -128,26 +128,17 @@ export function updateContact(
   deps.db.transaction((tx) => {
     tx.update(contacts)
       .set({
-        email: email!,
+        email,
         list_id: listId,
         status,
         fields: fields.values,
-        ...(input.first_name !== undefined && { first_name: input.first_name?.trim() || null }),
-        ...(input.last_name !== undefined && { last_name: input.last_name?.trim() || null }),
+        ...(first !== undefined && { first_name: first }),
+        ...(last !== undefined && { last_name: last }),
         updated_at: now,
       })
       .where(eq(contacts.id, id))
       .run()
-    if (status !== current.status && (status === 'subscribed' || status === 'unsubscribed')) {
-      emit(tx, now, {
-        kind: `contact.${status}`,
-        contact_id: id,
-        list_id: listId,
-        recipient: email,
-        actor_key_id: actorKeyId,
-        data: { email, list_id: listId, previous_status: current.status },
-      })
-    }
+    emitStatusChange(tx, now, { id, email, listId, from: current.status, to: status, actorKeyId })
   })
   return getContact(deps, id)
 }

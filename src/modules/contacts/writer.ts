@@ -30,7 +30,8 @@ export interface RawContact {
 
 export const NAME_MAX = 200
 
-function checkName(value: unknown, field: string, errors: Record<string, string[]>): string | null | undefined {
+/** Checks a first or last name; undefined when absent, null when empty. */
+export function checkName(value: unknown, field: string, errors: Record<string, string[]>): string | null | undefined {
   if (value === undefined) return undefined
   if (value === null) return null
   if (typeof value !== 'string') return void (errors[field] = ['must be a string'])
@@ -48,6 +49,28 @@ export function checkStatus(value: unknown, errors: Record<string, string[]>): C
   if (typeof value === 'string' && (CONTACT_STATUSES as readonly string[]).includes(value)) return value as ContactStatus
   errors.status = [`must be one of: ${CONTACT_STATUSES.join(', ')}`]
   return undefined
+}
+
+/**
+ * Emits contact.subscribed or contact.unsubscribed when a contact's status becomes one of
+ * them. Pass the transaction of the change as `db`. A contact created unsubscribed (from
+ * null) did not unsubscribe: only a change is an event.
+ */
+export function emitStatusChange(
+  db: Parameters<typeof emit>[0],
+  at: number,
+  c: { id: number; email: string; listId: number; from: ContactStatus | null; to: ContactStatus; actorKeyId: number | null },
+): void {
+  if (c.from === c.to || (c.from === null && c.to !== 'subscribed')) return
+  if (c.to !== 'subscribed' && c.to !== 'unsubscribed') return
+  emit(db, at, {
+    kind: `contact.${c.to}`,
+    contact_id: c.id,
+    list_id: c.listId,
+    recipient: c.email,
+    actor_key_id: c.actorKeyId,
+    data: { email: c.email, list_id: c.listId, previous_status: c.from },
+  })
 }
 
 export interface WriterOptions {
@@ -80,19 +103,7 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
   )
 
   const statusEvent = (id: number, email: string, from: ContactStatus | null, to: ContactStatus, at: number) => {
-    if (!opts.emitEvents || from === to) return
-    // A contact created unsubscribed did not unsubscribe: only a change is an event.
-    if (from === null && to !== 'subscribed') return
-    const kind = to === 'subscribed' ? 'contact.subscribed' : to === 'unsubscribed' ? 'contact.unsubscribed' : null
-    if (kind)
-      emit(deps.db, at, {
-        kind,
-        contact_id: id,
-        list_id: opts.listId,
-        recipient: email,
-        actor_key_id: opts.actorKeyId ?? null,
-        data: { email, list_id: opts.listId, previous_status: from },
-      })
+    if (opts.emitEvents) emitStatusChange(deps.db, at, { id, email, listId: opts.listId, from, to, actorKeyId: opts.actorKeyId ?? null })
   }
 
   return {

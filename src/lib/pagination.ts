@@ -30,3 +30,15 @@ export function pageMeta(req: PageRequest, total: number): PageMeta {
     last_page: Math.max(1, Math.ceil(total / req.per_page)),
   }
 }
+
+/**
+ * Where to read a page by id. OFFSET walks every row it skips, so a page past the middle
+ * is read from the far end (descending with the mirrored offset) and reversed by the
+ * caller: the deepest page costs what the middle one does. Null when the page is past the end.
+ */
+export function pageWindow(req: PageRequest & { offset: number }, total: number): { limit: number; offset: number; descending: boolean } | null {
+  if (req.offset >= total) return null
+  const end = Math.min(total, req.offset + req.per_page)
+  const descending = req.offset > total - end
+  return { limit: end - req.offset, offset: descending ? total - end : req.offset, descending }
+}

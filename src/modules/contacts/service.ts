@@ -4,7 +4,7 @@ import { contactCounts, contacts, lists, type ContactStatus } from '../../db/sch
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
 import { checkEmail, normaliseEmail } from '../../lib/email'
-import { pageMeta, pageRequest } from '../../lib/pagination'
+import { pageMeta, pageRequest, pageWindow } from '../../lib/pagination'
 import { applyFieldValues } from '../custom-fields/values'
 import { fieldDefinitions } from '../custom-fields/service'
 import { listExists } from '../lists/service'
@@ -221,14 +221,16 @@ export function listContacts(deps: Deps, filter: ContactFilter) {
           .get()!.n,
       )
     : deps.db.select({ n: count() }).from(contacts).where(where).get()!.n
-  // A page in the second half is read from the far end and reversed, so that the last
-  // page skips as few index entries as the first (OFFSET walks every row it skips).
-  if (req.offset > total / 2 && req.offset < total) {
-    const fromEnd = Math.max(0, total - req.offset - req.per_page)
-    const take = Math.min(req.per_page, total - req.offset)
-    const rows = deps.db.select().from(contacts).where(where).orderBy(desc(contacts.id)).limit(take).offset(fromEnd).all()
-    return { items: rows.reverse().map(contactView), meta: pageMeta(req, total) }
-  }
-  const rows = deps.db.select().from(contacts).where(where).orderBy(asc(contacts.id)).limit(req.per_page).offset(req.offset).all()
+  const window = pageWindow(req, total)
+  if (!window) return { items: [], meta: pageMeta(req, total) }
+  const rows = deps.db
+    .select()
+    .from(contacts)
+    .where(where)
+    .orderBy(window.descending ? desc(contacts.id) : asc(contacts.id))
+    .limit(window.limit)
+    .offset(window.offset)
+    .all()
+  if (window.descending) rows.reverse()
   return { items: rows.map(contactView), meta: pageMeta(req, total) }
 }

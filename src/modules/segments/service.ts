@@ -5,7 +5,7 @@ import { preparedFor } from '../../db/prepared'
 import { segments, type CustomFieldType } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, notFound } from '../../lib/errors'
-import { pageMeta, pageRequest, type PageMeta } from '../../lib/pagination'
+import { pageMeta, pageRequest, pageWindow, type PageMeta } from '../../lib/pagination'
 import { contactView, type ContactView } from '../contacts/service'
 import type { RawContact } from '../contacts/writer'
 import { compileRules, type CompiledRules, type CustomFieldInfo, type RuleCatalog, type RuleNode, type SqlValue } from './rules'
@@ -160,9 +160,7 @@ const CONTACT_COLUMNS = 'id, email, first_name, last_name, list_id, status, fiel
 
 /**
  * A page of a segment's contacts by id, in the contacts API's shape, with the total. Both run in one read transaction,
- * so they agree. OFFSET has to step over the skipped matches, so a page in the second half
- * is read from the other end (ORDER BY id DESC with the mirrored offset) and reversed: the
- * deepest page costs what the middle one does instead of a whole scan.
+ * so they agree. Deep pages are read from the far end (pageWindow).
  */
 export function segmentContacts(deps: Deps, id: number, query: { page?: number; per_page?: number }): { items: ContactView[]; meta: PageMeta } {
   const compiled = compileSaved(deps, findSegment(deps, id))
@@ -171,17 +169,16 @@ export function segmentContacts(deps: Deps, id: number, query: { page?: number; 
   return client.transaction(() => {
     const total = countWhere(deps, compiled)
     let rows: RawContact[] = []
-    if (req.offset < total) {
-      const end = Math.min(total, req.offset + req.per_page)
-      const fromEnd = req.offset > total - end
-      const sql = `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE ${compiled.where} ORDER BY id ${fromEnd ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`
+    const window = pageWindow(req, total)
+    if (window) {
+      const sql = `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE ${compiled.where} ORDER BY id ${window.descending ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`
       const stmt = client.prepare<RawContact, SqlValue[]>(sql)
       try {
-        rows = stmt.all(...compiled.params, end - req.offset, fromEnd ? total - end : req.offset)
+        rows = stmt.all(...compiled.params, window.limit, window.offset)
       } finally {
         stmt.finalize()
       }
-      if (fromEnd) rows.reverse()
+      if (window.descending) rows.reverse()
     }
     return { items: rows.map(contactView), meta: pageMeta(req, total) }
   })()

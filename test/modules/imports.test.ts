@@ -248,3 +248,23 @@ describe('bulk import', () => {
     expect(done).toMatchObject({ status: 'failed', created: 0, error: 'the uploaded file is no longer in the data directory' })
   })
 })
+
+test('the invalid-rows export streams every row past one read batch, in file order', async () => {
+  const t = testApp()
+  const admin = t.makeKey()
+  const l = (await t.call('POST', '/api/v2/lists', { key: admin.key, body: { name: 'L' } })).body.data.id
+  const csv = 'email\n' + Array.from({ length: 2500 }, (_, i) => (i % 2 ? `ok${i}@example.com` : `bad-${i}`)).join('\n') + '\n'
+  const up = await t.app.handle(
+    new Request(`http://mailroom.test/api/v2/imports?list_id=${l}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin.key}`, 'content-type': 'text/csv' },
+      body: csv,
+    }),
+  )
+  const id = ((await up.json()) as { data: { id: number } }).data.id
+  await t.imports.idle()
+  const res = await t.app.handle(new Request(`http://mailroom.test/api/v2/imports/${id}/errors/export`, { headers: { authorization: `Bearer ${admin.key}` } }))
+  const rows = (await res.text()).trim().split('\r\n').slice(1)
+  expect(rows).toHaveLength(1250)
+  expect(rows.map((r) => Number(r.split(',')[0]))).toEqual(Array.from({ length: 1250 }, (_, i) => 2 * i + 1))
+})

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq } from 'drizzle-orm'
+import { and, asc, count, desc, eq, gt } from 'drizzle-orm'
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Deps } from '../../deps'
@@ -196,7 +196,9 @@ const csvCell = (v: string | number) => (typeof v === 'number' || !/[",\r\n]/.te
 export function importErrorsCsv(deps: Deps, id: number): ReadableStream<Uint8Array> {
   getImport(deps, id)
   const encoder = new TextEncoder()
-  let after = 0
+  // Keyset reads on the (import_id, row_number) index: a growing OFFSET would rescan every
+  // earlier error on each page. Each data row has at most one error, so row numbers are unique.
+  let afterRow = 0
   let headerSent = false
   return new ReadableStream({
     pull(controller) {
@@ -206,15 +208,14 @@ export function importErrorsCsv(deps: Deps, id: number): ReadableStream<Uint8Arr
         return
       }
       const rows = deps.db
-        .select({ id: importErrors.id, row: importErrors.row_number, reason: importErrors.reason, raw: importErrors.raw })
+        .select({ row: importErrors.row_number, reason: importErrors.reason, raw: importErrors.raw })
         .from(importErrors)
-        .where(and(eq(importErrors.import_id, id)))
-        .orderBy(asc(importErrors.id))
+        .where(and(eq(importErrors.import_id, id), gt(importErrors.row_number, afterRow)))
+        .orderBy(asc(importErrors.row_number))
         .limit(1000)
-        .offset(after)
         .all()
       if (rows.length === 0) return controller.close()
-      after += rows.length
+      afterRow = rows.at(-1)!.row
       controller.enqueue(encoder.encode(rows.map((r) => `${r.row},${csvCell(r.reason)},${csvCell(r.raw.replace(/\r?\n$/, ''))}\r\n`).join('')))
     },
   })

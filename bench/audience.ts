@@ -435,7 +435,7 @@ Aims: import under ${AIMS.importS} s: ${metList(checks.import)}; under ${AIMS.pe
   (same machine clock); the import must report ${fmtInt(stats.rows)} created and 0 invalid. Database file after the import: ${fmtMB(dbBytes)} MiB (WAL file ${fmtMB(walBytes)} MiB).
 - Memory: the server's \`VmHWM\` (peak resident set, kept by the kernel) from /proc/PID/status, read when the import was seen
   completed (${fmtMiB(end?.vmHwmKiB ?? 0)} MiB at the end of the run, after the queries); \`RssAnon\` / \`RssFile\` sampled every 100 ms
-  (${imp.samples} samples). File-backed pages include SQLite's memory-mapped reads of the database (\`mmap_size\` 256 MiB).
+  (${imp.samples} samples). File-backed pages are mostly the Bun executable itself (SQLite does not memory-map the database).
 - Segment: \`GET /api/v2/segments/{id}/count\` for \`${JSON.stringify(rules)}\`; the answer must equal the generator's count.
 - Listing: \`GET /api/v2/contacts?list_id=ID&status=subscribed&per_page=${PER_PAGE}&page=N\` for page 1 and \`meta.last_page\`; page sizes and \`meta.total\` checked.
 - Query times: client wall time per request (sent to body received) on 127.0.0.1, keep-alive; one unrecorded warm-up each, then ${settings.runs} rounds

@@ -3,6 +3,7 @@ import m0 from './0000_initial.sql' with { type: 'text' }
 import m1 from './0001_access_version.sql' with { type: 'text' }
 import m2 from './0002_audience.sql' with { type: 'text' }
 import m3 from './0003_contact_counts.sql' with { type: 'text' }
+import m4 from './0004_sending.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -15,4 +16,5 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0001_access_version', createdAt: 1795355744510, sql: m1 },
   { tag: '0002_audience', createdAt: 1795358472149, sql: m2 },
   { tag: '0003_contact_counts', createdAt: 1795358473341, sql: m3 },
+  { tag: '0004_sending', createdAt: 1795360008025, sql: m4 },
 ]

@@ -1,5 +1,6 @@
 import { hostname as osHostname } from 'node:os'
 import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { LOG_LEVELS, type LogLevel } from './lib/logger'
 
 /**
@@ -19,6 +20,12 @@ export interface Config {
   max_import_bytes: number
   default_rate_limit: number | null
   trust_proxy: boolean
+  dns_servers: string[]
+  mx_port: number
+  allow_unverified_domains: boolean
+  max_message_age_seconds: number
+  delivery_concurrency: number
+  destination_concurrency: number
 }
 
 type Key = keyof Config
@@ -83,6 +90,26 @@ function parseHostname(text: string): string {
     fail('expected a DNS host name such as mail.example.com')
   }
   return v
+}
+
+function parseDnsServers(text: string): string[] {
+  const v = text.trim()
+  if (v === '' || v.toLowerCase() === 'system') return []
+  return v.split(',').map((part) => {
+    const entry = part.trim()
+    // ADDRESS, IPV4:PORT or [IPV6]:PORT: the forms node:dns setServers() takes.
+    const bracketed = /^\[([^\]]+)\]:(\d{1,5})$/.exec(entry)
+    const v4port = /^([\d.]+):(\d{1,5})$/.exec(entry)
+    const [host, port] = bracketed ? [bracketed[1]!, bracketed[2]] : v4port ? [v4port[1]!, v4port[2]] : [entry, undefined]
+    if (isIP(host) === 0) fail(`"${entry}" is not ADDRESS or ADDRESS:PORT`)
+    if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) fail(`"${entry}": port must be 1-65535`)
+    return entry
+  })
+}
+
+function parsePort(text: string): number {
+  const v = parsePositiveInt(text)
+  return v > 65535 ? fail('port must be 1-65535') : v
 }
 
 function parseLogLevel(text: string): LogLevel {
@@ -166,6 +193,54 @@ export const SETTINGS = [
     fallback: 'false',
     parse: parseBool,
     describe: 'Take the client address from the last X-Forwarded-For entry (only behind a reverse proxy you run).',
+  }),
+  setting({
+    key: 'dns_servers',
+    env: 'MAILROOM_DNS_SERVERS',
+    flag: 'dns-servers',
+    fallback: 'system',
+    parse: parseDnsServers,
+    describe: 'DNS servers for MX lookups and domain verification: comma-separated ADDRESS or ADDRESS:PORT, or "system".',
+  }),
+  setting({
+    key: 'mx_port',
+    env: 'MAILROOM_MX_PORT',
+    flag: 'mx-port',
+    fallback: '25',
+    parse: parsePort,
+    describe: 'TCP port of direct-to-MX delivery. Change only for tests.',
+  }),
+  setting({
+    key: 'allow_unverified_domains',
+    env: 'MAILROOM_ALLOW_UNVERIFIED_DOMAINS',
+    flag: 'allow-unverified-domains',
+    fallback: 'false',
+    parse: parseBool,
+    describe: 'Accept mail from senders whose domain is not a verified sending domain; such mail goes out unsigned.',
+  }),
+  setting({
+    key: 'max_message_age_seconds',
+    env: 'MAILROOM_MAX_MESSAGE_AGE_SECONDS',
+    flag: 'max-message-age-seconds',
+    fallback: String(5 * 24 * 3600),
+    parse: parsePositiveInt,
+    describe: 'How long a deferred recipient is retried before it fails (expired); RFC 5321 section 4.5.4.1 suggests 4-5 days.',
+  }),
+  setting({
+    key: 'delivery_concurrency',
+    env: 'MAILROOM_DELIVERY_CONCURRENCY',
+    flag: 'delivery-concurrency',
+    fallback: '64',
+    parse: parsePositiveInt,
+    describe: 'Most SMTP connections open for delivery at once.',
+  }),
+  setting({
+    key: 'destination_concurrency',
+    env: 'MAILROOM_DESTINATION_CONCURRENCY',
+    flag: 'destination-concurrency',
+    fallback: '8',
+    parse: parsePositiveInt,
+    describe: 'Most SMTP connections open at once to one destination domain.',
   }),
 ] as const
 

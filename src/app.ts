@@ -72,6 +72,9 @@ export function buildApp(deps: Deps) {
     .use(importRoutes(deps, auth.authOf, imports))
     .use(suppressionRoutes(deps))
     .use(segmentRoutes(deps, auth.authOf))
+    // templates and spin tags (issue 4)
+    // sending infrastructure: IPs, pools, sending domains, sending nodes (issue 4)
+    // messages: sends, message reads, Resend-compatible surface (issue 4)
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Deps } from './deps'
+import { createGroupCommitter } from './db/group-commit'
 import { createAuth } from './http/auth'
 import { bodyPlugin } from './http/body'
 import { envelopePlugin } from './http/envelope'
@@ -13,15 +14,24 @@ import { apiKeyRoutes } from './modules/api-keys'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
 import { importRoutes } from './modules/imports'
+import { ipPoolRoutes } from './modules/ip-pools'
+import { ipRoutes } from './modules/ips'
 import { createImportRunner } from './modules/imports/runner'
 import { suppressionReasons } from './modules/imports/suppressed'
 import { listRoutes } from './modules/lists'
+import { messageRoutes } from './modules/messages'
+import { resendErrorDialect, resendRoutes } from './modules/messages/resend'
+import type { SendingRuntime } from './modules/messages/service'
 import { createKeyResolver, createUsageRecorder } from './modules/api-keys/service'
 import { permissionRoutes } from './modules/permissions'
 import { roleRoutes } from './modules/roles'
 import { segmentRoutes } from './modules/segments'
+import { sendingDomainRoutes } from './modules/sending-domains'
+import { sendingNodeRoutes } from './modules/sending-nodes'
 import { suppressionRoutes } from './modules/suppressions'
 import { systemRoutes } from './modules/system'
+import { spinTagRoutes } from './modules/spin-tags'
+import { templateRoutes } from './modules/templates'
 
 /** The route table the auth layer consults, read from each route's `detail`. */
 function routeTableOf(app: { routes: Array<{ method: string; path: string; hooks?: { detail?: Record<string, unknown> } }> }): RouteTable {
@@ -53,8 +63,18 @@ export function buildApp(deps: Deps) {
     usage,
   })
 
+  // The send path's shared transaction batching, and the doorbell of the delivery engine
+  // (attached by the server process; tests attach one with their own transport).
+  const commits = createGroupCommitter(deps.db)
+  let engine: { wake(): void } | null = null
+  const sending: SendingRuntime & { attach(e: { wake(): void }): void } = {
+    commits,
+    wake: () => engine?.wake(),
+    attach: (e) => (engine = e),
+  }
+
   const app = new Elysia()
-    .use(envelopePlugin(deps.log, auth.recordFailure))
+    .use(envelopePlugin(deps.log, auth.recordFailure, [resendErrorDialect]))
     .use(requestLogPlugin(deps.log, deps.config.access_log))
     .use(auth.plugin)
     .use(bodyPlugin(deps.config.max_body_bytes, () => table!))
@@ -73,12 +93,20 @@ export function buildApp(deps: Deps) {
     .use(suppressionRoutes(deps))
     .use(segmentRoutes(deps, auth.authOf))
     // templates and spin tags (issue 4)
+    .use(templateRoutes(deps, auth.authOf))
+    .use(spinTagRoutes(deps, auth.authOf))
     // sending infrastructure: IPs, pools, sending domains, sending nodes (issue 4)
+    .use(ipRoutes(deps, auth.authOf))
+    .use(ipPoolRoutes(deps, auth.authOf))
+    .use(sendingDomainRoutes(deps, auth.authOf))
+    .use(sendingNodeRoutes(deps, auth.authOf))
     // messages: sends, message reads, Resend-compatible surface (issue 4)
+    .use(messageRoutes(deps, sending, auth.authOf))
+    .use(resendRoutes(deps, sending, auth.authOf))
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed
-  return { app, usage, imports }
+  return { app, usage, imports, sending }
 }
 
 export type App = ReturnType<typeof buildApp>['app']

@@ -2,6 +2,8 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { buildApp } from './app'
+import { startCheckpointer } from './db/checkpointer'
+import { startDelivery } from './jobs/delivery-runtime'
 import { SERVER_BODY_CAP } from './http/body'
 import { ConfigError, loadConfig, readConfigFile, SETTINGS, type Config } from './config'
 import { backupDatabase, openDatabase } from './db/client'
@@ -188,7 +190,7 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
 }
 
 async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEnv): Promise<number> {
-  const { app, usage, imports } = buildApp(deps)
+  const { app, usage, imports, sending } = buildApp(deps)
   const { host, port } = deps.config.http_listen
   app.listen({ hostname: host, port, maxRequestBodySize: SERVER_BODY_CAP })
   const bound = app.server!
@@ -199,6 +201,9 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
 
   // Imports that were queued or under way when the server last stopped go on from their last committed batch.
   imports.kick()
+  const checkpoints = startCheckpointer(join(deps.config.data_dir, 'mailroom.db'), log)
+  // Recipients left mid-delivery by the last process go back in the queue, then delivery starts.
+  const delivery = startDelivery(deps, sending)
 
   const flusher = setInterval(() => {
     try {
@@ -212,8 +217,10 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   log.info('stopping', { signal })
   clearInterval(flusher)
   await app.stop()
+  await delivery.stop()
   await imports.stop()
   usage.flush()
+  await checkpoints.stop()
   deps.db.$client.close()
   io.out('Mailroom stopped.')
   return 0

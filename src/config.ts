@@ -26,6 +26,7 @@ export interface Config {
   max_message_age_seconds: number
   delivery_concurrency: number
   destination_concurrency: number
+  default_from: string
 }
 
 type Key = keyof Config
@@ -238,9 +239,21 @@ export const SETTINGS = [
     key: 'destination_concurrency',
     env: 'MAILROOM_DESTINATION_CONCURRENCY',
     flag: 'destination-concurrency',
-    fallback: '8',
+    fallback: '20',
     parse: parsePositiveInt,
-    describe: 'Most SMTP connections open at once to one destination domain.',
+    describe: 'Most SMTP connections open at once to one destination domain (Postfix defaults to 20 as well).',
+  }),
+  setting({
+    key: 'default_from',
+    env: 'MAILROOM_DEFAULT_FROM',
+    flag: 'default-from',
+    fallback: '',
+    parse: (t) => {
+      const v = t.trim()
+      if (v !== '' && (/[\r\n]/.test(v) || !/@[^@\s]+\.[^@\s]+>?$/.test(v))) fail('expected an address such as "Acme <hello@acme.com>"')
+      return v
+    },
+    describe: 'Sender of template sends (POST /api/v2/dynamicTemplate/{id}) whose request names no "from".',
   }),
 ] as const
 

@@ -28,7 +28,7 @@ export interface AuthOptions {
 }
 
 /** Path families where every request needs a key, even to learn that a route does not exist. */
-const PROTECTED_PREFIXES = ['/api/', '/v1/']
+const PROTECTED_PREFIXES = ['/api/', '/v1/', '/compat/']
 const KEY_QUERY_PARAMS = ['api_key', 'apikey', 'key', 'token', 'access_token']
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 

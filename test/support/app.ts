@@ -36,7 +36,7 @@ export interface Reply {
 /** A test application with helpers to make keys and call routes through app.handle. */
 export function testApp(overrides: Partial<Config> = {}) {
   const deps = testDeps(overrides)
-  const { app, usage, imports } = buildApp(deps)
+  const { app, usage, imports, sending } = buildApp(deps)
 
   const call = async (
     method: string,
@@ -76,5 +76,5 @@ export function testApp(overrides: Partial<Config> = {}) {
     return { id: view.id, key, role_id: roleId }
   }
 
-  return { deps, app, usage, imports, call, makeKey }
+  return { deps, app, usage, imports, sending, call, makeKey }
 }

@@ -1,0 +1,47 @@
+import type { Logger } from '../lib/logger'
+
+/**
+ * WAL checkpoints off the main thread.
+ *
+ * SQLite checkpoints a WAL database from the committing connection once the WAL passes
+ * `wal_autocheckpoint` pages: it copies the pages into the database file and fsyncs it, inside
+ * the COMMIT of whichever request was unlucky. Measured on the delivery path (bench/delivery.ts
+ * setup): those checkpoints were over half of the time spent committing. So the server's own
+ * connection checkpoints only as a backstop (openDatabase sets a large wal_autocheckpoint)
+ * and this worker runs PASSIVE checkpoints every second on a second connection, which copies
+ * what no reader still needs without blocking the writer (https://sqlite.org/wal.html).
+ */
+export function startCheckpointer(path: string, log: Logger, everyMs = 1000) {
+  const compiled = import.meta.url.includes('/$bunfs/')
+  // In the single binary the worker is an entrypoint of its own under src/ (scripts/build.ts).
+  const worker = new Worker(new URL(compiled ? './db/checkpoint-worker.ts' : './checkpoint-worker.ts', import.meta.url)) as Worker & { unref(): void }
+  worker.postMessage({ path })
+  let waiting: ((ok: boolean) => void) | null = null
+  worker.onmessage = (event: MessageEvent<{ done?: boolean; error?: string }>) => {
+    if (event.data.error) log.warn('WAL checkpoint failed', { error: event.data.error })
+    waiting?.(!event.data.error)
+    waiting = null
+  }
+  const run = (what: 'checkpoint' | 'truncate') =>
+    new Promise<boolean>((resolve) => {
+      waiting = resolve
+      worker.postMessage(what)
+    })
+  let busy = false
+  const timer = setInterval(() => {
+    if (busy) return
+    busy = true
+    void run('checkpoint').finally(() => (busy = false))
+  }, everyMs)
+  timer.unref()
+  worker.unref()
+  return {
+    /** A last TRUNCATE checkpoint, then the worker ends. */
+    async stop(): Promise<void> {
+      clearInterval(timer)
+      while (busy) await Bun.sleep(5)
+      await run('truncate')
+      worker.terminate()
+    },
+  }
+}

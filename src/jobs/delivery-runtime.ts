@@ -1,0 +1,36 @@
+import { availableParallelism } from 'node:os'
+import type { Deps } from '../deps'
+import { createSignerPool } from '../delivery/signer-pool'
+import { createTransport } from '../delivery/transport'
+import { createResolver } from '../lib/dns'
+import { createIpRotation } from '../modules/ip-pools/service'
+import type { SendingRuntime } from '../modules/messages/service'
+import { createDeliveryEngine, type EngineParts } from './delivery'
+
+/**
+ * Assembles the delivery engine from its real parts: the DNS resolver of `dns_servers`, the
+ * SMTP transport with the configured limits, DKIM signing in worker threads (one per core,
+ * so signing never sits on the thread that serves HTTP) and the IP pool rotation.
+ */
+export function startDelivery(deps: Deps, sending: SendingRuntime & { attach(e: { wake(): void }): void }, overrides: Partial<EngineParts> = {}) {
+  const transport = createTransport({
+    resolver: createResolver(deps.config.dns_servers),
+    mxPort: deps.config.mx_port,
+    totalConcurrency: deps.config.delivery_concurrency,
+    destinationConcurrency: deps.config.destination_concurrency,
+    log: deps.log,
+    ehlo: deps.config.hostname,
+  })
+  const signer = createSignerPool({ size: Math.max(1, availableParallelism()) })
+  const engine = createDeliveryEngine(deps, { transport, signer, rotation: createIpRotation(deps), commits: sending.commits, ...overrides })
+  sending.attach(engine)
+  engine.start()
+  return {
+    engine,
+    async stop(): Promise<void> {
+      await engine.stop()
+      await transport.close()
+      await signer.close()
+    },
+  }
+}

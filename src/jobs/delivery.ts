@@ -1,0 +1,353 @@
+import type { GroupCommitter } from '../db/group-commit'
+import { preparedFor } from '../db/prepared'
+import type { Deps } from '../deps'
+import { emitPrepared } from '../modules/events/service'
+import { purgeIdempotencyKeys } from '../modules/messages/idempotency'
+import { resolveNode, nextCapWindow, takeNodeCapacity } from '../modules/sending-nodes/service'
+
+/**
+ * The delivery engine: the in-process scheduler over the durable per-recipient queue
+ * (table message_recipients, states in docs/api.md "Message states").
+ *
+ * Cycle: claim due rows (queued/deferred with next_attempt_at <= now) by moving them to
+ * `sending` with a lease, group them by (message, recipient domain) into one SMTP
+ * transaction each, sign (worker threads), hand them to the transport, and write each
+ * recipient's outcome with its event. Claims and outcomes go through the group committer,
+ * so they share fsyncs with the send API.
+ *
+ * Crash safety: all state is in the database. At start every `sending` row is put back in
+ * the queue (nothing can be on the wire before start), and a row whose lease ran out while
+ * running is requeued too, so duplicates are bounded by the messages on the wire when the
+ * process died. A message is removed from the queue only by a committed outcome.
+ */
+
+/** What the engine needs from the SMTP side (src/delivery/transport.ts). */
+export interface DeliveryJob {
+  domain: string
+  mailFrom: string
+  recipients: string[]
+  raw: Buffer
+  source: { address: string; hostname: string } | null
+  ehlo?: string
+  route?: { kind: 'relay'; host: string; port: number; tls: 'none' | 'starttls' | 'tls'; username?: string; password?: string }
+}
+
+export interface RecipientResult {
+  address: string
+  outcome: 'sent' | 'deferred' | 'bounced'
+  suppress: boolean
+  rule: string
+  code: number | null
+  enhanced: string | null
+  response: string
+  mx: string | null
+  source_ip: string | null
+}
+
+export interface EngineParts {
+  transport: { deliver(job: DeliveryJob): Promise<RecipientResult[]> }
+  signer: { sign(raw: Buffer, key: { domain: string; selector: string; privateKey: string }): Promise<Buffer> }
+  rotation: { next(poolId: number | null): { address: string; hostname: string } | null }
+  commits: GroupCommitter
+  /** Jitter source in [0, 1); tests pass a constant. */
+  random?: () => number
+  /** How long a claimed row may stay `sending` before it is requeued. */
+  leaseMs?: number
+  /** Most recipients being delivered at once. */
+  maxInFlight?: number
+}
+
+interface Claimed {
+  id: number
+  message_id: string
+  address: string
+  domain: string
+  attempts: number
+  created_at: number
+}
+
+interface MessageRow {
+  mail_from: string
+  /** bun:sqlite returns BLOBs as Uint8Array. */
+  raw: Uint8Array
+  domain_id: number | null
+  pool_id: number | null
+  node_id: number | null
+}
+
+const statements = preparedFor((db) => {
+  const c = db.$client
+  return {
+    // The inner SELECT repeats the partial index's WHERE so SQLite can walk message_recipients_due_idx.
+    claim: c.prepare<Claimed, [number, number, number, number]>(
+      `UPDATE message_recipients SET state = 'sending', lease_until = ?1, attempts = attempts + 1, updated_at = ?2
+       WHERE id IN (SELECT id FROM message_recipients WHERE state IN ('queued', 'deferred') AND next_attempt_at <= ?3 ORDER BY next_attempt_at LIMIT ?4)
+       RETURNING id, message_id, address, domain, attempts, created_at`,
+    ),
+    requeueAll: c.prepare<never, [number]>(
+      `UPDATE message_recipients SET state = 'queued', lease_until = NULL, next_attempt_at = ?1, updated_at = ?1 WHERE state = 'sending'`,
+    ),
+    requeueExpired: c.prepare<never, [number]>(
+      `UPDATE message_recipients SET state = 'queued', lease_until = NULL, next_attempt_at = ?1, updated_at = ?1 WHERE state = 'sending' AND lease_until < ?1`,
+    ),
+    nextDue: c.prepare<{ at: number | null }, []>(`SELECT MIN(next_attempt_at) AS at FROM message_recipients WHERE state IN ('queued', 'deferred')`),
+    message: c.prepare<MessageRow, [string]>('SELECT mail_from, raw, domain_id, pool_id, node_id FROM messages WHERE id = ?'),
+    domainKey: c.prepare<{ name: string; dkim_selector: string; dkim_private_key: string }, [number]>(
+      `SELECT name, dkim_selector, dkim_private_key FROM sending_domains WHERE id = ? AND status = 'verified'`,
+    ),
+    finish: c.prepare<never, [string, number | null, string | null, string | null, string, string | null, string | null, number, number]>(
+      `UPDATE message_recipients SET state = ?1, last_code = ?2, last_enhanced = ?3, last_response = ?4, last_class = ?5, last_mx = ?6, last_ip = ?7,
+         lease_until = NULL, next_attempt_at = NULL, updated_at = ?8, finished_at = ?8 WHERE id = ?9`,
+    ),
+    defer: c.prepare<never, [number | null, string | null, string | null, string, string | null, string | null, number, number, number]>(
+      `UPDATE message_recipients SET state = 'deferred', last_code = ?1, last_enhanced = ?2, last_response = ?3, last_class = ?4, last_mx = ?5, last_ip = ?6,
+         lease_until = NULL, next_attempt_at = ?7, updated_at = ?8 WHERE id = ?9`,
+    ),
+    // A cap deferral is not an attempt: give the attempt back.
+    postpone: c.prepare<never, [number, number, number]>(
+      `UPDATE message_recipients SET state = 'deferred', attempts = attempts - 1, lease_until = NULL, next_attempt_at = ?1, updated_at = ?2 WHERE id = ?3`,
+    ),
+    suppress: c.prepare<never, [string, number]>(
+      `INSERT INTO suppressions (scope, scope_key, type, value, reason, created_at) VALUES ('global', 'global', 'email', ?1, 'hard_bounce', ?2)
+       ON CONFLICT (scope_key, type, value) DO NOTHING`,
+    ),
+    markContacts: c.prepare<never, [string, number]>(
+      `UPDATE contacts SET status = 'bounced', updated_at = ?2 WHERE list_id IN (SELECT id FROM lists) AND email = ?1 AND status != 'bounced'`,
+    ),
+  }
+})
+
+/** Retry delay after the n-th failed attempt: 1, 2, 4 ... minutes, at most 6 hours, with +-20 % jitter (so retries of one outage spread out). */
+export function backoffMs(attempt: number, random: number): number {
+  const base = Math.min(60_000 * 2 ** Math.max(0, attempt - 1), 6 * 3600_000)
+  return Math.round(base * (0.8 + 0.4 * random))
+}
+
+export type DeliveryEngine = ReturnType<typeof createDeliveryEngine>
+
+export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
+  const st = statements(deps.db)
+  const random = parts.random ?? Math.random
+  const leaseMs = parts.leaseMs ?? 10 * 60_000
+  const maxInFlight = parts.maxInFlight ?? deps.config.delivery_concurrency * 4
+  const maxAge = deps.config.max_message_age_seconds * 1000
+  let running = false
+  let pumping: Promise<void> | null = null
+  let inFlight = 0
+  const jobs = new Set<Promise<void>>()
+  let timer: ReturnType<typeof setTimeout> | null = null
+  let lastSweep = 0
+
+  /** Signing once per message even when its recipients span several domains (several jobs). */
+  const signed = new Map<string, Promise<Buffer>>()
+
+  function signedRaw(messageId: string, m: MessageRow): Promise<Buffer> {
+    const key = m.domain_id === null ? null : st.domainKey.get(m.domain_id)
+    const raw = Buffer.from(m.raw.buffer, m.raw.byteOffset, m.raw.byteLength)
+    if (!key) return Promise.resolve(raw)
+    let p = signed.get(messageId)
+    if (!p) {
+      p = parts.signer.sign(raw, { domain: key.name, selector: key.dkim_selector, privateKey: key.dkim_private_key })
+      signed.set(messageId, p)
+      if (signed.size > 1000) signed.delete(signed.keys().next().value!)
+    }
+    return p
+  }
+
+  async function deliverGroup(messageId: string, rows: Claimed[]): Promise<void> {
+    const m = st.message.get(messageId)
+    if (!m) return // deleted meanwhile: its recipient rows went with it (ON DELETE CASCADE)
+    const node = resolveNode(deps, m.node_id)
+    if (node && !node.active) {
+      // The message names a node the operator switched off: wait (with backoff, up to the
+      // maximum age) rather than silently take another route.
+      const why = { outcome: 'deferred' as const, suppress: false, rule: 'node_inactive', code: null, enhanced: null, mx: null, source_ip: null }
+      await record(
+        messageId,
+        rows,
+        rows.map((r) => ({ ...why, address: r.address, response: `sending node ${node.id} is inactive` })),
+      )
+      return
+    }
+    let deliverable = rows
+    if (node && (node.hourly_cap !== null || node.daily_cap !== null)) {
+      const allowed = takeNodeCapacity(deps, node.id, rows.length)
+      if (allowed < rows.length) {
+        const later = nextCapWindow(deps, node.id)
+        const postponed = rows.slice(allowed)
+        deliverable = rows.slice(0, allowed)
+        await parts.commits.run(() => {
+          for (const r of postponed) st.postpone.run(later, deps.clock.now(), r.id)
+        })
+        if (deliverable.length === 0) return
+      }
+    }
+    const poolId = node?.kind === 'direct' && node.pool_id !== null ? node.pool_id : m.pool_id
+    const source = node?.kind === 'relay' ? null : parts.rotation.next(poolId)
+    let results: RecipientResult[]
+    try {
+      const raw = await signedRaw(messageId, m)
+      results = await parts.transport.deliver({
+        domain: deliverable[0]!.domain,
+        mailFrom: m.mail_from,
+        recipients: deliverable.map((r) => r.address),
+        raw,
+        source,
+        ehlo: source?.hostname ?? deps.config.hostname,
+        route:
+          node?.kind === 'relay' && node.relay
+            ? { kind: 'relay', ...node.relay, username: node.relay.username ?? undefined, password: node.relay.password ?? undefined }
+            : undefined,
+      })
+    } catch (e) {
+      // The transport reports SMTP and network failures as results; an exception is a bug.
+      // Defer rather than lose the rows, and say so in the log.
+      deps.log.error('delivery failed unexpectedly', { message_id: messageId, error: e instanceof Error ? (e.stack ?? e.message) : String(e) })
+      results = deliverable.map((r) => ({
+        address: r.address,
+        outcome: 'deferred',
+        suppress: false,
+        rule: 'internal_error',
+        code: null,
+        enhanced: null,
+        response: 'internal error in the delivery engine',
+        mx: null,
+        source_ip: source?.address ?? null,
+      }))
+    }
+    await record(messageId, deliverable, results)
+  }
+
+  function record(messageId: string, rows: Claimed[], results: RecipientResult[]): Promise<void> {
+    const byAddress = new Map(results.map((r) => [r.address, r]))
+    return parts.commits.run(() => {
+      const now = deps.clock.now()
+      for (const row of rows) {
+        const r = byAddress.get(row.address) ?? {
+          address: row.address,
+          outcome: 'deferred' as const,
+          suppress: false,
+          rule: 'no_result',
+          code: null,
+          enhanced: null,
+          response: 'the transport gave no result for this recipient',
+          mx: null,
+          source_ip: null,
+        }
+        const detail = { code: r.code, enhanced_code: r.enhanced, response: r.response, rule: r.rule, mx: r.mx, source_ip: r.source_ip, attempt: row.attempts }
+        const event = (kind: string, extra: Record<string, unknown> = {}) =>
+          emitPrepared(deps.db, now, { kind, message_id: messageId, recipient: row.address, data: { ...detail, ...extra } })
+        if (r.outcome === 'sent') {
+          st.finish.run('sent', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id)
+          event('message.sent')
+        } else if (r.outcome === 'bounced') {
+          st.finish.run('bounced', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id)
+          if (r.suppress) {
+            // A hard bounce (bad mailbox): never again, and the contact is marked (docs/api.md "Bounces").
+            st.suppress.run(row.address, now)
+            st.markContacts.run(row.address, now)
+          }
+          event('message.bounced', { suppressed: r.suppress })
+        } else {
+          const retryAt = now + backoffMs(row.attempts, random())
+          if (retryAt - row.created_at > maxAge) {
+            st.finish.run('failed', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id)
+            event('message.failed', { reason: 'expired', max_age_seconds: deps.config.max_message_age_seconds })
+          } else {
+            st.defer.run(r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, retryAt, now, row.id)
+            event('message.deferred', { next_attempt_at: new Date(retryAt).toISOString() })
+          }
+        }
+      }
+    })
+  }
+
+  /** Claims what is due (up to the free in-flight room) and starts its jobs; returns how many rows it claimed. */
+  async function claimAndStart(): Promise<number> {
+    const room = maxInFlight - inFlight
+    if (room <= 0) return 0
+    const claimed = await parts.commits.run(() => {
+      const now = deps.clock.now()
+      return st.claim.all(now + leaseMs, now, now, Math.min(room, 500))
+    })
+    const groups = new Map<string, Claimed[]>()
+    for (const row of claimed) {
+      const key = `${row.message_id}\n${row.domain}`
+      const g = groups.get(key)
+      if (g) g.push(row)
+      else groups.set(key, [row])
+    }
+    for (const rows of groups.values()) {
+      inFlight += rows.length
+      const job = deliverGroup(rows[0]!.message_id, rows)
+        .catch((e) => deps.log.error('recording a delivery outcome failed', { error: e instanceof Error ? e.message : String(e) }))
+        .finally(() => {
+          inFlight -= rows.length
+          jobs.delete(job)
+          if (running) wake()
+        })
+      jobs.add(job)
+    }
+    return claimed.length
+  }
+
+  function sweep(): void {
+    const now = deps.clock.now()
+    if (now - lastSweep < 60_000) return
+    lastSweep = now
+    st.requeueExpired.run(now)
+    purgeIdempotencyKeys(deps)
+  }
+
+  /** Claims until nothing is due or the in-flight room is used up; then sleeps until the next due row. */
+  async function pump(): Promise<void> {
+    while (running && (await claimAndStart()) > 0) {
+      /* keep claiming while there is room and work */
+    }
+    if (!running) return
+    sweep()
+    const next = st.nextDue.get()?.at
+    // Cap the sleep: rows can become due through the clock alone, and leases need sweeping.
+    const delay = Math.max(0, Math.min((next ?? Infinity) - deps.clock.now(), 30_000))
+    if (timer) clearTimeout(timer)
+    timer = setTimeout(wake, inFlight >= maxInFlight ? 30_000 : delay)
+  }
+
+  function wake(): void {
+    if (!running || pumping) return
+    pumping = pump().finally(() => (pumping = null))
+  }
+
+  return {
+    /** Puts rows left `sending` by a previous process back in the queue, then starts the loop. */
+    start(): void {
+      st.requeueAll.run(deps.clock.now())
+      running = true
+      wake()
+    },
+    wake,
+    /** Stops claiming, waits for deliveries in flight to record their outcomes. */
+    async stop(): Promise<void> {
+      running = false
+      if (timer) clearTimeout(timer)
+      await pumping
+      await Promise.allSettled([...jobs])
+    },
+    /**
+     * Delivers everything due now and waits for the outcomes (tests drive retries with a
+     * fixed clock through this instead of timers). Rows that become due again only at a
+     * later clock time are left for a later call.
+     */
+    async drain(): Promise<void> {
+      for (;;) {
+        const n = await claimAndStart()
+        if (n === 0) {
+          if (jobs.size === 0) return
+          await Promise.allSettled([...jobs])
+        } else if (inFlight >= maxInFlight) {
+          await Promise.race(jobs)
+        }
+      }
+    },
+  }
+}

@@ -1,0 +1,278 @@
+import { asc, count, eq, inArray } from 'drizzle-orm'
+import type { Deps } from '../../deps'
+import type { Db } from '../../db/client'
+import { preparedFor } from '../../db/prepared'
+import { ipPoolMembers, ipPools, ips } from '../../db/schema'
+import { toIso } from '../../lib/clock'
+import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
+import { pageMeta, pageRequest } from '../../lib/pagination'
+import { bumpPoolsVersion, poolsVersion } from './version'
+
+type Row = typeof ipPools.$inferSelect
+
+export interface PoolMemberView {
+  ip_id: number
+  address: string
+  hostname: string
+  weight: number
+}
+
+export interface PoolView {
+  id: number
+  name: string
+  is_default: boolean
+  members: PoolMemberView[]
+  created_at: string
+  updated_at: string
+}
+
+export interface PoolInput {
+  name: string
+  is_default?: boolean
+  members?: Array<{ ip_id: number; weight?: number }>
+}
+
+export const MAX_WEIGHT = 1000
+
+function membersOf(deps: Deps, poolIds: number[]): Map<number, PoolMemberView[]> {
+  const out = new Map<number, PoolMemberView[]>(poolIds.map((id) => [id, []]))
+  if (poolIds.length === 0) return out
+  const rows = deps.db
+    .select({ pool_id: ipPoolMembers.pool_id, ip_id: ips.id, address: ips.address, hostname: ips.hostname, weight: ipPoolMembers.weight })
+    .from(ipPoolMembers)
+    .innerJoin(ips, eq(ips.id, ipPoolMembers.ip_id))
+    .where(inArray(ipPoolMembers.pool_id, poolIds))
+    .orderBy(asc(ipPoolMembers.pool_id), asc(ips.id))
+    .all()
+  for (const { pool_id, ...member } of rows) out.get(pool_id)!.push(member)
+  return out
+}
+
+function toView(r: Row, members: PoolMemberView[]): PoolView {
+  return { id: r.id, name: r.name, is_default: r.is_default, members, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
+}
+
+function findPool(deps: Deps, id: number): Row {
+  const row = deps.db.select().from(ipPools).where(eq(ipPools.id, id)).get()
+  if (!row) throw notFound('IP pool', id)
+  return row
+}
+
+/** True when the pool exists (sending domains and nodes check their pool_id with this). */
+export function poolExists(deps: Deps, id: number): boolean {
+  return deps.db.select({ id: ipPools.id }).from(ipPools).where(eq(ipPools.id, id)).get() !== undefined
+}
+
+/** The id of the default pool, or null. */
+export function defaultPoolId(deps: Deps): number | null {
+  return deps.db.select({ id: ipPools.id }).from(ipPools).where(eq(ipPools.is_default, true)).get()?.id ?? null
+}
+
+/**
+ * The addresses mail over a pool leaves from: `poolId`, or the default pool when null. Empty
+ * when there is no such pool or it has no IPs (mail then leaves from the host's default address).
+ */
+export function poolAddresses(deps: Deps, poolId: number | null): string[] {
+  const id = poolId ?? defaultPoolId(deps)
+  if (id === null) return []
+  return (membersOf(deps, [id]).get(id) ?? []).map((m) => m.address)
+}
+
+/** Checks the member list: known IPs, each once; 422 naming `members.<i>.ip_id`. */
+function checkMembers(deps: Deps, members: NonNullable<PoolInput['members']>): void {
+  const ids = [...new Set(members.map((m) => m.ip_id))]
+  const known = new Set(
+    ids.length
+      ? deps.db
+          .select({ id: ips.id })
+          .from(ips)
+          .where(inArray(ips.id, ids))
+          .all()
+          .map((r) => r.id)
+      : [],
+  )
+  const details: ErrorDetails = {}
+  const seen = new Set<number>()
+  members.forEach((m, i) => {
+    if (!known.has(m.ip_id)) details[`members.${i}.ip_id`] = [`no IP with id ${m.ip_id}; GET /api/v2/ips lists them`]
+    else if (seen.has(m.ip_id)) details[`members.${i}.ip_id`] = ['appears more than once']
+    seen.add(m.ip_id)
+  })
+  if (Object.keys(details).length) throw new AppError('validation_failed', 'The request data is invalid.', details)
+}
+
+function assertNameFree(deps: Deps, name: string, except?: number): void {
+  const clash = deps.db.select({ id: ipPools.id }).from(ipPools).where(eq(ipPools.name, name)).get()
+  if (clash && clash.id !== except) throw new AppError('conflict', `An IP pool named "${name}" already exists.`)
+}
+
+/** One pool with its members and their addresses. */
+export function getPool(deps: Deps, id: number): PoolView {
+  return toView(findPool(deps, id), membersOf(deps, [id]).get(id)!)
+}
+
+/** A page of pools, oldest first. */
+export function listPools(deps: Deps, query: { page?: number; per_page?: number }) {
+  const req = pageRequest(query)
+  const total = deps.db.select({ n: count() }).from(ipPools).get()!.n
+  const rows = deps.db.select().from(ipPools).orderBy(asc(ipPools.id)).limit(req.per_page).offset(req.offset).all()
+  const members = membersOf(
+    deps,
+    rows.map((r) => r.id),
+  )
+  return { items: rows.map((r) => toView(r, members.get(r.id)!)), meta: pageMeta(req, total) }
+}
+
+/** Creates a pool; making it the default takes the flag from the previous default in the same transaction. */
+export function createPool(deps: Deps, input: PoolInput): PoolView {
+  const name = input.name.trim()
+  assertNameFree(deps, name)
+  const members = input.members ?? []
+  checkMembers(deps, members)
+  const now = deps.clock.now()
+  const id = deps.db.transaction((tx) => {
+    if (input.is_default) tx.update(ipPools).set({ is_default: false, updated_at: now }).where(eq(ipPools.is_default, true)).run()
+    const row = tx
+      .insert(ipPools)
+      .values({ name, is_default: input.is_default ?? false, created_at: now, updated_at: now })
+      .returning({ id: ipPools.id })
+      .get()
+    if (members.length)
+      tx.insert(ipPoolMembers)
+        .values(members.map((m) => ({ pool_id: row.id, ip_id: m.ip_id, weight: m.weight ?? 1 })))
+        .run()
+    return row.id
+  })
+  bumpPoolsVersion(deps.db)
+  return getPool(deps, id)
+}
+
+/** Renames, sets or clears the default flag, or replaces the member list. */
+export function updatePool(deps: Deps, id: number, input: Partial<PoolInput>): PoolView {
+  findPool(deps, id)
+  const patch: Partial<Row> = { updated_at: deps.clock.now() }
+  if (input.name !== undefined) {
+    patch.name = input.name.trim()
+    assertNameFree(deps, patch.name, id)
+  }
+  if (input.is_default !== undefined) patch.is_default = input.is_default
+  if (input.members) checkMembers(deps, input.members)
+  deps.db.transaction((tx) => {
+    if (input.is_default) tx.update(ipPools).set({ is_default: false, updated_at: patch.updated_at }).where(eq(ipPools.is_default, true)).run()
+    tx.update(ipPools).set(patch).where(eq(ipPools.id, id)).run()
+    if (input.members) {
+      tx.delete(ipPoolMembers).where(eq(ipPoolMembers.pool_id, id)).run()
+      if (input.members.length)
+        tx.insert(ipPoolMembers)
+          .values(input.members.map((m) => ({ pool_id: id, ip_id: m.ip_id, weight: m.weight ?? 1 })))
+          .run()
+    }
+  })
+  bumpPoolsVersion(deps.db)
+  return getPool(deps, id)
+}
+
+/** Deletes pools; domains, nodes and queued messages that named one fall back to the default pool (foreign keys set null). */
+export function deletePools(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
+  const unique = [...new Set(ids)]
+  const found = unique.length
+    ? deps.db
+        .select({ id: ipPools.id })
+        .from(ipPools)
+        .where(inArray(ipPools.id, unique))
+        .all()
+        .map((r) => r.id)
+    : []
+  if (found.length) {
+    deps.db.delete(ipPools).where(inArray(ipPools.id, found)).run()
+    bumpPoolsVersion(deps.db)
+  }
+  return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
+}
+
+// ---------------------------------------------------------------------------------------
+// Weighted rotation
+// ---------------------------------------------------------------------------------------
+
+export interface SourceIp {
+  address: string
+  hostname: string
+  pool_id: number
+}
+
+export interface IpRotation {
+  /** The next source address of a pool (null = the default pool); null when there is no such pool or it has no IPs. */
+  next(poolId: number | null): SourceIp | null
+  /** Forgets the loaded membership; the next call reads it again. */
+  invalidate(): void
+}
+
+interface PoolState {
+  members: Array<{ address: string; hostname: string; weight: number; current: number }>
+  total: number
+}
+
+/** Reload at least this often even when no write was seen here (e.g. `mailroom` CLI writes from another process). */
+const RELOAD_AFTER_MS = 60_000
+
+const rotationStatements = preparedFor((db: Db) => ({
+  members: db.$client.prepare<{ pool_id: number; address: string; hostname: string; weight: number }, []>(
+    'SELECT m.pool_id, i.address, i.hostname, m.weight FROM ip_pool_members m JOIN ips i ON i.id = m.ip_id ORDER BY m.pool_id, i.id',
+  ),
+  defaultPool: db.$client.prepare<{ id: number }, []>('SELECT id FROM ip_pools WHERE is_default = 1 LIMIT 1'),
+}))
+
+/**
+ * Picks source addresses by smooth weighted round-robin (the algorithm of nginx's upstream
+ * module): each pick adds every member's weight to its running score, takes the highest
+ * score and subtracts the pool's total weight from it. Over any window of `total` picks each
+ * address gets exactly its weight's share, and picks of one address are spread out instead
+ * of coming in bursts (weights 3:1 give a a b a, not a a a b), which keeps the connection
+ * rate per IP even.
+ *
+ * Called once per SMTP connection, so it answers from memory: membership is reloaded only
+ * when the change counter of the IP and pool services moved, after invalidate(), or at most
+ * every minute. Deterministic for a given membership; the state is per rotation instance.
+ */
+export function createIpRotation(deps: Deps): IpRotation {
+  let loadedVersion = -1
+  let loadedAt = 0
+  let defaultId: number | null = null
+  let pools = new Map<number, PoolState>()
+
+  const load = () => {
+    const s = rotationStatements(deps.db)
+    const next = new Map<number, PoolState>()
+    for (const r of s.members.all()) {
+      let state = next.get(r.pool_id)
+      if (!state) next.set(r.pool_id, (state = { members: [], total: 0 }))
+      state.members.push({ address: r.address, hostname: r.hostname, weight: r.weight, current: 0 })
+      state.total += r.weight
+    }
+    pools = next
+    defaultId = s.defaultPool.get()?.id ?? null
+    loadedVersion = poolsVersion(deps.db)
+    loadedAt = deps.clock.now()
+  }
+
+  return {
+    next(poolId) {
+      const now = deps.clock.now()
+      if (loadedVersion !== poolsVersion(deps.db) || now - loadedAt >= RELOAD_AFTER_MS || now < loadedAt) load()
+      const id = poolId ?? defaultId
+      if (id === null) return null
+      const state = pools.get(id)
+      if (!state || state.members.length === 0) return null
+      let best = state.members[0]!
+      for (const m of state.members) {
+        m.current += m.weight
+        if (m.current > best.current) best = m
+      }
+      best.current -= state.total
+      return { address: best.address, hostname: best.hostname, pool_id: id }
+    },
+    invalidate() {
+      loadedVersion = -1
+    },
+  }
+}

@@ -1,0 +1,179 @@
+import { asc, count, eq, inArray } from 'drizzle-orm'
+import net from 'node:net'
+import ipaddr from 'ipaddr.js'
+import type { Deps } from '../../deps'
+import { ipPoolMembers, ipPools, ips } from '../../db/schema'
+import { toIso } from '../../lib/clock'
+import { AppError, invalidField, notFound } from '../../lib/errors'
+import { normaliseDomain } from '../../lib/email'
+import { pageMeta, pageRequest } from '../../lib/pagination'
+import { bumpPoolsVersion } from '../ip-pools/version'
+
+type Row = typeof ips.$inferSelect
+
+export interface IpView {
+  id: number
+  address: string
+  family: 4 | 6
+  hostname: string
+  /** The pools this address belongs to, with its weight in each. */
+  pools: Array<{ id: number; name: string; weight: number }>
+  created_at: string
+  updated_at: string
+}
+
+function poolsOf(deps: Deps, ids: number[]): Map<number, IpView['pools']> {
+  const out = new Map<number, IpView['pools']>(ids.map((id) => [id, []]))
+  if (ids.length === 0) return out
+  const rows = deps.db
+    .select({ ip_id: ipPoolMembers.ip_id, id: ipPools.id, name: ipPools.name, weight: ipPoolMembers.weight })
+    .from(ipPoolMembers)
+    .innerJoin(ipPools, eq(ipPools.id, ipPoolMembers.pool_id))
+    .where(inArray(ipPoolMembers.ip_id, ids))
+    .orderBy(asc(ipPools.id))
+    .all()
+  for (const r of rows) out.get(r.ip_id)!.push({ id: r.id, name: r.name, weight: r.weight })
+  return out
+}
+
+function toView(r: Row, pools: IpView['pools']): IpView {
+  return {
+    id: r.id,
+    address: r.address,
+    family: net.isIPv6(r.address) ? 6 : 4,
+    hostname: r.hostname,
+    pools,
+    created_at: toIso(r.created_at)!,
+    updated_at: toIso(r.updated_at)!,
+  }
+}
+
+/**
+ * The canonical text of a source address (IPv6 in RFC 5952 form, IPv4-mapped IPv6 as IPv4),
+ * or throws 422. Only unicast addresses: an unspecified, multicast or broadcast address can
+ * be bound but is no source address for mail.
+ */
+export function normaliseIpAddress(input: string): string {
+  const text = input.trim()
+  // ipaddr.js also takes legacy IPv4 forms ("127.1", "0x7f.0.0.1"); only dotted quads are addresses here.
+  if (!ipaddr.isValid(text) || (!text.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(text))) {
+    throw invalidField('address', 'must be an IPv4 or IPv6 address such as 203.0.113.7 or 2001:db8::7')
+  }
+  const parsed = ipaddr.process(text)
+  const range = parsed.range()
+  if (range === 'unspecified' || range === 'multicast' || range === 'broadcast') {
+    throw invalidField('address', `must be a unicast address of this host, not a ${range} address`)
+  }
+  return parsed.kind() === 'ipv6' ? (parsed as ipaddr.IPv6).toRFC5952String() : parsed.toString()
+}
+
+/** An EHLO name (RFC 5321 section 4.1.1.1: the client's fully qualified domain name), lower-case ASCII; or 422. */
+function normaliseHostname(input: string): string {
+  const host = normaliseDomain(input)
+  if (!host) throw invalidField('hostname', 'must be a fully qualified host name such as mta1.example.com (it should match the PTR record of the address)')
+  return host
+}
+
+/**
+ * Whether this host can send from `address`: listens on it (port 0) and closes again. The
+ * kernel refuses addresses not configured on an interface (EADDRNOTAVAIL), which is exactly
+ * what a later bind of an outgoing SMTP connection would hit.
+ */
+export function checkBindable(address: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    const server = net.createServer()
+    server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message))
+    server.listen({ port: 0, host: address }, () => server.close(() => resolve(null)))
+  })
+}
+
+async function requireBindable(address: string): Promise<void> {
+  const problem = await checkBindable(address)
+  if (problem) {
+    throw invalidField('address', `this host cannot send from ${address} (${problem}): add the address to a network interface of this machine first`)
+  }
+}
+
+function findIp(deps: Deps, id: number): Row {
+  const row = deps.db.select().from(ips).where(eq(ips.id, id)).get()
+  if (!row) throw notFound('IP', id)
+  return row
+}
+
+function assertAddressFree(deps: Deps, address: string, except?: number): void {
+  const clash = deps.db.select({ id: ips.id }).from(ips).where(eq(ips.address, address)).get()
+  if (clash && clash.id !== except) throw new AppError('conflict', `The address ${address} is already registered as IP ${clash.id}.`)
+}
+
+/** One IP with its pools. */
+export function getIp(deps: Deps, id: number): IpView {
+  return toView(findIp(deps, id), poolsOf(deps, [id]).get(id)!)
+}
+
+/** A page of IPs, oldest first. */
+export function listIps(deps: Deps, query: { page?: number; per_page?: number }) {
+  const req = pageRequest(query)
+  const total = deps.db.select({ n: count() }).from(ips).get()!.n
+  const rows = deps.db.select().from(ips).orderBy(asc(ips.id)).limit(req.per_page).offset(req.offset).all()
+  const pools = poolsOf(
+    deps,
+    rows.map((r) => r.id),
+  )
+  return { items: rows.map((r) => toView(r, pools.get(r.id)!)), meta: pageMeta(req, total) }
+}
+
+/** Registers a source address after checking that this host can bind it. */
+export async function createIp(deps: Deps, input: { address: string; hostname: string }): Promise<IpView> {
+  const address = normaliseIpAddress(input.address)
+  const hostname = normaliseHostname(input.hostname)
+  assertAddressFree(deps, address)
+  await requireBindable(address)
+  // Checked again after the await: another request may have registered it meanwhile.
+  assertAddressFree(deps, address)
+  const now = deps.clock.now()
+  const row = deps.db.insert(ips).values({ address, hostname, created_at: now, updated_at: now }).returning().get()
+  bumpPoolsVersion(deps.db)
+  return toView(row, [])
+}
+
+/** Changes the EHLO name or the address (checked as on create). */
+export async function updateIp(deps: Deps, id: number, input: { address?: string; hostname?: string }): Promise<IpView> {
+  const current = findIp(deps, id)
+  const patch: Partial<Row> = {}
+  if (input.hostname !== undefined) patch.hostname = normaliseHostname(input.hostname)
+  if (input.address !== undefined) {
+    const address = normaliseIpAddress(input.address)
+    if (address !== current.address) {
+      assertAddressFree(deps, address, id)
+      await requireBindable(address)
+      assertAddressFree(deps, address, id)
+      patch.address = address
+    }
+  }
+  findIp(deps, id)
+  deps.db
+    .update(ips)
+    .set({ ...patch, updated_at: deps.clock.now() })
+    .where(eq(ips.id, id))
+    .run()
+  bumpPoolsVersion(deps.db)
+  return getIp(deps, id)
+}
+
+/** Deletes IPs; they leave their pools (foreign keys cascade). */
+export function deleteIps(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
+  const unique = [...new Set(ids)]
+  const found = unique.length
+    ? deps.db
+        .select({ id: ips.id })
+        .from(ips)
+        .where(inArray(ips.id, unique))
+        .all()
+        .map((r) => r.id)
+    : []
+  if (found.length) {
+    deps.db.delete(ips).where(inArray(ips.id, found)).run()
+    bumpPoolsVersion(deps.db)
+  }
+  return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
+}

@@ -1,0 +1,226 @@
+import addressparser from 'nodemailer/lib/addressparser'
+import { checkEmail, domainOf } from '../../lib/email'
+import { AppError, type ErrorDetails } from '../../lib/errors'
+
+/** What every send endpoint boils down to, before validation. */
+export interface SendInput {
+  from: string
+  to: string[]
+  cc?: string[]
+  bcc?: string[]
+  reply_to?: string[]
+  subject: string
+  html?: string | null
+  text?: string | null
+  headers?: Record<string, string>
+  attachments?: AttachmentInput[]
+  tags?: string[]
+  /** The template version the content was rendered from, for the record. */
+  template?: { id: number; version_id: number }
+}
+
+export interface AttachmentInput {
+  filename: string
+  /** Base64. */
+  content: string
+  content_type?: string
+}
+
+export interface Mailbox {
+  name: string
+  /** Normalised (lower case, ASCII domain). */
+  address: string
+}
+
+/** A send request after validation: every address checked, headers safe to write. */
+export interface CheckedMessage {
+  from: Mailbox
+  to: Mailbox[]
+  cc: Mailbox[]
+  bcc: Mailbox[]
+  replyTo: Mailbox[]
+  subject: string
+  html: string | null
+  text: string | null
+  headers: Array<[string, string]>
+  attachments: Array<{ filename: string; content: Buffer; contentType?: string }>
+  tags: string[]
+  /** The envelope: every distinct recipient address once, in to, cc, bcc order. */
+  recipients: Array<{ address: string; kind: 'to' | 'cc' | 'bcc' }>
+}
+
+export const LIMITS = {
+  /** to + cc + bcc, as Resend allows. */
+  recipients: 50,
+  subject: 998,
+  /** Each body part; the request body limit (max_body_bytes) applies on top. */
+  body_chars: 5 * 1024 * 1024,
+  headers: 50,
+  attachments: 20,
+  tags: 20,
+  tag_chars: 256,
+} as const
+
+/**
+ * Headers a caller may not set: the ones Mailroom writes itself from validated fields, and
+ * the trace and authentication headers only servers add (RFC 5321 section 4.4, RFC 6376).
+ */
+const RESERVED_HEADERS = new Set([
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'reply-to',
+  'sender',
+  'subject',
+  'date',
+  'message-id',
+  'mime-version',
+  'content-type',
+  'content-transfer-encoding',
+  'content-disposition',
+  'return-path',
+  'received',
+  'dkim-signature',
+  'arc-seal',
+  'arc-message-signature',
+  'arc-authentication-results',
+  'authentication-results',
+])
+
+/** RFC 5322 section 2.2: a field name is printable US-ASCII except the colon. */
+const FIELD_NAME = /^[!-9;-~]{1,76}$/
+// eslint-disable-next-line no-control-regex
+const LINE_BREAK_OR_NUL = /[\r\n\u0000]/
+
+class Problems {
+  readonly details: ErrorDetails = {}
+  add(field: string, message: string): void {
+    ;(this.details[field] ??= []).push(message)
+  }
+  get any(): boolean {
+    return Object.keys(this.details).length > 0
+  }
+}
+
+/** One mailbox from "Name <a@b>" or "a@b"; groups and lists are refused where one is expected. */
+function parseMailbox(value: unknown, field: string, problems: Problems): Mailbox | null {
+  if (typeof value !== 'string' || value.trim() === '') {
+    problems.add(field, 'must be an email address such as "Ada <ada@example.com>"')
+    return null
+  }
+  if (LINE_BREAK_OR_NUL.test(value)) {
+    problems.add(field, 'must not contain line breaks')
+    return null
+  }
+  const parsed = addressparser(value, { flatten: true })
+  if (parsed.length !== 1 || !parsed[0]!.address) {
+    problems.add(field, 'must hold exactly one email address')
+    return null
+  }
+  const check = checkEmail(parsed[0]!.address)
+  if (!check.ok) {
+    problems.add(field, `the address ${check.error}`)
+    return null
+  }
+  return { name: parsed[0]!.name ?? '', address: check.email }
+}
+
+function parseMailboxes(values: unknown, field: string, problems: Problems): Mailbox[] {
+  if (values === undefined || values === null) return []
+  const list = Array.isArray(values) ? values : [values]
+  return list.map((v, i) => parseMailbox(v, `${field}.${i}`, problems)).filter((m): m is Mailbox => m !== null)
+}
+
+/**
+ * Validates a send request. Every address is parsed and checked, header names and values are
+ * checked for line breaks (no header injection: nothing a caller sends can start a new header
+ * line), reserved headers are refused, and the envelope is built only from the checked list.
+ * Throws validation_failed with every problem at once.
+ */
+export function checkMessage(input: SendInput): CheckedMessage {
+  const problems = new Problems()
+  const from = parseMailbox(input.from, 'from', problems)
+  const to = parseMailboxes(input.to, 'to', problems)
+  const cc = parseMailboxes(input.cc, 'cc', problems)
+  const bcc = parseMailboxes(input.bcc, 'bcc', problems)
+  const replyTo = parseMailboxes(input.reply_to, 'reply_to', problems)
+  if (to.length === 0 && !problems.details['to.0']) problems.add('to', 'needs at least one recipient')
+  const seen = new Set<string>()
+  const recipients: CheckedMessage['recipients'] = []
+  for (const [kind, list] of [
+    ['to', to],
+    ['cc', cc],
+    ['bcc', bcc],
+  ] as const) {
+    for (const m of list) {
+      if (seen.has(m.address)) continue
+      seen.add(m.address)
+      recipients.push({ address: m.address, kind })
+    }
+  }
+  if (recipients.length > LIMITS.recipients) problems.add('to', `to, cc and bcc together may hold at most ${LIMITS.recipients} addresses`)
+
+  const subject = typeof input.subject === 'string' ? input.subject : ''
+  if (subject.trim() === '') problems.add('subject', 'is required')
+  else if (LINE_BREAK_OR_NUL.test(subject)) problems.add('subject', 'must not contain line breaks')
+  else if (subject.length > LIMITS.subject) problems.add('subject', `must be at most ${LIMITS.subject} characters`)
+
+  const html = input.html ?? null
+  const text = input.text ?? null
+  if (!html && !text) problems.add('html', 'html or text is required')
+  for (const [field, body] of [
+    ['html', html],
+    ['text', text],
+  ] as const) {
+    if (body && body.length > LIMITS.body_chars) problems.add(field, `must be at most ${LIMITS.body_chars} characters`)
+  }
+
+  const headers: Array<[string, string]> = []
+  const entries = Object.entries(input.headers ?? {})
+  if (entries.length > LIMITS.headers) problems.add('headers', `may hold at most ${LIMITS.headers} headers`)
+  for (const [name, value] of entries) {
+    const field = `headers.${name}`
+    if (!FIELD_NAME.test(name)) problems.add(field, 'is not a valid header name (printable ASCII without ":" or spaces, at most 76 characters)')
+    else if (RESERVED_HEADERS.has(name.toLowerCase())) problems.add(field, 'is set by Mailroom from the request fields and cannot be given as a header')
+    else if (typeof value !== 'string' || LINE_BREAK_OR_NUL.test(value)) problems.add(field, 'must be a string without line breaks')
+    else if (value.length > 998) problems.add(field, 'must be at most 998 characters (RFC 5322 section 2.1.1)')
+    else headers.push([name, value])
+  }
+
+  const attachments: CheckedMessage['attachments'] = []
+  const files = input.attachments ?? []
+  if (files.length > LIMITS.attachments) problems.add('attachments', `may hold at most ${LIMITS.attachments} files`)
+  files.forEach((a, i) => {
+    const field = `attachments.${i}`
+    if (typeof a.filename !== 'string' || a.filename.trim() === '' || LINE_BREAK_OR_NUL.test(a.filename) || a.filename.length > 255) {
+      problems.add(`${field}.filename`, 'must be a file name of 1-255 characters without line breaks')
+      return
+    }
+    if (typeof a.content !== 'string' || !/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(a.content)) {
+      problems.add(`${field}.content`, 'must be base64')
+      return
+    }
+    if (a.content_type !== undefined && !/^[\w.+-]+\/[\w.+-]+$/.test(a.content_type)) {
+      problems.add(`${field}.content_type`, 'must be a MIME type such as application/pdf')
+      return
+    }
+    attachments.push({ filename: a.filename, content: Buffer.from(a.content, 'base64'), contentType: a.content_type })
+  })
+
+  const tags = input.tags ?? []
+  if (tags.length > LIMITS.tags) problems.add('tags', `may hold at most ${LIMITS.tags} tags`)
+  tags.forEach((tag, i) => {
+    if (typeof tag !== 'string' || tag.length === 0 || tag.length > LIMITS.tag_chars || LINE_BREAK_OR_NUL.test(tag)) {
+      problems.add(`tags.${i}`, `must be 1-${LIMITS.tag_chars} characters without line breaks`)
+    }
+  })
+
+  if (problems.any || !from) throw new AppError('validation_failed', 'The request data is invalid.', problems.details)
+  return { from, to, cc, bcc, replyTo, subject, html, text, headers, attachments, tags, recipients }
+}
+
+/** The domain whose sending-domain record decides signing and the return path. */
+export function senderDomain(m: CheckedMessage): string {
+  return domainOf(m.from.address)
+}

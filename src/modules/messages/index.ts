@@ -1,0 +1,172 @@
+import { Elysia, t } from 'elysia'
+import type { Deps } from '../../deps'
+import type { AuthOf } from '../../http/auth'
+import { commonErrors, Envelope, ErrorEnvelope, ok, requires } from '../../http/schemas'
+import { invalidField } from '../../lib/errors'
+import { renderForRecipient } from '../templates/service'
+import type { SendInput } from './compose'
+import { beginIdempotent, IDEMPOTENCY_HEADER, type StoredResponse } from './idempotency'
+import { DynamicTemplateBody, EmailQueuedSchema, EmailSendBody, MessageIdParams, MessageSchema, QueuedSchema, SimpleSendBody } from './model'
+import { acceptMessages, getMessage, type AcceptContext, type AcceptedMessage, type SendingRuntime } from './service'
+
+const tags = ['sending']
+const sendErrors = { ...commonErrors, 409: ErrorEnvelope }
+const idempotencyNote = 'Send an `Idempotency-Key` header (1-256 characters) to make retries safe: see "Idempotency" in docs/api.md.'
+
+export interface SendCall {
+  request: Request
+  endpoint: string
+  body: unknown
+  inputs: () => SendInput[] | Promise<SendInput[]>
+  ctx: Omit<AcceptContext, 'apiKeyId'>
+  respond: (accepted: AcceptedMessage[]) => StoredResponse
+}
+
+/**
+ * The one path every HTTP send endpoint takes (the Resend-compatible routes too):
+ * idempotency first, then accept-and-commit, then the stored or fresh response.
+ */
+export async function sendThroughApi(deps: Deps, runtime: SendingRuntime, authOf: AuthOf, call: SendCall): Promise<StoredResponse & { replayed: boolean }> {
+  const auth = authOf(call.request)
+  // A send is recorded in its message row (api_key_id, source) and events, not also as an
+  // activity-log row: that would be a second write, with its own fsync, per message.
+  auth.logged = true
+  const apiKeyId = auth.key.id
+  const start = beginIdempotent(deps, call.request.headers.get(IDEMPOTENCY_HEADER), apiKeyId, call.endpoint, call.body)
+  if (start.kind === 'replay') return { ...start.response, replayed: true }
+  const claim = start.kind === 'claimed' ? start.claim : null
+  try {
+    const ctx = { ...call.ctx, apiKeyId }
+    const { accepted, response } = await acceptMessages(deps, runtime, await call.inputs(), ctx, claim ? { claim, respond: call.respond } : undefined)
+    return { ...(response ?? call.respond(accepted)), replayed: false }
+  } finally {
+    claim?.release()
+  }
+}
+
+const queued = (a: AcceptedMessage) => ({ id: a.id, status: a.status })
+
+/** /v1/send, /v1/emails, /api/v2/dynamicTemplate/{id} and message reads. */
+export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthOf) {
+  const send = async (call: SendCall, set: { headers: Record<string, string | number> }) => {
+    const result = await sendThroughApi(deps, runtime, authOf, call)
+    if (result.replayed) set.headers['idempotent-replayed'] = 'true'
+    return result
+  }
+  const routing = (b: { ip_pool_id?: number; sending_node_id?: number }) => ({ poolId: b.ip_pool_id ?? null, nodeId: b.sending_node_id ?? null })
+
+  return new Elysia()
+    .post(
+      '/v1/send',
+      async ({ body, request, set, status }) => {
+        const r = await send(
+          {
+            request,
+            endpoint: 'POST /v1/send',
+            body,
+            inputs: () => [{ from: body.from, to: [body.to], subject: body.subject, html: body.html, text: body.text }],
+            ctx: { source: 'api', ...routing(body) },
+            respond: ([a]) => ({ status: 202, body: ok(queued(a!)) }),
+          },
+          set,
+        )
+        return status(202, r.body as { success: true; data: { id: string; status: 'queued' } })
+      },
+      {
+        body: SimpleSendBody,
+        response: { 202: Envelope(QueuedSchema), ...sendErrors },
+        detail: requires('transactional.send', 'Send one message to one recipient', {
+          tags,
+          description: `Answers 202 once the message is on disk. ${idempotencyNote}`,
+        }),
+      },
+    )
+    .post(
+      '/v1/emails',
+      async ({ body, request, set, status }) => {
+        const r = await send(
+          {
+            request,
+            endpoint: 'POST /v1/emails',
+            body,
+            inputs: () => [
+              {
+                from: body.from,
+                to: body.to,
+                cc: body.cc,
+                bcc: body.bcc,
+                reply_to: body.reply_to === undefined ? undefined : ([] as string[]).concat(body.reply_to),
+                subject: body.subject,
+                html: body.html,
+                text: body.text,
+                headers: body.headers,
+                attachments: body.attachments,
+                tags: body.tags,
+              },
+            ],
+            ctx: { source: 'api', ...routing(body) },
+            respond: ([a]) => ({
+              status: 202,
+              body: ok({
+                ...queued(a!),
+                queued: a!.queued,
+                suppressed: a!.suppressed.map((s) => ({ address: s.address, reason: s.suppression.reason, scope: s.suppression.scope })),
+              }),
+            }),
+          },
+          set,
+        )
+        return status(202, r.body as never)
+      },
+      {
+        body: EmailSendBody,
+        response: { 202: Envelope(EmailQueuedSchema), ...sendErrors },
+        detail: requires('transactional.send', 'Send a message to several recipients', {
+          tags,
+          description: `to, cc and bcc together hold at most 50 addresses. Suppressed recipients are listed and never contacted. ${idempotencyNote}`,
+        }),
+      },
+    )
+    .post(
+      '/api/v2/dynamicTemplate/:template_id',
+      async ({ body, params, request, set, status }) => {
+        const r = await send(
+          {
+            request,
+            endpoint: `POST /api/v2/dynamicTemplate/${params.template_id}`,
+            body,
+            inputs: () => {
+              const from = body.from ?? deps.config.default_from
+              if (!from) throw invalidField('from', 'is required (or set default_from in the server configuration)')
+              const rendered = renderForRecipient(deps, { templateId: params.template_id, version: body.version, variables: body.variables ?? {}, to: body.to })
+              const template = { id: rendered.template_id, version_id: rendered.template_version_id }
+              return [{ from, to: [body.to], subject: rendered.subject, html: rendered.html, text: rendered.text, tags: body.tags, template }]
+            },
+            ctx: { source: 'template', ...routing(body) },
+            respond: ([a]) => ({ status: 202, body: ok(queued(a!)) }),
+          },
+          set,
+        )
+        return status(202, r.body as { success: true; data: { id: string; status: 'queued' } })
+      },
+      {
+        params: t.Object({ template_id: t.Integer({ minimum: 1 }) }),
+        body: DynamicTemplateBody,
+        response: { 202: Envelope(QueuedSchema), 404: ErrorEnvelope, ...sendErrors },
+        detail: requires('transactional.send', 'Send a template to one recipient', {
+          tags,
+          description: `Renders the template's active version (or \`version\`) with \`variables\` for \`to\` and queues it. ${idempotencyNote}`,
+        }),
+      },
+    )
+    .get('/v1/emails/:id', ({ params }) => ok(getMessage(deps, params.id)), {
+      params: MessageIdParams,
+      response: { 200: Envelope(MessageSchema), 404: ErrorEnvelope, ...commonErrors },
+      detail: requires('transactional.read', 'Get a message with its recipients and events', { tags }),
+    })
+    .get('/api/v2/messages/:id', ({ params }) => ok(getMessage(deps, params.id)), {
+      params: MessageIdParams,
+      response: { 200: Envelope(MessageSchema), 404: ErrorEnvelope, ...commonErrors },
+      detail: requires('transactional.read', 'Get a message with its recipients and events', { tags }),
+    })
+}

@@ -1,0 +1,99 @@
+import { t } from 'elysia'
+import { RECIPIENT_STATES } from '../../db/schema'
+import { enumOf } from '../../http/schemas'
+
+const Address = t.String({ minLength: 1, maxLength: 1000, description: 'An address, "ada@example.com" or "Ada Lovelace <ada@example.com>".' })
+const Addresses = t.Array(Address, { maxItems: 50 })
+const Routing = {
+  ip_pool_id: t.Optional(t.Integer({ minimum: 1, description: "IP pool to send over; default: the sending domain's pool, else the default pool." })),
+  sending_node_id: t.Optional(t.Integer({ minimum: 1, description: 'Sending node (route) to use; default: the default node, else direct to MX.' })),
+}
+
+export const SimpleSendBody = t.Object({
+  from: Address,
+  to: Address,
+  subject: t.String({ maxLength: 998 }),
+  html: t.Optional(t.String()),
+  text: t.Optional(t.String()),
+  ...Routing,
+})
+
+export const Attachment = t.Object({
+  filename: t.String({ minLength: 1, maxLength: 255 }),
+  content: t.String({ description: 'The file, base64-encoded.' }),
+  content_type: t.Optional(t.String({ maxLength: 255 })),
+})
+
+export const EmailSendBody = t.Object({
+  from: Address,
+  to: t.Array(Address, { minItems: 1, maxItems: 50 }),
+  subject: t.String({ maxLength: 998 }),
+  html: t.Optional(t.String()),
+  text: t.Optional(t.String()),
+  tags: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 256 }), { maxItems: 20 })),
+  cc: t.Optional(Addresses),
+  bcc: t.Optional(Addresses),
+  reply_to: t.Optional(t.Union([Address, Addresses])),
+  headers: t.Optional(t.Record(t.String(), t.String(), { description: 'Extra headers, name to value. Reserved names (From, Subject, Date...) are refused.' })),
+  attachments: t.Optional(t.Array(Attachment, { maxItems: 20 })),
+  ...Routing,
+})
+
+export const DynamicTemplateBody = t.Object({
+  to: Address,
+  variables: t.Optional(t.Record(t.String(), t.String(), { description: 'Variable name to value, merged into the template.' })),
+  from: t.Optional(Address),
+  version: t.Optional(t.Integer({ minimum: 1, description: 'Template version to use; default: the active version.' })),
+  tags: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 256 }), { maxItems: 20 })),
+  ...Routing,
+})
+
+export const QueuedSchema = t.Object({ id: t.String(), status: t.Literal('queued') })
+
+export const EmailQueuedSchema = t.Object({
+  id: t.String(),
+  status: t.Literal('queued'),
+  queued: t.Integer({ description: 'Recipients queued for delivery.' }),
+  suppressed: t.Array(t.Object({ address: t.String(), reason: t.String(), scope: t.String() }), {
+    description: 'Recipients a suppression stopped; they are never contacted.',
+  }),
+})
+
+const State = enumOf(RECIPIENT_STATES)
+
+export const MessageSchema = t.Object({
+  id: t.String(),
+  source: t.String(),
+  from: t.String(),
+  subject: t.String(),
+  tags: t.Array(t.String()),
+  message_id_header: t.String(),
+  signed: t.Boolean({ description: 'Whether the message is DKIM-signed at delivery (its domain is verified).' }),
+  template_id: t.Nullable(t.Integer()),
+  template_version_id: t.Nullable(t.Integer()),
+  size: t.Integer(),
+  status: State,
+  created_at: t.String(),
+  recipients: t.Array(
+    t.Object({
+      address: t.String(),
+      kind: t.String(),
+      state: State,
+      attempts: t.Integer(),
+      next_attempt_at: t.Nullable(t.String()),
+      last_response: t.Nullable(
+        t.Object({ code: t.Nullable(t.Integer()), enhanced_code: t.Nullable(t.String()), text: t.Nullable(t.String()), rule: t.Nullable(t.String()) }),
+      ),
+      mx: t.Nullable(t.String()),
+      source_ip: t.Nullable(t.String()),
+      suppression: t.Nullable(t.Record(t.String(), t.Unknown())),
+      updated_at: t.String(),
+      finished_at: t.Nullable(t.String()),
+    }),
+  ),
+  events: t.Array(
+    t.Object({ id: t.Integer(), kind: t.String(), recipient: t.Nullable(t.String()), created_at: t.String(), data: t.Record(t.String(), t.Unknown()) }),
+  ),
+})
+
+export const MessageIdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) })

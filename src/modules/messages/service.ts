@@ -1,0 +1,293 @@
+import type { GroupCommitter } from '../../db/group-commit'
+import { preparedFor } from '../../db/prepared'
+import type { RecipientState } from '../../db/schema'
+import type { Deps } from '../../deps'
+import { toIso } from '../../lib/clock'
+import { domainOf } from '../../lib/email'
+import { AppError, invalidField, notFound } from '../../lib/errors'
+import { emitPrepared } from '../events/service'
+import { findSendingDomain } from '../sending-domains/service'
+import { checkRecipients, type SuppressionMatch } from '../suppressions/service'
+import { checkMessage, senderDomain, type SendInput } from './compose'
+import { buildMessage } from './mime'
+import type { IdempotencyClaim, StoredResponse } from './idempotency'
+
+/** What the send path needs beyond Deps: the shared group committer and the queue's doorbell. */
+export interface SendingRuntime {
+  commits: GroupCommitter
+  /** Tells the delivery engine that new work is due now. */
+  wake(): void
+}
+
+export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast'
+
+export interface AcceptContext {
+  source: MessageSource
+  apiKeyId: number | null
+  /** A pool chosen by the request; else the sending domain's, else the default pool. */
+  poolId?: number | null
+  nodeId?: number | null
+}
+
+export interface AcceptedMessage {
+  id: string
+  status: 'queued'
+  /** Recipients that will be delivered / that a suppression stopped. */
+  queued: number
+  suppressed: Array<{ address: string; suppression: SuppressionMatch }>
+}
+
+const statements = preparedFor((db) => {
+  const c = db.$client
+  return {
+    insertMessage: c.prepare<
+      never,
+      [
+        string,
+        number | null,
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+        number | null,
+        number | null,
+        number | null,
+        number | null,
+        number | null,
+        Buffer,
+        number,
+        number,
+      ]
+    >(
+      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    insertRecipient: c.prepare<never, [string, string, string, string, RecipientState, number | null, string | null, number, number, number | null]>(
+      `INSERT INTO message_recipients (message_id, address, domain, kind, state, next_attempt_at, suppression, created_at, updated_at, finished_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    poolExists: c.prepare<{ id: number }, [number]>('SELECT id FROM ip_pools WHERE id = ?'),
+    nodeExists: c.prepare<{ id: number }, [number]>('SELECT id FROM sending_nodes WHERE id = ?'),
+    message: c.prepare<MessageRow, [string]>(
+      'SELECT id, source, from_address, subject, tags, message_id_header, domain_id, template_id, template_version_id, size, created_at FROM messages WHERE id = ?',
+    ),
+    recipients: c.prepare<RecipientRow, [string]>('SELECT * FROM message_recipients WHERE message_id = ? ORDER BY id'),
+    events: c.prepare<{ id: number; kind: string; recipient: string | null; created_at: number; data: string }, [string]>(
+      'SELECT id, kind, recipient, created_at, data FROM events WHERE message_id = ? ORDER BY id',
+    ),
+  }
+})
+
+/** A prepared message, ready to be written in a group commit. */
+interface Prepared {
+  id: string
+  input: ReturnType<typeof checkMessage>
+  raw: Buffer
+  mailFrom: string
+  messageIdHeader: string
+  domainId: number | null
+  poolId: number | null
+  template: { id: number; version_id: number } | null
+}
+
+/** Validation, the sending-domain rule and MIME building: everything that can happen before the transaction. */
+async function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): Promise<Prepared> {
+  const checked = checkMessage(input)
+  const fromDomain = senderDomain(checked)
+  const domain = findSendingDomain(deps, fromDomain)
+  const verified = domain?.status === 'verified'
+  if (!verified && !deps.config.allow_unverified_domains) {
+    throw new AppError(
+      'domain_not_verified',
+      `The domain ${fromDomain} is not a verified sending domain. Add it under /api/v2/sending-domains, publish its DNS records and verify it.`,
+    )
+  }
+  if (ctx.poolId != null && !statements(deps.db).poolExists.get(ctx.poolId)) throw invalidField('ip_pool_id', `no IP pool with id ${ctx.poolId}`)
+  if (ctx.nodeId != null && !statements(deps.db).nodeExists.get(ctx.nodeId)) throw invalidField('sending_node_id', `no sending node with id ${ctx.nodeId}`)
+  // UUIDv7: time-ordered, so the primary key index takes inserts at its end.
+  const id = Bun.randomUUIDv7()
+  const messageIdHeader = `${id}@${fromDomain}`
+  const raw = buildMessage(checked, { messageIdHeader, date: new Date(deps.clock.now()) })
+  return {
+    id,
+    input: checked,
+    raw,
+    // A verified domain gets a per-message return path on its bounce host (VERP-style), so a
+    // bounce names the message it is about; unsigned mail keeps the sender's own address.
+    mailFrom: verified ? `bounces+${id}@${domain.return_path_host}` : checked.from.address,
+    messageIdHeader,
+    domainId: verified ? domain.id : null,
+    poolId: ctx.poolId ?? (verified ? domain.pool_id : null),
+    template: input.template ?? null,
+  }
+}
+
+/** Writes one prepared message and its recipients; runs inside the group commit's transaction. */
+function write(deps: Deps, p: Prepared, ctx: AcceptContext, now: number): AcceptedMessage {
+  const st = statements(deps.db)
+  const m = p.input
+  st.insertMessage.run(
+    p.id,
+    ctx.apiKeyId,
+    ctx.source,
+    p.mailFrom,
+    m.from.address,
+    m.subject,
+    JSON.stringify(m.tags),
+    p.messageIdHeader,
+    p.domainId,
+    p.poolId,
+    ctx.nodeId ?? null,
+    p.template?.id ?? null,
+    p.template?.version_id ?? null,
+    p.raw,
+    p.raw.length,
+    now,
+  )
+  // Inside the transaction: a suppression added a moment ago is seen, and the decision is stored with the rows.
+  const decisions = checkRecipients(
+    deps,
+    m.recipients.map((r) => ({ email: r.address })),
+  )
+  const suppressed: AcceptedMessage['suppressed'] = []
+  m.recipients.forEach((r, i) => {
+    const d = decisions[i]!
+    if (d.allowed) {
+      st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'queued', now, null, now, now, null)
+      emitPrepared(deps.db, now, { kind: 'message.queued', message_id: p.id, recipient: r.address, data: { kind: r.kind } })
+    } else {
+      st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'suppressed', null, JSON.stringify(d.suppression), now, now, now)
+      emitPrepared(deps.db, now, { kind: 'message.suppressed', message_id: p.id, recipient: r.address, data: { kind: r.kind, suppression: d.suppression } })
+      suppressed.push({ address: r.address, suppression: d.suppression })
+    }
+  })
+  return { id: p.id, status: 'queued', queued: m.recipients.length - suppressed.length, suppressed }
+}
+
+/**
+ * Accepts messages: validates, builds the MIME, checks suppressions and commits every
+ * message, recipient row, `message.queued`/`message.suppressed` event and the idempotency
+ * record in one transaction (shared with concurrent requests by the group committer). The
+ * promise resolves only after the commit, so the caller's 202 means "on disk".
+ * Several inputs (a batch) are all-or-nothing.
+ */
+export async function acceptMessages(
+  deps: Deps,
+  runtime: SendingRuntime,
+  inputs: SendInput[],
+  ctx: AcceptContext,
+  idempotency?: { claim: IdempotencyClaim; respond: (accepted: AcceptedMessage[]) => StoredResponse },
+): Promise<{ accepted: AcceptedMessage[]; response?: StoredResponse }> {
+  const prepared: Prepared[] = []
+  for (const [i, input] of inputs.entries()) {
+    try {
+      prepared.push(await prepare(deps, input, ctx))
+    } catch (e) {
+      // In a batch, say which entry failed.
+      if (inputs.length > 1 && e instanceof AppError && e.details) {
+        throw new AppError(e.code, e.message, Object.fromEntries(Object.entries(e.details).map(([k, v]) => [`${i}.${k}`, v])))
+      }
+      throw e
+    }
+  }
+  const result = await runtime.commits.run(() => {
+    const now = deps.clock.now()
+    const accepted = prepared.map((p) => write(deps, p, ctx, now))
+    const response = idempotency?.respond(accepted)
+    if (idempotency && response) idempotency.claim.record(deps.db, response, now)
+    return { accepted, response }
+  })
+  if (result.accepted.some((a) => a.queued > 0)) runtime.wake()
+  return result
+}
+
+interface MessageRow {
+  id: string
+  source: string
+  from_address: string
+  subject: string
+  tags: string
+  message_id_header: string
+  domain_id: number | null
+  template_id: number | null
+  template_version_id: number | null
+  size: number
+  created_at: number
+}
+
+export interface RecipientRow {
+  id: number
+  message_id: string
+  address: string
+  domain: string
+  kind: 'to' | 'cc' | 'bcc'
+  state: RecipientState
+  attempts: number
+  next_attempt_at: number | null
+  lease_until: number | null
+  last_code: number | null
+  last_enhanced: string | null
+  last_response: string | null
+  last_class: string | null
+  last_ip: string | null
+  last_mx: string | null
+  suppression: string | null
+  created_at: number
+  updated_at: number
+  finished_at: number | null
+}
+
+/** The message's state as one word: the least advanced of its recipients' states. */
+export function summaryState(states: RecipientState[]): RecipientState {
+  const order: RecipientState[] = ['sending', 'queued', 'deferred', 'sent', 'bounced', 'failed', 'suppressed']
+  for (const s of order) if (states.includes(s)) return s
+  return 'suppressed'
+}
+
+export function getMessage(deps: Deps, id: string) {
+  const st = statements(deps.db)
+  const m = st.message.get(id)
+  if (!m) throw notFound('message', id)
+  const recipients = st.recipients.all(id)
+  return {
+    id: m.id,
+    source: m.source,
+    from: m.from_address,
+    subject: m.subject,
+    tags: JSON.parse(m.tags) as string[],
+    message_id_header: `<${m.message_id_header}>`,
+    signed: m.domain_id !== null,
+    template_id: m.template_id,
+    template_version_id: m.template_version_id,
+    size: m.size,
+    status: summaryState(recipients.map((r) => r.state)),
+    created_at: toIso(m.created_at)!,
+    recipients: recipients.map((r) => ({
+      address: r.address,
+      kind: r.kind,
+      state: r.state,
+      attempts: r.attempts,
+      next_attempt_at: toIso(r.next_attempt_at),
+      last_response:
+        r.last_code === null && r.last_response === null
+          ? null
+          : { code: r.last_code, enhanced_code: r.last_enhanced, text: r.last_response, rule: r.last_class },
+      mx: r.last_mx,
+      source_ip: r.last_ip,
+      suppression: r.suppression ? (JSON.parse(r.suppression) as Record<string, unknown>) : null,
+      updated_at: toIso(r.updated_at)!,
+      finished_at: toIso(r.finished_at),
+    })),
+    events: st.events.all(id).map((e) => ({
+      id: e.id,
+      kind: e.kind,
+      recipient: e.recipient,
+      created_at: toIso(e.created_at)!,
+      data: JSON.parse(e.data) as Record<string, unknown>,
+    })),
+  }
+}
+
+export type MessageView = ReturnType<typeof getMessage>

@@ -1,0 +1,319 @@
+import { asc, count, eq, inArray } from 'drizzle-orm'
+import net from 'node:net'
+import type { Deps } from '../../deps'
+import type { Db } from '../../db/client'
+import { preparedFor } from '../../db/prepared'
+import { sendingNodes, type NodeKind, type RelayTlsMode } from '../../db/schema'
+import { toIso } from '../../lib/clock'
+import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
+import { pageMeta, pageRequest } from '../../lib/pagination'
+import { poolExists } from '../ip-pools/service'
+
+type Row = typeof sendingNodes.$inferSelect
+/** A row read with raw SQL: booleans are SQLite integers. */
+type RawRow = Omit<Row, 'is_default' | 'active'> & { is_default: number; active: number }
+
+const HOUR = 3_600_000
+const DAY = 86_400_000
+
+/** Relay ports by TLS mode when none is given: submission with STARTTLS (RFC 6409), implicit TLS (RFC 8314), plain SMTP. */
+const DEFAULT_RELAY_PORTS: Record<RelayTlsMode, number> = { starttls: 587, tls: 465, none: 25 }
+
+export interface SendingNodeView {
+  id: number
+  name: string
+  kind: NodeKind
+  pool_id: number | null
+  relay_host: string | null
+  relay_port: number | null
+  relay_tls: RelayTlsMode | null
+  relay_username: string | null
+  /** The password is never returned. */
+  has_password: boolean
+  hourly_cap: number | null
+  daily_cap: number | null
+  is_default: boolean
+  active: boolean
+  /** Deliveries counted against the caps in the current clock hour and UTC day. */
+  usage: { this_hour: number; today: number }
+  created_at: string
+  updated_at: string
+}
+
+export interface SendingNodeInput {
+  name: string
+  kind: NodeKind
+  pool_id?: number | null
+  relay_host?: string | null
+  relay_port?: number | null
+  relay_tls?: RelayTlsMode | null
+  relay_username?: string | null
+  relay_password?: string | null
+  hourly_cap?: number | null
+  daily_cap?: number | null
+  is_default?: boolean
+  active?: boolean
+}
+
+const statements = preparedFor((db: Db) => ({
+  byId: db.$client.prepare<RawRow, [number]>('SELECT * FROM sending_nodes WHERE id = ?'),
+  defaultActive: db.$client.prepare<RawRow, []>('SELECT * FROM sending_nodes WHERE is_default = 1 AND active = 1 LIMIT 1'),
+  caps: db.$client.prepare<{ hourly_cap: number | null; daily_cap: number | null }, [number]>('SELECT hourly_cap, daily_cap FROM sending_nodes WHERE id = ?'),
+  hourUsed: db.$client.prepare<{ count: number }, [number, number]>('SELECT count FROM sending_node_usage WHERE node_id = ? AND hour = ?'),
+  dayUsed: db.$client.prepare<{ n: number }, [number, number, number]>(
+    'SELECT COALESCE(SUM(count), 0) AS n FROM sending_node_usage WHERE node_id = ? AND hour >= ? AND hour < ?',
+  ),
+  addUsage: db.$client.prepare<never, [number, number, number]>(
+    'INSERT INTO sending_node_usage (node_id, hour, count) VALUES (?, ?, ?) ON CONFLICT (node_id, hour) DO UPDATE SET count = count + excluded.count',
+  ),
+  prune: db.$client.prepare<never, [number, number]>('DELETE FROM sending_node_usage WHERE node_id = ? AND hour < ?'),
+}))
+
+function usageOf(deps: Deps, nodeId: number, now: number): { this_hour: number; today: number } {
+  const s = statements(deps.db)
+  const hour = Math.floor(now / HOUR) * HOUR
+  const day = Math.floor(now / DAY) * DAY
+  return { this_hour: s.hourUsed.get(nodeId, hour)?.count ?? 0, today: s.dayUsed.get(nodeId, day, day + DAY)!.n }
+}
+
+function toView(deps: Deps, r: Row): SendingNodeView {
+  return {
+    id: r.id,
+    name: r.name,
+    kind: r.kind,
+    pool_id: r.pool_id,
+    relay_host: r.relay_host,
+    relay_port: r.relay_port,
+    relay_tls: r.relay_tls,
+    relay_username: r.relay_username,
+    has_password: r.relay_password !== null,
+    hourly_cap: r.hourly_cap,
+    daily_cap: r.daily_cap,
+    is_default: r.is_default,
+    active: r.active,
+    usage: usageOf(deps, r.id, deps.clock.now()),
+    created_at: toIso(r.created_at)!,
+    updated_at: toIso(r.updated_at)!,
+  }
+}
+
+function findNode(deps: Deps, id: number): Row {
+  const row = deps.db.select().from(sendingNodes).where(eq(sendingNodes.id, id)).get()
+  if (!row) throw notFound('sending node', id)
+  return row
+}
+
+const HOST_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/
+
+type Fields = Omit<Row, 'id' | 'created_at' | 'updated_at'>
+
+/**
+ * The record an input gives on top of `current` (null on create), checked as a whole:
+ * a direct node has no relay settings; a relay node has a host, a TLS mode and a port
+ * (default by mode), and a username exactly when it has a password. Changing the kind
+ * drops the settings of the old kind.
+ */
+function resolveFields(deps: Deps, current: Row | null, input: Partial<SendingNodeInput>): Fields {
+  const kind = input.kind ?? current!.kind
+  const base: Fields = current
+    ? { ...current }
+    : {
+        name: '',
+        kind,
+        pool_id: null,
+        relay_host: null,
+        relay_port: null,
+        relay_tls: null,
+        relay_username: null,
+        relay_password: null,
+        hourly_cap: null,
+        daily_cap: null,
+        is_default: false,
+        active: true,
+      }
+  if (current && kind !== current.kind) {
+    Object.assign(base, { kind, pool_id: null, relay_host: null, relay_port: null, relay_tls: null, relay_username: null, relay_password: null })
+  }
+  const f: Fields = { ...base }
+  for (const key of Object.keys(input) as Array<keyof SendingNodeInput>) {
+    if (input[key] !== undefined) (f as Record<string, unknown>)[key] = input[key]
+  }
+  f.name = f.name.trim()
+
+  const details: ErrorDetails = {}
+  const fail = (field: string, message: string) => (details[field] ??= []).push(message)
+  if (f.kind === 'direct') {
+    for (const key of ['relay_host', 'relay_port', 'relay_tls', 'relay_username', 'relay_password'] as const) {
+      if (f[key] !== null) fail(key, 'only for relay nodes')
+    }
+    if (f.pool_id !== null && !poolExists(deps, f.pool_id)) fail('pool_id', `no IP pool with id ${f.pool_id}; GET /api/v2/ip-pools lists them`)
+  } else {
+    if (f.pool_id !== null) fail('pool_id', 'only for direct nodes (a relay chooses its own source address)')
+    if (f.relay_host === null) fail('relay_host', 'is required for a relay node')
+    else {
+      f.relay_host = f.relay_host.trim().toLowerCase().replace(/\.$/, '')
+      if (!net.isIP(f.relay_host) && !(f.relay_host.length <= 253 && f.relay_host.split('.').every((l) => HOST_LABEL.test(l)))) {
+        fail('relay_host', 'must be a host name or an IP address')
+      }
+    }
+    f.relay_tls ??= 'starttls'
+    f.relay_port ??= DEFAULT_RELAY_PORTS[f.relay_tls]
+    if ((f.relay_username === null) !== (f.relay_password === null)) {
+      fail(f.relay_username === null ? 'relay_username' : 'relay_password', 'relay_username and relay_password go together (SMTP AUTH, RFC 4954)')
+    }
+  }
+  if (f.name === '') fail('name', 'must not be empty')
+  if (Object.keys(details).length) throw new AppError('validation_failed', 'The request data is invalid.', details)
+  return f
+}
+
+function assertNameFree(deps: Deps, name: string, except?: number): void {
+  const clash = deps.db.select({ id: sendingNodes.id }).from(sendingNodes).where(eq(sendingNodes.name, name)).get()
+  if (clash && clash.id !== except) throw new AppError('conflict', `A sending node named "${name}" already exists.`)
+}
+
+/** One sending node (without its password). */
+export function getSendingNode(deps: Deps, id: number): SendingNodeView {
+  return toView(deps, findNode(deps, id))
+}
+
+/** A page of sending nodes, oldest first. */
+export function listSendingNodes(deps: Deps, query: { page?: number; per_page?: number }) {
+  const req = pageRequest(query)
+  const total = deps.db.select({ n: count() }).from(sendingNodes).get()!.n
+  const rows = deps.db.select().from(sendingNodes).orderBy(asc(sendingNodes.id)).limit(req.per_page).offset(req.offset).all()
+  return { items: rows.map((r) => toView(deps, r)), meta: pageMeta(req, total) }
+}
+
+/** Creates a node; making it the default takes the flag from the previous default in the same transaction. */
+export function createSendingNode(deps: Deps, input: SendingNodeInput): SendingNodeView {
+  const fields = resolveFields(deps, null, input)
+  assertNameFree(deps, fields.name)
+  const now = deps.clock.now()
+  const id = deps.db.transaction((tx) => {
+    if (fields.is_default) tx.update(sendingNodes).set({ is_default: false, updated_at: now }).where(eq(sendingNodes.is_default, true)).run()
+    return tx
+      .insert(sendingNodes)
+      .values({ ...fields, created_at: now, updated_at: now })
+      .returning({ id: sendingNodes.id })
+      .get().id
+  })
+  return getSendingNode(deps, id)
+}
+
+/** Changes a node; the result is checked as a whole (see resolveFields). `relay_password: null` removes the password. */
+export function updateSendingNode(deps: Deps, id: number, input: Partial<SendingNodeInput>): SendingNodeView {
+  const fields = resolveFields(deps, findNode(deps, id), input)
+  assertNameFree(deps, fields.name, id)
+  const now = deps.clock.now()
+  deps.db.transaction((tx) => {
+    if (input.is_default) tx.update(sendingNodes).set({ is_default: false, updated_at: now }).where(eq(sendingNodes.is_default, true)).run()
+    tx.update(sendingNodes)
+      .set({ ...fields, updated_at: now })
+      .where(eq(sendingNodes.id, id))
+      .run()
+  })
+  return getSendingNode(deps, id)
+}
+
+/** Deletes nodes with their usage counters; queued messages that named one take the default route. */
+export function deleteSendingNodes(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
+  const unique = [...new Set(ids)]
+  const found = unique.length
+    ? deps.db
+        .select({ id: sendingNodes.id })
+        .from(sendingNodes)
+        .where(inArray(sendingNodes.id, unique))
+        .all()
+        .map((r) => r.id)
+    : []
+  if (found.length) deps.db.delete(sendingNodes).where(inArray(sendingNodes.id, found)).run()
+  return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
+}
+
+// ---------------------------------------------------------------------------------------
+// For the delivery engine
+// ---------------------------------------------------------------------------------------
+
+export interface NodeRoute {
+  id: number
+  kind: NodeKind
+  /** False for a node named explicitly that the operator switched off: hold (defer) its mail rather than take another route. */
+  active: boolean
+  /** direct: the pool to send over; null = the message's pool. */
+  pool_id: number | null
+  /** relay: the smart host. */
+  relay?: { host: string; port: number; tls: RelayTlsMode; username: string | null; password: string | null }
+  hourly_cap: number | null
+  daily_cap: number | null
+}
+
+function toRoute(r: RawRow): NodeRoute {
+  return {
+    id: r.id,
+    kind: r.kind,
+    active: r.active === 1,
+    pool_id: r.pool_id,
+    ...(r.kind === 'relay' && {
+      relay: { host: r.relay_host!, port: r.relay_port!, tls: r.relay_tls!, username: r.relay_username, password: r.relay_password },
+    }),
+    hourly_cap: r.hourly_cap,
+    daily_cap: r.daily_cap,
+  }
+}
+
+/**
+ * The route of a message: the node it names (null when that node no longer exists), or with
+ * a null id the default active node; null then means plain direct delivery over the
+ * message's pool. One prepared point lookup.
+ */
+export function resolveNode(deps: Deps, nodeId: number | null): NodeRoute | null {
+  const s = statements(deps.db)
+  const row = nodeId === null ? s.defaultActive.get() : s.byId.get(nodeId)
+  return row ? toRoute(row) : null
+}
+
+/**
+ * How many of `wanted` deliveries the node's caps allow now, counted as used in the same
+ * transaction (so two workers cannot both take the last slot). Usage is kept per clock hour;
+ * the daily cap is the sum of the hours of the current UTC day. A node without caps allows
+ * everything (and still counts, for the usage figures); an unknown node allows nothing.
+ */
+export function takeNodeCapacity(deps: Deps, nodeId: number, wanted: number): number {
+  const s = statements(deps.db)
+  const now = deps.clock.now()
+  const hour = Math.floor(now / HOUR) * HOUR
+  const day = Math.floor(now / DAY) * DAY
+  return deps.db.$client
+    .transaction(() => {
+      const caps = s.caps.get(nodeId)
+      if (!caps || wanted <= 0) return 0
+      const hourRow = s.hourUsed.get(nodeId, hour)
+      let allowed = wanted
+      if (caps.hourly_cap !== null) allowed = Math.min(allowed, caps.hourly_cap - (hourRow?.count ?? 0))
+      if (caps.daily_cap !== null) allowed = Math.min(allowed, caps.daily_cap - s.dayUsed.get(nodeId, day, day + DAY)!.n)
+      allowed = Math.max(0, allowed)
+      if (allowed > 0) {
+        // A new hour: drop rows before yesterday, which no cap reads any more.
+        if (!hourRow) s.prune.run(nodeId, day - DAY)
+        s.addUsage.run(nodeId, hour, allowed)
+      }
+      return allowed
+    })
+    .immediate()
+}
+
+/** When the node's caps allow deliveries again (ms since the epoch): now when they do already. */
+export function nextCapWindow(deps: Deps, nodeId: number): number {
+  const s = statements(deps.db)
+  const now = deps.clock.now()
+  const caps = s.caps.get(nodeId)
+  if (!caps) return now
+  const hour = Math.floor(now / HOUR) * HOUR
+  const day = Math.floor(now / DAY) * DAY
+  const used = usageOf(deps, nodeId, now)
+  let at = now
+  if (caps.hourly_cap !== null && used.this_hour >= caps.hourly_cap) at = Math.max(at, hour + HOUR)
+  if (caps.daily_cap !== null && used.today >= caps.daily_cap) at = Math.max(at, day + DAY)
+  return at
+}

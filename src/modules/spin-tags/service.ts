@@ -1,0 +1,125 @@
+import { asc, count, eq, inArray } from 'drizzle-orm'
+import type { Deps } from '../../deps'
+import type { Db } from '../../db/client'
+import { preparedFor } from '../../db/prepared'
+import { spinTags } from '../../db/schema'
+import { toIso } from '../../lib/clock'
+import { AppError, notFound } from '../../lib/errors'
+import { pageMeta, pageRequest } from '../../lib/pagination'
+import { checkAlternatives, SPIN_TAG_NAME } from './rules'
+
+type Row = typeof spinTags.$inferSelect
+
+export interface SpinTagView {
+  id: number
+  name: string
+  alternatives: string[]
+  created_at: string
+  updated_at: string
+}
+
+function toView(r: Row): SpinTagView {
+  return { id: r.id, name: r.name, alternatives: r.alternatives, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
+}
+
+const statements = preparedFor((db: Db) => ({
+  alternativesByName: db.$client.prepare<{ alternatives: string }, [string]>('SELECT alternatives FROM spin_tags WHERE name = ?'),
+}))
+
+function findSpinTag(deps: Deps, id: number): Row {
+  const row = deps.db.select().from(spinTags).where(eq(spinTags.id, id)).get()
+  if (!row) throw notFound('spin tag', id)
+  return row
+}
+
+function checkInput(input: { name?: string; alternatives?: string[] }): void {
+  const errors: Record<string, string[]> = {}
+  if (input.name !== undefined && !SPIN_TAG_NAME.test(input.name)) {
+    errors.name = ['must be a lower-case identifier: a letter, then letters, digits or underscores (at most 63 characters)']
+  }
+  if (input.alternatives !== undefined) Object.assign(errors, checkAlternatives(input.alternatives))
+  if (Object.keys(errors).length) throw new AppError('validation_failed', 'The spin tag is invalid.', errors)
+}
+
+/** Creates a spin tag; 409 when the name is taken. */
+export function createSpinTag(deps: Deps, input: { name: string; alternatives: string[] }): SpinTagView {
+  checkInput(input)
+  if (deps.db.select({ id: spinTags.id }).from(spinTags).where(eq(spinTags.name, input.name)).get()) {
+    throw new AppError('conflict', `A spin tag named "${input.name}" already exists.`)
+  }
+  const now = deps.clock.now()
+  const row = deps.db.insert(spinTags).values({ name: input.name, alternatives: input.alternatives, created_at: now, updated_at: now }).returning().get()
+  return toView(row)
+}
+
+/** One spin tag by id. */
+export function getSpinTag(deps: Deps, id: number): SpinTagView {
+  return toView(findSpinTag(deps, id))
+}
+
+/** A page of spin tags, oldest first. */
+export function listSpinTags(deps: Deps, query: { page?: number; per_page?: number }) {
+  const req = pageRequest(query)
+  const total = deps.db.select({ n: count() }).from(spinTags).get()!.n
+  const rows = deps.db.select().from(spinTags).orderBy(asc(spinTags.id)).limit(req.per_page).offset(req.offset).all()
+  return { items: rows.map(toView), meta: pageMeta(req, total) }
+}
+
+/**
+ * Replaces a tag's alternatives. The name cannot change: templates refer to the tag by
+ * name, so a rename would silently empty every use of it.
+ */
+export function updateSpinTag(deps: Deps, id: number, input: { name?: string; alternatives?: string[] }): SpinTagView {
+  const row = findSpinTag(deps, id)
+  if (input.name !== undefined && input.name !== row.name) {
+    throw new AppError('validation_failed', 'The spin tag is invalid.', {
+      name: ['cannot change (templates refer to the tag by name); create a new tag and point the templates at it'],
+    })
+  }
+  checkInput({ alternatives: input.alternatives })
+  deps.db
+    .update(spinTags)
+    .set({ ...(input.alternatives !== undefined && { alternatives: input.alternatives }), updated_at: deps.clock.now() })
+    .where(eq(spinTags.id, id))
+    .run()
+  return getSpinTag(deps, id)
+}
+
+/** Deletes one tag and answers with it as it was. Templates using it render it empty from then on (and report it). */
+export function deleteSpinTag(deps: Deps, id: number): SpinTagView {
+  const view = toView(findSpinTag(deps, id))
+  deps.db.delete(spinTags).where(eq(spinTags.id, id)).run()
+  return view
+}
+
+/** Bulk delete: which ids were deleted and which did not exist, in one transaction. */
+export function deleteSpinTags(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
+  const unique = [...new Set(ids)]
+  if (unique.length === 0) return { deleted: [], not_found: [] }
+  return deps.db.transaction((tx) => {
+    const found = tx
+      .select({ id: spinTags.id })
+      .from(spinTags)
+      .where(inArray(spinTags.id, unique))
+      .all()
+      .map((r) => r.id)
+    if (found.length) tx.delete(spinTags).where(inArray(spinTags.id, found)).run()
+    const gone = new Set(found)
+    return { deleted: found, not_found: unique.filter((id) => !gone.has(id)) }
+  })
+}
+
+/**
+ * The alternatives of the named tags that exist now (absent names are simply missing from
+ * the map). One prepared point lookup per name: templates render on the send path.
+ */
+export function spinTagAlternatives(deps: Deps, names: readonly string[]): Map<string, string[]> {
+  const out = new Map<string, string[]>()
+  if (names.length === 0) return out
+  const stmt = statements(deps.db).alternativesByName
+  for (const name of names) {
+    const row = stmt.get(name)
+    if (row) out.set(name, JSON.parse(row.alternatives) as string[])
+  }
+  return out
+}

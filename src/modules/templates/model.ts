@@ -1,0 +1,83 @@
+import { t } from 'elysia'
+import { MAX_PART_BYTES, MAX_SUBJECT_LENGTH } from './service'
+
+const summaryFields = {
+  id: t.Integer(),
+  name: t.String(),
+  description: t.String(),
+  active_version: t.Integer({ description: 'Number of the version sends use.' }),
+  active_version_id: t.Integer({ description: 'Id of that version (messages record it as template_version_id).' }),
+  versions_count: t.Integer(),
+  subject: t.String({ description: "The active version's subject template." }),
+  created_at: t.String({ format: 'date-time' }),
+  updated_at: t.String({ format: 'date-time' }),
+}
+
+const body = {
+  html: t.Nullable(t.String({ description: 'HTML part template; values are HTML-escaped.' })),
+  text: t.Nullable(t.String({ description: 'Plain-text part template; values are inserted as they are.' })),
+}
+
+export const TemplateSummarySchema = t.Object(summaryFields)
+export const TemplateSchema = t.Object({ ...summaryFields, ...body })
+
+const versionFields = {
+  id: t.Integer({ description: 'Version id, unique across templates.' }),
+  template_id: t.Integer(),
+  version: t.Integer({ description: '1, 2, 3... per template.' }),
+  subject: t.String(),
+  active: t.Boolean(),
+  created_at: t.String({ format: 'date-time' }),
+}
+
+export const VersionSummarySchema = t.Object(versionFields)
+export const VersionSchema = t.Object({ ...versionFields, ...body })
+
+// Sizes are checked in UTF-8 bytes by the service; the character limit here only stops absurd bodies early.
+const Subject = t.String({ minLength: 1, maxLength: MAX_SUBJECT_LENGTH, description: `Handlebars, one line, at most ${MAX_SUBJECT_LENGTH} characters.` })
+const Part = (what: string) =>
+  t.Optional(
+    t.Nullable(t.String({ maxLength: MAX_PART_BYTES, description: `${what} template (Handlebars), at most 512 KiB in UTF-8; "" or null means none.` })),
+  )
+
+export const CreateTemplateBody = t.Object({
+  name: t.String({ minLength: 1, maxLength: 200 }),
+  description: t.Optional(t.String({ maxLength: 2000 })),
+  subject: Subject,
+  html: Part('HTML part'),
+  text: Part('Plain-text part'),
+})
+
+export const UpdateTemplateBody = t.Object({
+  name: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
+  description: t.Optional(t.String({ maxLength: 2000 })),
+  subject: t.Optional(Subject),
+  html: Part('HTML part'),
+  text: Part('Plain-text part'),
+})
+
+export const VersionParams = t.Object({
+  id: t.Integer({ minimum: 1, description: 'Template id.' }),
+  version: t.Integer({ minimum: 1, description: 'Version number.' }),
+})
+
+export const RenderBody = t.Object({
+  variables: t.Optional(
+    t.Record(t.String(), t.String(), {
+      maxProperties: 1000,
+      description: 'Variable name -> string value. A dotted name is a nested path: {"user.name": "Ann"} fills {{user.name}}.',
+    }),
+  ),
+  to: t.Optional(t.String({ maxLength: 320, description: 'Recipient address: spins choose what this recipient would receive.' })),
+  version: t.Optional(t.Integer({ minimum: 1, description: 'Version number; the active version when omitted.' })),
+})
+
+export const RenderedSchema = t.Object({
+  subject: t.String({ description: 'On one line: line breaks from variables become spaces.' }),
+  html: t.Nullable(t.String()),
+  text: t.Nullable(t.String()),
+  missing_variables: t.Array(t.String(), { description: 'Variables used but not given (rendered empty), and spin:<name> for deleted spin tags.' }),
+  template_id: t.Integer(),
+  template_version_id: t.Integer(),
+  version: t.Integer(),
+})

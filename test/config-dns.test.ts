@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { ConfigError, loadConfig } from '../src/config'
+import { createResolver } from '../src/lib/dns'
+import { parseServer, queryDns, queryTxt } from '../src/modules/sending-domains/dns-query'
+import { startDnsServer, type DnsServer } from './support/dns-server'
+
+let dns: DnsServer
+beforeAll(async () => {
+  dns = await startDnsServer({
+    zones: {
+      'example.com': { TXT: ['v=spf1 ip4:127.0.0.2 ~all', ['site-', 'verification=1']], A: ['127.0.0.5'] },
+      'bounces.example.com': { CNAME: 'mailroom.test' },
+    },
+  })
+})
+afterAll(() => dns.close())
+
+describe('the dns_servers setting', () => {
+  test('parses ADDRESS, IPV4:PORT and [IPV6]:PORT; "system" or empty means the system resolvers', () => {
+    const load = (value: string) => loadConfig({ env: { MAILROOM_DNS_SERVERS: value } }).dns_servers
+    expect(load('127.0.0.1:5353, 9.9.9.9,[::1]:53')).toEqual(['127.0.0.1:5353', '9.9.9.9', '[::1]:53'])
+    expect(load('system')).toEqual([])
+    expect(load('')).toEqual([])
+    expect(loadConfig({ env: {} }).dns_servers).toEqual([])
+    expect(loadConfig({ env: {}, flags: { 'dns-servers': '127.0.0.1:53' } }).dns_servers).toEqual(['127.0.0.1:53'])
+  })
+
+  for (const bad of ['dns.example.com', '127.0.0.1:0', '127.0.0.1:70000', '[::1]']) {
+    test(`refuses "${bad}" naming the setting`, () => {
+      expect(() => loadConfig({ env: { MAILROOM_DNS_SERVERS: bad } })).toThrow(ConfigError)
+      expect(() => loadConfig({ env: { MAILROOM_DNS_SERVERS: bad } })).toThrow(/dns/i)
+    })
+  }
+
+  test('every accepted form is understood by both resolvers', () => {
+    expect(parseServer('127.0.0.1:5353')).toEqual({ host: '127.0.0.1', port: 5353 })
+    expect(parseServer('9.9.9.9')).toEqual({ host: '9.9.9.9', port: 53 })
+    expect(parseServer('[::1]:5353')).toEqual({ host: '::1', port: 5353 })
+    expect(parseServer('::1')).toEqual({ host: '::1', port: 53 })
+    expect(() => createResolver(['127.0.0.1:5353', '9.9.9.9', '[::1]:53'])).not.toThrow()
+  })
+
+  test('lookups go to the configured server and port', async () => {
+    const { dns_servers } = loadConfig({ env: { MAILROOM_DNS_SERVERS: dns.server } })
+    expect(await createResolver(dns_servers).resolve4('example.com')).toEqual(['127.0.0.5'])
+    // TXT records keep their boundaries: two records, the second made of two strings.
+    expect(await queryTxt(dns_servers, 'example.com')).toEqual(['v=spf1 ip4:127.0.0.2 ~all', 'site-verification=1'])
+    expect(await queryDns(dns_servers, 'bounces.example.com', 'CNAME')).toEqual([['mailroom.test']])
+    await expect(queryDns(dns_servers, 'nowhere.example.com', 'TXT')).rejects.toMatchObject({ code: 'ENOTFOUND' })
+    await expect(queryDns(dns_servers, 'bounces.example.com', 'TXT')).rejects.toMatchObject({ code: 'ENODATA' })
+  })
+
+  test('a server that does not answer is skipped for the next one', async () => {
+    const closed = await startDnsServer()
+    await closed.close()
+    expect(await queryTxt([closed.server, dns.server], 'example.com')).toHaveLength(2)
+    await expect(queryTxt([closed.server], 'example.com')).rejects.toMatchObject({ code: 'ECONNREFUSED' })
+  })
+})

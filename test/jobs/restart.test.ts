@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { mkdtempSync } from 'node:fs'
+import { createServer, type Server, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startDnsServer, type DnsServer } from '../support/dns-server'
+import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
+
+/**
+ * Crash safety of the queue with the real server process: messages accepted (202) while
+ * their deliveries hang on the wire survive a SIGKILL, and the next process delivers each of
+ * them exactly once (nothing had completed on the wire, so there is nothing to duplicate).
+ */
+const MAIN = join(import.meta.dir, '../../src/main.ts')
+const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-restart-'))
+let sink: SmtpSink
+let zone: DnsServer
+/** An "MX" that accepts TCP connections and never says a word: deliveries hang in `sending`. */
+let blackHole: Server
+const held: Socket[] = []
+
+beforeAll(async () => {
+  sink = await startSmtpSink({ host: '127.0.0.1' })
+  blackHole = createServer((socket) => held.push(socket))
+  await new Promise<void>((resolve, reject) => blackHole.once('error', reject).listen(sink.port, '127.0.0.5', resolve))
+  zone = await startDnsServer({
+    zones: { 'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] }, 'mx.example.net': { A: ['127.0.0.5'] } },
+  })
+})
+
+afterAll(async () => {
+  for (const s of held) s.destroy()
+  blackHole.close()
+  await sink.close()
+  await zone.close()
+})
+
+const flags = () => [
+  '--data-dir',
+  dataDir,
+  '--mx-port',
+  String(sink.port),
+  '--dns-servers',
+  zone.server,
+  '--allow-unverified-domains',
+  'true',
+  '--hostname',
+  'mailroom.test',
+  '--access-log',
+  'false',
+]
+
+async function run(args: string[]): Promise<string> {
+  const proc = Bun.spawn(['bun', MAIN, ...args, ...flags()], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  expect(code, err).toBe(0)
+  return out
+}
+
+async function startServer() {
+  const proc = Bun.spawn(['bun', MAIN, 'serve', '--http-listen', '127.0.0.1:0', ...flags()], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: { PATH: process.env.PATH ?? '' },
+  })
+  const reader = proc.stdout.getReader()
+  let text = ''
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`server exited before listening: ${text} ${await new Response(proc.stderr).text()}`)
+    text += new TextDecoder().decode(value)
+    const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text)
+    if (m) return { proc, base: m[1]! }
+  }
+}
+
+async function until(what: string, check: () => boolean, deadlineMs = 20_000): Promise<void> {
+  const end = Date.now() + deadlineMs
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`gave up waiting for: ${what}`)
+    await Bun.sleep(25)
+  }
+}
+
+test('accepted mail survives SIGKILL mid-delivery and is delivered once after the restart', async () => {
+  const key = (await run(['keys', 'create', '--role', 'Administrator', '--name', 'restart'])).trim().split('\n').at(-1)!
+  const first = await startServer()
+  const ids: string[] = []
+  for (let i = 0; i < 10; i++) {
+    const r = await fetch(`${first.base}/v1/send`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ from: 'ada@example.com', to: `user${i}@example.net`, subject: `Message ${i}`, text: 'hello' }),
+    })
+    expect(r.status).toBe(202)
+    ids.push(((await r.json()) as { data: { id: string } }).data.id)
+  }
+  const db = new Database(join(dataDir, 'mailroom.db'), { readonly: true })
+  const count = (state: string) => (db.query('SELECT COUNT(*) AS n FROM message_recipients WHERE state = ?').get(state) as { n: number }).n
+  // Every delivery is stuck on the silent MX, leased as `sending`.
+  await until('all ten recipients sending', () => count('sending') === 10)
+  first.proc.kill('SIGKILL')
+  await first.proc.exited
+  expect(count('sending')).toBe(10)
+  expect(sink.messages).toHaveLength(0)
+
+  // The MX now points at the working sink; the next process requeues and delivers.
+  zone.setZone('mx.example.net', { A: ['127.0.0.1'] })
+  const second = await startServer()
+  try {
+    await sink.waitFor(10, 20_000)
+    await until('all ten recorded as sent', () => count('sent') === 10)
+    const delivered = sink.messages.map((m) => /^Message-ID: <([^@>]+)@/im.exec(m.raw.toString())?.[1])
+    expect(delivered.sort()).toEqual([...ids].sort())
+    // Retries count: each recipient was attempted once before the crash and once after.
+    const attempts = db.query('SELECT DISTINCT attempts FROM message_recipients').all() as Array<{ attempts: number }>
+    expect(attempts).toEqual([{ attempts: 2 }])
+  } finally {
+    second.proc.kill('SIGTERM')
+    await second.proc.exited
+    db.close()
+  }
+}, 60_000)

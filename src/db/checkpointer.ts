@@ -16,14 +16,21 @@ export function startCheckpointer(path: string, log: Logger, everyMs = 1000) {
   // In the single binary the worker is an entrypoint of its own under src/ (scripts/build.ts).
   const worker = new Worker(new URL(compiled ? './db/checkpoint-worker.ts' : './checkpoint-worker.ts', import.meta.url)) as Worker & { unref(): void }
   worker.postMessage({ path })
-  let waiting: ((ok: boolean) => void) | null = null
-  worker.onmessage = (event: MessageEvent<{ done?: boolean; error?: string }>) => {
+  type Outcome = { done?: boolean; error?: string; checkpointed?: number }
+  let waiting: ((outcome: Outcome) => void) | null = null
+  worker.onmessage = (event: MessageEvent<Outcome>) => {
     if (event.data.error) log.warn('WAL checkpoint failed', { error: event.data.error })
-    waiting?.(!event.data.error)
+    waiting?.(event.data)
+    waiting = null
+  }
+  worker.onerror = (event) => {
+    // The backstop (wal_autocheckpoint) keeps the WAL bounded without the worker; say so loudly.
+    log.error('the WAL checkpoint worker failed', { error: event.message })
+    waiting?.({ error: event.message })
     waiting = null
   }
   const run = (what: 'checkpoint' | 'truncate') =>
-    new Promise<boolean>((resolve) => {
+    new Promise<Outcome>((resolve) => {
       waiting = resolve
       worker.postMessage(what)
     })
@@ -40,7 +47,8 @@ export function startCheckpointer(path: string, log: Logger, everyMs = 1000) {
     async stop(): Promise<void> {
       clearInterval(timer)
       while (busy) await Bun.sleep(5)
-      await run('truncate')
+      const last = await run('truncate')
+      if (last.done) log.info('WAL checkpointed', { pages: last.checkpointed })
       worker.terminate()
     },
   }

@@ -9,7 +9,11 @@
 import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { dkimVerify } from 'mailauth/lib/dkim/verify'
+import { queryDns } from '../../src/modules/sending-domains/dns-query'
 import { VERSION } from '../../src/version'
+import { startDnsServer, type DnsServer } from './dns-server'
+import { startSmtpSink, type SmtpSink } from './smtp-sink'
 
 export interface SmokeOptions {
   /** Receives one line per finished step. */
@@ -120,6 +124,8 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
   copyFileSync(resolve(binaryPath), binary)
   chmodSync(binary, 0o755)
   let server: { kill(signal?: NodeJS.Signals): void; exited: Promise<number> } | null = null
+  let sink: SmtpSink | null = null
+  let dns: DnsServer | null = null
   try {
     const version = await expectExit(binary, dir, ['--version'], 0)
     check(version.stdout.trim() === `mailroom ${VERSION}`, `--version printed ${JSON.stringify(version.stdout)}, expected "mailroom ${VERSION}"`)
@@ -143,7 +149,18 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     check(/^mr_\S+$/.test(key), `keys create: last line should be the key, got:\n${created.stdout}`)
     log('ok: keys create (migrations applied to a fresh data dir)')
 
-    const proc = Bun.spawn([binary, 'serve', '--http-listen', '127.0.0.1:0'], {
+    // A recipient's MX and the sending domain's records live in a DNS server on loopback; the
+    // MX is a recording sink. A signed delivery proves the DKIM worker thread is in the binary.
+    sink = await startSmtpSink({ host: '127.0.0.1' })
+    dns = await startDnsServer({
+      zones: {
+        'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] },
+        'mx.example.net': { A: ['127.0.0.1'] },
+        'mailroom.test': { A: ['127.0.0.1'] },
+      },
+    })
+    const serveArgs = ['serve', '--http-listen', '127.0.0.1:0', '--hostname', 'mailroom.test', '--mx-port', String(sink.port), '--dns-servers', dns.server]
+    const proc = Bun.spawn([binary, ...serveArgs], {
       cwd: dir,
       env: environment(dir),
       stdin: 'ignore',
@@ -217,6 +234,35 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     )
     log(`ok: /, /docs, /openapi.json, /docs/assets/scalar.js (${scalarBytes} bytes)`)
 
+    const api = async (method: string, path: string, payload?: unknown) => {
+      const r = await request(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: payload === undefined ? undefined : JSON.stringify(payload),
+      })
+      const json = (await r.json().catch(() => null)) as { data?: any } | null
+      check(r.ok, `${method} ${path}: HTTP ${r.status} ${JSON.stringify(json)}`)
+      return json!.data
+    }
+    const domain = await api('POST', '/api/v2/sending-domains', { name: 'example.com' })
+    const zones = new Map<string, { TXT?: string[]; CNAME?: string }>()
+    for (const r of domain.dns_records as Array<{ type: string; name: string; value: string }>) {
+      const z = zones.get(r.name) ?? {}
+      if (r.type === 'TXT') (z.TXT ??= []).push(r.value)
+      else z.CNAME = r.value
+      zones.set(r.name, z)
+    }
+    for (const [name, records] of zones) dns.setZone(name, records)
+    const verified = await api('POST', `/api/v2/sending-domains/${domain.id}/verify`)
+    check(verified.status === 'verified', `the sending domain did not verify: ${JSON.stringify(verified.dns_records)}`)
+    const sent = await api('POST', '/v1/send', { from: 'ada@example.com', to: 'bob@example.net', subject: 'Smoke', text: 'Signed in a worker thread.' })
+    const [delivered] = (await within(sink.waitFor(1, REQUEST_MS), REQUEST_MS)) ?? []
+    check(delivered, `the message ${sent.id} never reached the sink:\n${serverOutput()}`)
+    const dnsServer = dns.server
+    const dkim = await dkimVerify(delivered.raw, { resolver: ((name: string) => queryDns([dnsServer], name, 'TXT')) as never })
+    check(dkim.results[0]?.status?.result === 'pass', `the delivered message's DKIM signature did not verify: ${JSON.stringify(dkim.results)}`)
+    log('ok: a send is delivered over SMTP with a DKIM signature made on a worker thread')
+
     proc.kill('SIGTERM')
     const stopped = await within(
       proc.exited.then((code) => ({ code })),
@@ -230,7 +276,9 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     )
     check(out.state.text.includes('Mailroom stopped.'), `after SIGTERM the server did not print "Mailroom stopped.":\n${serverOutput()}`)
     server = null
-    log('ok: SIGTERM stops the server with exit 0')
+    // The checkpoint worker (a worker thread, so an entrypoint of the build) ran the last checkpoint.
+    check(err.state.text.includes('"msg":"WAL checkpointed"'), `the checkpoint worker did not report its shutdown checkpoint:\n${serverOutput()}`)
+    log('ok: SIGTERM stops the server with exit 0, WAL checkpointed by its worker thread')
 
     // Settings come from flags, MAILROOM_* and --config only: the build switches off Bun's
     // autoloading, so these files beside the binary must change nothing.
@@ -245,6 +293,8 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
 
     return { dir, port, scalarBytes }
   } finally {
+    await sink?.close()
+    await dns?.close()
     if (server) {
       server.kill('SIGKILL')
       await within(server.exited, STOP_MS)

@@ -291,11 +291,16 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
     return claimed.length
   }
 
+  /** Rows whose lease ran out while this process ran (a delivery that never reported back) go back in the queue. */
+  function requeueExpiredLeases(): number {
+    return st.requeueExpired.run(deps.clock.now()).changes
+  }
+
   function sweep(): void {
     const now = deps.clock.now()
     if (now - lastSweep < 60_000) return
     lastSweep = now
-    st.requeueExpired.run(now)
+    requeueExpiredLeases()
     purgeIdempotencyKeys(deps)
   }
 
@@ -326,6 +331,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       wake()
     },
     wake,
+    requeueExpiredLeases,
     /** Stops claiming, waits for deliveries in flight to record their outcomes. */
     async stop(): Promise<void> {
       running = false

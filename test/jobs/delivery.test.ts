@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { dkimVerify } from 'mailauth/lib/dkim/verify'
 import { createSignerPool } from '../../src/delivery/signer-pool'
 import { createTransport } from '../../src/delivery/transport'
-import { createDeliveryEngine } from '../../src/jobs/delivery'
+import { backoffMs, createDeliveryEngine } from '../../src/jobs/delivery'
 import { createResolver } from '../../src/lib/dns'
 import { createIpRotation } from '../../src/modules/ip-pools/service'
 import { queryDns } from '../../src/modules/sending-domains/dns-query'
@@ -252,5 +252,32 @@ describe('delivery', () => {
     await t.engine.drain()
     expect(t.state(second)[0]!.state).toBe('sent')
     await t.close()
+  })
+
+  test('a lease that runs out puts the row back in the queue; it is then delivered', async () => {
+    const t = await setup({ allow_unverified_domains: true })
+    const id = await t.send({ to: ['ok@example.net'] })
+    // As if a delivery had been claimed and never reported back.
+    t.deps.db.$client.run(`UPDATE message_recipients SET state = 'sending', lease_until = ?, attempts = 1 WHERE message_id = ?`, [
+      t.deps.clock.now() + 1000,
+      id,
+    ])
+    expect(t.engine.requeueExpiredLeases()).toBe(0)
+    await t.engine.drain()
+    expect(t.state(id)[0]!.state).toBe('sending')
+    t.deps.clock.advance(1001)
+    expect(t.engine.requeueExpiredLeases()).toBe(1)
+    await t.engine.drain()
+    expect(t.state(id)[0]).toMatchObject({ state: 'sent', attempts: 2 })
+    await t.close()
+  })
+})
+
+describe('backoff', () => {
+  test('doubles from one minute up to six hours, with +-20 % jitter', () => {
+    expect([1, 2, 3, 4].map((n) => backoffMs(n, 0.5))).toEqual([60_000, 120_000, 240_000, 480_000])
+    expect(backoffMs(30, 0.5)).toBe(6 * 3600_000)
+    expect(backoffMs(1, 0)).toBe(48_000)
+    expect(backoffMs(1, 0.999999)).toBeCloseTo(72_000, -1)
   })
 })

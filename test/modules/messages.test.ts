@@ -95,6 +95,26 @@ describe('header injection', () => {
   })
 })
 
+describe('MIME', () => {
+  test('no line passes 998 octets (RFC 5322 2.1.1), whatever the subject, names and recipients', async () => {
+    const { call, admin, rawOf } = setup()
+    const names = Array.from({ length: 50 }, (_, i) => `Recipient Number ${i} With A Rather Long Display Name <r${i}@example.net>`)
+    const r = await call('POST', '/v1/emails', {
+      key: admin.key,
+      body: { from: 'Ada <ada@example.com>', to: names, subject: `${'x'.repeat(950)} tail`, html: `<p>${'y'.repeat(5000)}</p>`, text: 'ünïcode '.repeat(400) },
+    })
+    expect(r.status).toBe(202)
+    const raw = rawOf(r.body.data.id).toString('latin1')
+    const longest = Math.max(...raw.split('\r\n').map((l) => l.length))
+    expect(longest).toBeLessThanOrEqual(998)
+    const mail = await simpleParser(rawOf(r.body.data.id))
+    expect(mail.subject).toBe(`${'x'.repeat(950)} tail`)
+    expect((mail.to as { value: unknown[] }).value).toHaveLength(50)
+    expect(mail.html).toContain('y'.repeat(5000))
+    expect(mail.text?.trim()).toBe('ünïcode '.repeat(400).trim())
+  })
+})
+
 describe('POST /v1/emails', () => {
   test('cc and bcc are recipients; bcc never appears in the headers; duplicates go once', async () => {
     const { call, admin, rawOf, recipients } = setup()

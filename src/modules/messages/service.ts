@@ -80,62 +80,84 @@ const statements = preparedFor((db) => {
   }
 })
 
-/** A prepared message, ready to be written in a group commit. */
-interface Prepared {
+/** A message ready to be written in a group commit, whatever the way in (API, template, SMTP). */
+export interface PreparedMessage {
   id: string
-  input: ReturnType<typeof checkMessage>
   raw: Buffer
   mailFrom: string
   messageIdHeader: string
+  fromAddress: string
+  subject: string
+  tags: string[]
+  /** Envelope recipients, each once, already validated and normalised. */
+  recipients: Array<{ address: string; kind: 'to' | 'cc' | 'bcc' }>
   domainId: number | null
   poolId: number | null
   template: { id: number; version_id: number } | null
 }
 
-/** Validation, the sending-domain rule and MIME building: everything that can happen before the transaction. */
-async function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): Promise<Prepared> {
-  const checked = checkMessage(input)
-  const fromDomain = senderDomain(checked)
+/** The sending domain that signs mail from `fromDomain`, or null when unsigned mail is allowed; else 403. */
+export function signingDomain(deps: Deps, fromDomain: string) {
   const domain = findSendingDomain(deps, fromDomain)
-  const verified = domain?.status === 'verified'
-  if (!verified && !deps.config.allow_unverified_domains) {
-    throw new AppError(
-      'domain_not_verified',
-      `The domain ${fromDomain} is not a verified sending domain. Add it under /api/v2/sending-domains, publish its DNS records and verify it.`,
-    )
-  }
+  if (domain?.status === 'verified') return domain
+  if (deps.config.allow_unverified_domains) return null
+  throw new AppError(
+    'domain_not_verified',
+    `The domain ${fromDomain} is not a verified sending domain. Add it under /api/v2/sending-domains, publish its DNS records and verify it.`,
+  )
+}
+
+/** A new message id (UUIDv7: time-ordered, so the primary key index takes inserts at its end). */
+export const newMessageId = (): string => Bun.randomUUIDv7()
+
+/**
+ * The return path: a verified domain gets a per-message address on its bounce host
+ * (VERP-style), so a bounce names the message it is about; unsigned mail keeps the sender's.
+ */
+export function returnPath(id: string, domain: { return_path_host: string } | null, sender: string): string {
+  return domain ? `bounces+${id}@${domain.return_path_host}` : sender
+}
+
+/** Checks the routing choices of a request: the pool and node must exist. */
+export function checkRouting(deps: Deps, ctx: { poolId?: number | null; nodeId?: number | null }): void {
   if (ctx.poolId != null && !statements(deps.db).poolExists.get(ctx.poolId)) throw invalidField('ip_pool_id', `no IP pool with id ${ctx.poolId}`)
   if (ctx.nodeId != null && !statements(deps.db).nodeExists.get(ctx.nodeId)) throw invalidField('sending_node_id', `no sending node with id ${ctx.nodeId}`)
-  // UUIDv7: time-ordered, so the primary key index takes inserts at its end.
-  const id = Bun.randomUUIDv7()
+}
+
+/** Validation, the sending-domain rule and MIME building: everything that can happen before the transaction. */
+function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): PreparedMessage {
+  const checked = checkMessage(input)
+  const fromDomain = senderDomain(checked)
+  const domain = signingDomain(deps, fromDomain)
+  checkRouting(deps, ctx)
+  const id = newMessageId()
   const messageIdHeader = `${id}@${fromDomain}`
-  const raw = buildMessage(checked, { messageIdHeader, date: new Date(deps.clock.now()) })
   return {
     id,
-    input: checked,
-    raw,
-    // A verified domain gets a per-message return path on its bounce host (VERP-style), so a
-    // bounce names the message it is about; unsigned mail keeps the sender's own address.
-    mailFrom: verified ? `bounces+${id}@${domain.return_path_host}` : checked.from.address,
+    raw: buildMessage(checked, { messageIdHeader, date: new Date(deps.clock.now()) }),
+    mailFrom: returnPath(id, domain, checked.from.address),
     messageIdHeader,
-    domainId: verified ? domain.id : null,
-    poolId: ctx.poolId ?? (verified ? domain.pool_id : null),
+    fromAddress: checked.from.address,
+    subject: checked.subject,
+    tags: checked.tags,
+    recipients: checked.recipients,
+    domainId: domain?.id ?? null,
+    poolId: ctx.poolId ?? domain?.pool_id ?? null,
     template: input.template ?? null,
   }
 }
 
 /** Writes one prepared message and its recipients; runs inside the group commit's transaction. */
-function write(deps: Deps, p: Prepared, ctx: AcceptContext, now: number): AcceptedMessage {
+function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number): AcceptedMessage {
   const st = statements(deps.db)
-  const m = p.input
   st.insertMessage.run(
     p.id,
     ctx.apiKeyId,
     ctx.source,
     p.mailFrom,
-    m.from.address,
-    m.subject,
-    JSON.stringify(m.tags),
+    p.fromAddress,
+    p.subject,
+    JSON.stringify(p.tags),
     p.messageIdHeader,
     p.domainId,
     p.poolId,
@@ -149,10 +171,10 @@ function write(deps: Deps, p: Prepared, ctx: AcceptContext, now: number): Accept
   // Inside the transaction: a suppression added a moment ago is seen, and the decision is stored with the rows.
   const decisions = checkRecipients(
     deps,
-    m.recipients.map((r) => ({ email: r.address })),
+    p.recipients.map((r) => ({ email: r.address })),
   )
   const suppressed: AcceptedMessage['suppressed'] = []
-  m.recipients.forEach((r, i) => {
+  p.recipients.forEach((r, i) => {
     const d = decisions[i]!
     if (d.allowed) {
       st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'queued', now, null, now, now, null)
@@ -163,7 +185,7 @@ function write(deps: Deps, p: Prepared, ctx: AcceptContext, now: number): Accept
       suppressed.push({ address: r.address, suppression: d.suppression })
     }
   })
-  return { id: p.id, status: 'queued', queued: m.recipients.length - suppressed.length, suppressed }
+  return { id: p.id, status: 'queued', queued: p.recipients.length - suppressed.length, suppressed }
 }
 
 /**
@@ -180,10 +202,10 @@ export async function acceptMessages(
   ctx: AcceptContext,
   idempotency?: { claim: IdempotencyClaim; respond: (accepted: AcceptedMessage[]) => StoredResponse },
 ): Promise<{ accepted: AcceptedMessage[]; response?: StoredResponse }> {
-  const prepared: Prepared[] = []
+  const prepared: PreparedMessage[] = []
   for (const [i, input] of inputs.entries()) {
     try {
-      prepared.push(await prepare(deps, input, ctx))
+      prepared.push(prepare(deps, input, ctx))
     } catch (e) {
       // In a batch, say which entry failed.
       if (inputs.length > 1 && e instanceof AppError && e.details) {
@@ -192,6 +214,17 @@ export async function acceptMessages(
       throw e
     }
   }
+  return commitMessages(deps, runtime, prepared, ctx, idempotency)
+}
+
+/** Commits prepared messages (one transaction, shared by the group committer) and wakes the engine. */
+export async function commitMessages(
+  deps: Deps,
+  runtime: SendingRuntime,
+  prepared: PreparedMessage[],
+  ctx: AcceptContext,
+  idempotency?: { claim: IdempotencyClaim; respond: (accepted: AcceptedMessage[]) => StoredResponse },
+): Promise<{ accepted: AcceptedMessage[]; response?: StoredResponse }> {
   const result = await runtime.commits.run(() => {
     const now = deps.clock.now()
     const accepted = prepared.map((p) => write(deps, p, ctx, now))

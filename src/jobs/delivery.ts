@@ -4,6 +4,8 @@ import type { Deps } from '../deps'
 import { emitPrepared } from '../modules/events/service'
 import { purgeIdempotencyKeys } from '../modules/messages/idempotency'
 import { resolveNode, nextCapWindow, takeNodeCapacity } from '../modules/sending-nodes/service'
+import { serverSecret } from '../modules/system/secrets'
+import { returnPathAddress } from '../smtp/verp'
 
 /**
  * The delivery engine: the in-process scheduler over the durable per-recipient queue
@@ -92,8 +94,8 @@ const statements = preparedFor((db) => {
     ),
     nextDue: c.prepare<{ at: number | null }, []>(`SELECT MIN(next_attempt_at) AS at FROM message_recipients WHERE state IN ('queued', 'deferred')`),
     message: c.prepare<MessageRow, [string]>('SELECT mail_from, raw, domain_id, pool_id, node_id FROM messages WHERE id = ?'),
-    domainKey: c.prepare<{ name: string; dkim_selector: string; dkim_private_key: string }, [number]>(
-      `SELECT name, dkim_selector, dkim_private_key FROM sending_domains WHERE id = ? AND status = 'verified'`,
+    domainKey: c.prepare<{ name: string; dkim_selector: string; dkim_private_key: string; return_path_host: string }, [number]>(
+      `SELECT name, dkim_selector, dkim_private_key, return_path_host FROM sending_domains WHERE id = ? AND status = 'verified'`,
     ),
     finish: c.prepare<never, [string, number | null, string | null, string | null, string, string | null, string | null, number, number]>(
       `UPDATE message_recipients SET state = ?1, last_code = ?2, last_enhanced = ?3, last_response = ?4, last_class = ?5, last_mx = ?6, last_ip = ?7,
@@ -131,6 +133,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
   const leaseMs = parts.leaseMs ?? 10 * 60_000
   const maxInFlight = parts.maxInFlight ?? deps.config.delivery_concurrency * 4
   const maxAge = deps.config.max_message_age_seconds * 1000
+  const returnPathSecret = serverSecret(deps, 'return-path')
   let running = false
   let pumping: Promise<void> | null = null
   let inFlight = 0
@@ -183,13 +186,19 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       }
     }
     const poolId = node?.kind === 'direct' && node.pool_id !== null ? node.pool_id : m.pool_id
+    // Signed mail gets a signed return path (src/smtp/verp.ts), so a bounce proves which
+    // message, and for a one-recipient transaction which recipient, it is about.
+    const domain = m.domain_id === null ? null : st.domainKey.get(m.domain_id)
+    const mailFrom = domain
+      ? returnPathAddress(returnPathSecret, messageId, deliverable.length === 1 ? deliverable[0]!.id : 0, domain.return_path_host)
+      : m.mail_from
     const source = node?.kind === 'relay' ? null : parts.rotation.next(poolId)
     let results: RecipientResult[]
     try {
       const raw = await signedRaw(messageId, m)
       results = await parts.transport.deliver({
         domain: deliverable[0]!.domain,
-        mailFrom: m.mail_from,
+        mailFrom,
         recipients: deliverable.map((r) => r.address),
         raw,
         source,

@@ -6,6 +6,8 @@ import { backoffMs, createDeliveryEngine } from '../../src/jobs/delivery'
 import { createResolver } from '../../src/lib/dns'
 import { createIpRotation } from '../../src/modules/ip-pools/service'
 import { queryDns } from '../../src/modules/sending-domains/dns-query'
+import { serverSecret } from '../../src/modules/system/secrets'
+import { parseReturnPathToken, tokenFromAddress } from '../../src/smtp/verp'
 import { testApp } from '../support/app'
 import { NULL_MX, startDnsServer, type DnsServer } from '../support/dns-server'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
@@ -104,7 +106,10 @@ describe('delivery', () => {
     expect(t.kinds(id)).toEqual(['message.queued', 'message.sent'])
     const [got] = sink.messages
     expect(got!.rcptTo).toEqual(['bob@example.net'])
-    expect(got!.mailFrom).toBe(`bounces+${id}@bounces.example.com`)
+    // The return path carries a signed token naming the message and the recipient row.
+    expect(got!.mailFrom).toEndWith('@bounces.example.com')
+    const recipientRow = t.deps.db.$client.query('SELECT id FROM message_recipients WHERE message_id = ?').get(id) as { id: number }
+    expect(parseReturnPathToken(serverSecret(t.deps, 'return-path'), tokenFromAddress(got!.mailFrom)!)).toEqual({ messageId: id, recipientId: recipientRow.id })
     expect(got!.ehlo).toBe('mailroom.test')
     // Bun's resolver loses TXT record boundaries (oven-sh/bun#21370); queryDns keeps them.
     const result = await dkimVerify(got!.raw, { resolver: ((name: string) => queryDns([zone.server], name, 'TXT')) as never })

@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { SEGMENT_MIN_SEATS, writeAudienceCsv, type AudienceStats } from './support/audience-data'
+import { IMPORT_BATCH_ROWS, IMPORT_CACHE_KIB, IMPORT_WAL_AUTOCHECKPOINT } from '../src/modules/imports/runner'
 import type { LimitReport } from './support/audience-limit'
 import { fmtMiB, readProcMemory, sampleMemory, type ProcMemory } from './support/proc'
 import { BENCHMARKS_DOC, fmtInt, fmtMs, machineInfo, markdownTable, median, textTable, writeDocSection, type MachineInfo } from './support/report'
@@ -29,7 +30,7 @@ import { ROOT, startMailroom, stopAll, type MailroomInstance } from './support/s
 const AIMS = { importS: 20, peakMiB: 300, segmentMs: 300, pageMs: 50 }
 const PER_PAGE = 100
 /** Rows per transaction of the plain insert: the import runner's batch size. */
-const LIMIT_BATCH = 5000
+const LIMIT_BATCH = IMPORT_BATCH_ROWS
 /** One request may take this long before the run fails (the import has its own limit). */
 const REQUEST_TIMEOUT_MS = 60_000
 
@@ -441,7 +442,8 @@ Aims: import under ${AIMS.importS} s: ${metList(checks.import)}; under ${AIMS.pe
 - Query times: client wall time per request (sent to body received) on 127.0.0.1, keep-alive; one unrecorded warm-up each, then ${settings.runs} rounds
   of the three requests in turn; medians. Runs: ${runsText.join('; ')}.
 - Limit: a separate process, after the server stopped: a fresh database with Mailroom's \`openDatabase\` (WAL, synchronous=FULL) and migrations,
-  the same rows generated in memory in batches, one prepared \`INSERT INTO contacts\` in transactions of ${fmtInt(LIMIT_BATCH)} rows; time inside the
+  the same rows generated in memory in batches, one prepared \`INSERT INTO contacts\` in transactions of ${fmtInt(LIMIT_BATCH)} rows with the runner's SQLite
+  settings (count trigger paused, \`contact_counts\` moved once per transaction, \`wal_autocheckpoint\` ${fmtInt(IMPORT_WAL_AUTOCHECKPOINT)}, a ${fmtInt(IMPORT_CACHE_KIB / 1024)} MiB page cache); time inside the
   transactions ${fmtS(limit.insertMs)} s (${fmtS(limit.totalMs)} s with generating the rows); database ${fmtMB(limit.dbBytes)} MiB. The ratio divides the import time by that.
 - CSV generation ${fmtS(generateMs)} s (not part of any figure).
 - Machine: ${machineText(machine)}.

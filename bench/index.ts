@@ -16,6 +16,10 @@ const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchma
     describe: '20,000 messages through /v1/send to an SMTP sink via real DNS, with and without DKIM, against a plain SMTP client',
     load: async () => (await import('./delivery')).run,
   },
+  smtp: {
+    describe: 'messages/s accepted (committed) through the SMTP submission listener from parallel STARTTLS sessions, against a discarding listener',
+    load: async () => (await import('./smtp')).run,
+  },
 }
 
 const USAGE = `Usage: npm run bench [-- NAME... [options]]

@@ -4,6 +4,8 @@ import m1 from './0001_access_version.sql' with { type: 'text' }
 import m2 from './0002_audience.sql' with { type: 'text' }
 import m3 from './0003_contact_counts.sql' with { type: 'text' }
 import m4 from './0004_sending.sql' with { type: 'text' }
+import m5 from './0005_contact_count_pause.sql' with { type: 'text' }
+import m6 from './0006_bridges_inbound.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -17,4 +19,6 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0002_audience', createdAt: 1795358472149, sql: m2 },
   { tag: '0003_contact_counts', createdAt: 1795358473341, sql: m3 },
   { tag: '0004_sending', createdAt: 1795360008025, sql: m4 },
+  { tag: '0005_contact_count_pause', createdAt: 1795361319720, sql: m5 },
+  { tag: '0006_bridges_inbound', createdAt: 1795362507743, sql: m6 },
 ]

@@ -32,7 +32,12 @@ export async function buildBinary(outfile: string = DEFAULT_OUTFILE): Promise<Bu
   const started = performance.now()
   const result = await Bun.build({
     // Worker threads are entrypoints of their own: Bun embeds only entrypoints and what they import.
-    entrypoints: [join(root, 'src', 'main.ts'), join(root, 'src', 'delivery', 'signer-worker.ts'), join(root, 'src', 'db', 'checkpoint-worker.ts')],
+    entrypoints: [
+      join(root, 'src', 'main.ts'),
+      join(root, 'src', 'delivery', 'signer-worker.ts'),
+      join(root, 'src', 'db', 'checkpoint-worker.ts'),
+      join(root, 'src', 'modules', 'imports', 'prepare-worker.ts'),
+    ],
     target: 'bun',
     minify: true,
     // In compile mode the map is embedded in the executable, so a stack trace names src/

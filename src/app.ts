@@ -11,8 +11,11 @@ import { createRateLimiter } from './lib/rate-limit'
 import { createRouteTable, type RouteInfo, type RouteTable } from './lib/route-table'
 import { activityLogRoutes } from './modules/activity-logs'
 import { apiKeyRoutes } from './modules/api-keys'
+import { bridgeRoutes } from './modules/bridges'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
+import { dmarcRoutes } from './modules/dmarc'
+import { feedbackLoopRoutes } from './modules/feedback-loops'
 import { importRoutes } from './modules/imports'
 import { ipPoolRoutes } from './modules/ip-pools'
 import { ipRoutes } from './modules/ips'
@@ -103,6 +106,11 @@ export function buildApp(deps: Deps) {
     // messages: sends, message reads, Resend-compatible surface (issue 4)
     .use(messageRoutes(deps, sending, auth.authOf))
     .use(resendRoutes(deps, sending, auth.authOf))
+    // bridges (issue 5)
+    .use(bridgeRoutes(deps, auth.authOf))
+    // inbound: feedback-loop accounts, DMARC reports (issue 5)
+    .use(feedbackLoopRoutes(deps, auth.authOf))
+    .use(dmarcRoutes(deps))
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

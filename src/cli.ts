@@ -14,6 +14,10 @@ import { createLogger } from './lib/logger'
 import { recordActivity } from './modules/activity-logs/service'
 import { countLiveKeys, createApiKey, listApiKeys } from './modules/api-keys/service'
 import { CLI_ACTOR, ensureBuiltinRoles, findRoleByName, listRoles } from './modules/roles/service'
+import { startInboundListener } from './smtp/inbound'
+import { startFeedbackLoopPoller } from './smtp/inbound/imap-poller'
+import { startSubmissionListener, type SubmissionListener } from './smtp/submission'
+import { loadSmtpCertificate } from './smtp/tls'
 import { VERSION } from './version'
 
 export const USAGE = `mailroom ${VERSION}: self-hosted email platform in one binary
@@ -204,6 +208,28 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   const checkpoints = startCheckpointer(join(deps.config.data_dir, 'mailroom.db'), log)
   // Recipients left mid-delivery by the last process go back in the queue, then delivery starts.
   const delivery = startDelivery(deps, sending)
+  // SMTP listeners (issue 5): start here, stop below
+  // Submission for bridges (smtp_listen STARTTLS, smtp_tls_listen implicit TLS); an address in use stops the start with one line.
+  let submission: SubmissionListener | null = null
+  if (deps.config.smtp_listen || deps.config.smtp_tls_listen) {
+    try {
+      submission = await startSubmissionListener(deps, sending)
+    } catch (e) {
+      io.err(`mailroom: ${(e as Error).message}`)
+      await app.stop()
+      await delivery.stop()
+      await imports.stop()
+      await checkpoints.stop()
+      deps.db.$client.close()
+      return 1
+    }
+    const at = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`
+    if (submission.port !== null) io.out(`SMTP submission listening on ${at(deps.config.smtp_listen!.host, submission.port)} (STARTTLS)`)
+    if (submission.tlsPort !== null) io.out(`SMTP submission listening on ${at(deps.config.smtp_tls_listen!.host, submission.tlsPort)} (implicit TLS)`)
+  }
+  // Inbound bounces, complaints and DMARC reports (mx_listen, off by default), with STARTTLS on the listeners' certificate.
+  const inbound = deps.config.mx_listen ? await startInboundListener(deps, { tls: await loadSmtpCertificate(deps) }) : null
+  const feedbackLoops = startFeedbackLoopPoller(deps)
 
   const flusher = setInterval(() => {
     try {
@@ -217,6 +243,9 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   log.info('stopping', { signal })
   clearInterval(flusher)
   await app.stop()
+  await submission?.close()
+  await inbound?.close()
+  await feedbackLoops.stop()
   await delivery.stop()
   await imports.stop()
   usage.flush()

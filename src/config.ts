@@ -27,6 +27,14 @@ export interface Config {
   delivery_concurrency: number
   destination_concurrency: number
   default_from: string
+  smtp_listen: { host: string; port: number } | null
+  smtp_tls_listen: { host: string; port: number } | null
+  smtp_tls_cert: string
+  smtp_tls_key: string
+  smtp_plain_auth_loopback: boolean
+  smtp_max_message_bytes: number
+  smtp_max_recipients: number
+  mx_listen: { host: string; port: number } | null
 }
 
 type Key = keyof Config
@@ -54,6 +62,11 @@ function parseListen(text: string): { host: string; port: number } {
   const port = Number(m[3])
   if (port > 65535) fail('port must be 0-65535')
   return { host: m[1] ?? m[2]!, port }
+}
+
+/** A listener that can be switched off. */
+function parseOptionalListen(text: string): { host: string; port: number } | null {
+  return text.trim().toLowerCase() === 'off' ? null : parseListen(text)
 }
 
 function parseBool(text: string): boolean {
@@ -254,6 +267,70 @@ export const SETTINGS = [
       return v
     },
     describe: 'Sender of template sends (POST /api/v2/dynamicTemplate/{id}) whose request names no "from".',
+  }),
+  setting({
+    key: 'smtp_listen',
+    env: 'MAILROOM_SMTP_LISTEN',
+    flag: 'smtp-listen',
+    fallback: '127.0.0.1:2587',
+    parse: parseOptionalListen,
+    describe: 'SMTP submission listener for bridges (STARTTLS), HOST:PORT or "off". Use 0.0.0.0:587 to serve other hosts.',
+  }),
+  setting({
+    key: 'smtp_tls_listen',
+    env: 'MAILROOM_SMTP_TLS_LISTEN',
+    flag: 'smtp-tls-listen',
+    fallback: 'off',
+    parse: parseOptionalListen,
+    describe: 'SMTP submission with implicit TLS (RFC 8314), HOST:PORT such as 0.0.0.0:465, or "off".',
+  }),
+  setting({
+    key: 'smtp_tls_cert',
+    env: 'MAILROOM_SMTP_TLS_CERT',
+    flag: 'smtp-tls-cert',
+    fallback: '',
+    parse: (t) => t.trim(),
+    describe: 'PEM certificate (chain) file for the SMTP listeners; empty: a self-signed one kept in DATA_DIR/tls/.',
+  }),
+  setting({
+    key: 'smtp_tls_key',
+    env: 'MAILROOM_SMTP_TLS_KEY',
+    flag: 'smtp-tls-key',
+    fallback: '',
+    parse: (t) => t.trim(),
+    describe: 'PEM private key file of smtp_tls_cert.',
+  }),
+  setting({
+    key: 'smtp_plain_auth_loopback',
+    env: 'MAILROOM_SMTP_PLAIN_AUTH_LOOPBACK',
+    flag: 'smtp-plain-auth-loopback',
+    fallback: 'false',
+    parse: parseBool,
+    describe: 'Allow AUTH without TLS for clients connecting from a loopback address.',
+  }),
+  setting({
+    key: 'smtp_max_message_bytes',
+    env: 'MAILROOM_SMTP_MAX_MESSAGE_BYTES',
+    flag: 'smtp-max-message-bytes',
+    fallback: String(25 * 1024 * 1024),
+    parse: parsePositiveInt,
+    describe: 'Largest message the SMTP listeners accept (advertised with SIZE, RFC 1870).',
+  }),
+  setting({
+    key: 'smtp_max_recipients',
+    env: 'MAILROOM_SMTP_MAX_RECIPIENTS',
+    flag: 'smtp-max-recipients',
+    fallback: '100',
+    parse: parsePositiveInt,
+    describe: 'Most RCPT TO per submitted message.',
+  }),
+  setting({
+    key: 'mx_listen',
+    env: 'MAILROOM_MX_LISTEN',
+    flag: 'mx-listen',
+    fallback: 'off',
+    parse: parseOptionalListen,
+    describe: 'Inbound listener for bounces, complaints and DMARC reports (port 25 of the return-path host), HOST:PORT or "off".',
   }),
 ] as const
 

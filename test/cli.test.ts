@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { existsSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { runCli } from '../src/cli'
 import { openDatabase } from '../src/db/client'
@@ -102,7 +103,7 @@ describe('command line', () => {
 
   test('serve answers, shows how to create the first key, and stops cleanly on a signal', async () => {
     const dir = dataDir()
-    const s = cli(['--http-listen', '127.0.0.1:0', '--data-dir', dir])
+    const s = cli(['--http-listen', '127.0.0.1:0', '--smtp-listen', '127.0.0.1:0', '--data-dir', dir])
     for (let i = 0; i < 100 && !s.out.some((l) => l.includes('listening on')); i++) await Bun.sleep(20)
     const url = /listening on (http:\/\/\S+)/.exec(s.out.join('\n'))![1]!
     expect(s.out.join('\n')).toContain('mailroom keys create --role Administrator --name admin')
@@ -118,5 +119,18 @@ describe('command line', () => {
         () => 'refused',
       ),
     ).toBe('refused')
+  })
+
+  test('serve stops with exit 1 and one line when the SMTP port is taken', async () => {
+    const holder = createServer()
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
+    const taken = (holder.address() as AddressInfo).port
+    try {
+      const s = cli(['--http-listen', '127.0.0.1:0', '--smtp-listen', `127.0.0.1:${taken}`, '--data-dir', dataDir()])
+      expect(await s.done).toBe(1)
+      expect(s.err.join('\n')).toContain(String(taken))
+    } finally {
+      holder.close()
+    }
   })
 })

@@ -1,4 +1,5 @@
 import type { Logger } from '../lib/logger'
+import { workerUrl } from '../lib/worker-url'
 
 /**
  * WAL checkpoints off the main thread.
@@ -12,9 +13,7 @@ import type { Logger } from '../lib/logger'
  * what no reader still needs without blocking the writer (https://sqlite.org/wal.html).
  */
 export function startCheckpointer(path: string, log: Logger, everyMs = 1000) {
-  const compiled = import.meta.url.includes('/$bunfs/')
-  // In the single binary the worker is an entrypoint of its own under src/ (scripts/build.ts).
-  const worker = new Worker(new URL(compiled ? './db/checkpoint-worker.ts' : './checkpoint-worker.ts', import.meta.url)) as Worker & { unref(): void }
+  const worker = new Worker(workerUrl(import.meta.url, './checkpoint-worker.ts', './db/checkpoint-worker.ts')) as Worker & { unref(): void }
   worker.postMessage({ path })
   type Outcome = { done?: boolean; error?: string; checkpointed?: number }
   let waiting: ((outcome: Outcome) => void) | null = null

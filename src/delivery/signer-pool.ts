@@ -1,3 +1,4 @@
+import { workerUrl } from '../lib/worker-url'
 import type { DkimKey } from './dkim'
 import type { SignRequest, SignResponse } from './signer-worker'
 
@@ -8,18 +9,6 @@ export interface SignerPool {
 }
 
 /**
- * Where the worker module is. From source, beside this file. In the single binary
- * (`bun build --compile`, scripts/build.ts) signer-worker.ts is an entrypoint of its own, laid
- * out relative to the entrypoints' common directory (src/), and import.meta.url is the
- * executable in Bun's embedded file system (/$bunfs/root/<name>), so the worker is at
- * ./delivery/signer-worker.ts from there.
- */
-function defaultWorkerUrl(): URL {
-  const compiled = import.meta.url.includes('/$bunfs/')
-  return new URL(compiled ? './delivery/signer-worker.ts' : './signer-worker.ts', import.meta.url)
-}
-
-/**
  * DKIM signing on `size` worker threads, round-robin. RSA-2048 costs ~0.5 ms per message here,
  * about 2,000 signatures/s per core: on the main thread that would compete with HTTP and SMTP.
  * The message bytes are copied once into a transferable buffer on the way in and transferred
@@ -27,7 +16,7 @@ function defaultWorkerUrl(): URL {
  */
 export function createSignerPool(opts: { size: number; workerUrl?: URL | string }): SignerPool {
   const size = Math.max(1, Math.floor(opts.size))
-  const url = opts.workerUrl ?? defaultWorkerUrl()
+  const url = opts.workerUrl ?? workerUrl(import.meta.url, './signer-worker.ts', './delivery/signer-worker.ts')
   const pending = new Map<number, { resolve(b: Buffer): void; reject(e: Error): void; worker: number }>()
   /** Outstanding requests per worker: a worker with work keeps the process alive, an idle one does not. */
   const load: number[] = Array.from({ length: size }, () => 0)

@@ -1,9 +1,12 @@
 import type { GroupCommitter } from '../db/group-commit'
+import type { DeliveryJob, RecipientResult } from '../delivery/transport'
 import { preparedFor } from '../db/prepared'
 import type { Deps } from '../deps'
+import { countBridge } from '../modules/bridges/service'
 import { emitPrepared } from '../modules/events/service'
 import { purgeIdempotencyKeys } from '../modules/messages/idempotency'
 import { resolveNode, nextCapWindow, takeNodeCapacity } from '../modules/sending-nodes/service'
+import { suppressForFeedback } from '../modules/suppressions/feedback'
 import { serverSecret } from '../modules/system/secrets'
 import { returnPathAddress } from '../smtp/verp'
 
@@ -22,29 +25,6 @@ import { returnPathAddress } from '../smtp/verp'
  * running is requeued too, so duplicates are bounded by the messages on the wire when the
  * process died. A message is removed from the queue only by a committed outcome.
  */
-
-/** What the engine needs from the SMTP side (src/delivery/transport.ts). */
-export interface DeliveryJob {
-  domain: string
-  mailFrom: string
-  recipients: string[]
-  raw: Buffer
-  source: { address: string; hostname: string } | null
-  ehlo?: string
-  route?: { kind: 'relay'; host: string; port: number; tls: 'none' | 'starttls' | 'tls'; username?: string; password?: string }
-}
-
-export interface RecipientResult {
-  address: string
-  outcome: 'sent' | 'deferred' | 'bounced'
-  suppress: boolean
-  rule: string
-  code: number | null
-  enhanced: string | null
-  response: string
-  mx: string | null
-  source_ip: string | null
-}
 
 export interface EngineParts {
   transport: { deliver(job: DeliveryJob): Promise<RecipientResult[]> }
@@ -75,6 +55,8 @@ interface MessageRow {
   domain_id: number | null
   pool_id: number | null
   node_id: number | null
+  /** The bridge the message came through (issue 5), whose delivered/bounced counts it feeds. */
+  bridge_id: number | null
 }
 
 const statements = preparedFor((db) => {
@@ -93,7 +75,7 @@ const statements = preparedFor((db) => {
       `UPDATE message_recipients SET state = 'queued', lease_until = NULL, next_attempt_at = ?1, updated_at = ?1 WHERE state = 'sending' AND lease_until < ?1`,
     ),
     nextDue: c.prepare<{ at: number | null }, []>(`SELECT MIN(next_attempt_at) AS at FROM message_recipients WHERE state IN ('queued', 'deferred')`),
-    message: c.prepare<MessageRow, [string]>('SELECT mail_from, raw, domain_id, pool_id, node_id FROM messages WHERE id = ?'),
+    message: c.prepare<MessageRow, [string]>('SELECT mail_from, raw, domain_id, pool_id, node_id, bridge_id FROM messages WHERE id = ?'),
     domainKey: c.prepare<{ name: string; dkim_selector: string; dkim_private_key: string; return_path_host: string }, [number]>(
       `SELECT name, dkim_selector, dkim_private_key, return_path_host FROM sending_domains WHERE id = ? AND status = 'verified'`,
     ),
@@ -108,13 +90,6 @@ const statements = preparedFor((db) => {
     // A cap deferral is not an attempt: give the attempt back.
     postpone: c.prepare<never, [number, number, number]>(
       `UPDATE message_recipients SET state = 'deferred', attempts = attempts - 1, lease_until = NULL, next_attempt_at = ?1, updated_at = ?2 WHERE id = ?3`,
-    ),
-    suppress: c.prepare<never, [string, number]>(
-      `INSERT INTO suppressions (scope, scope_key, type, value, reason, created_at) VALUES ('global', 'global', 'email', ?1, 'hard_bounce', ?2)
-       ON CONFLICT (scope_key, type, value) DO NOTHING`,
-    ),
-    markContacts: c.prepare<never, [string, number]>(
-      `UPDATE contacts SET status = 'bounced', updated_at = ?2 WHERE list_id IN (SELECT id FROM lists) AND email = ?1 AND status != 'bounced'`,
     ),
   }
 })
@@ -169,6 +144,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         messageId,
         rows,
         rows.map((r) => ({ ...why, address: r.address, response: `sending node ${node.id} is inactive` })),
+        m.bridge_id,
       )
       return
     }
@@ -224,13 +200,15 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         source_ip: source?.address ?? null,
       }))
     }
-    await record(messageId, deliverable, results)
+    await record(messageId, deliverable, results, m.bridge_id)
   }
 
-  function record(messageId: string, rows: Claimed[], results: RecipientResult[]): Promise<void> {
+  function record(messageId: string, rows: Claimed[], results: RecipientResult[], bridgeId: number | null): Promise<void> {
     const byAddress = new Map(results.map((r) => [r.address, r]))
     return parts.commits.run(() => {
       const now = deps.clock.now()
+      let delivered = 0
+      let bounced = 0
       for (const row of rows) {
         const r = byAddress.get(row.address) ?? {
           address: row.address,
@@ -249,14 +227,13 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         if (r.outcome === 'sent') {
           st.finish.run('sent', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id)
           event('message.sent')
+          delivered++
         } else if (r.outcome === 'bounced') {
           st.finish.run('bounced', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id)
-          if (r.suppress) {
-            // A hard bounce (bad mailbox): never again, and the contact is marked (docs/api.md "Bounces").
-            st.suppress.run(row.address, now)
-            st.markContacts.run(row.address, now)
-          }
+          // A hard bounce (bad mailbox): never again, and the contacts are marked (docs/api.md "Bounces").
+          if (r.suppress) suppressForFeedback(deps.db, now, { address: row.address, cause: 'hard_bounce', messageId, data: detail })
           event('message.bounced', { suppressed: r.suppress })
+          bounced++
         } else {
           const retryAt = now + backoffMs(row.attempts, random())
           if (retryAt - row.created_at > maxAge) {
@@ -267,6 +244,11 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
             event('message.deferred', { next_attempt_at: new Date(retryAt).toISOString() })
           }
         }
+      }
+      // The bridge's per-recipient totals, in the same transaction as the outcomes.
+      if (bridgeId !== null) {
+        countBridge(deps.db, bridgeId, 'delivered', delivered)
+        countBridge(deps.db, bridgeId, 'bounced', bounced)
       }
     })
   }

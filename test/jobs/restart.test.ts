@@ -49,6 +49,9 @@ const flags = () => [
   'mailroom.test',
   '--access-log',
   'false',
+  // A free port for the SMTP submission listener: never the default, which another server may hold.
+  '--smtp-listen',
+  '127.0.0.1:0',
 ]
 
 async function run(args: string[]): Promise<string> {

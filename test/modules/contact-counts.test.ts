@@ -1,5 +1,6 @@
 import { expect, test } from 'bun:test'
-import { testApp } from '../support/app'
+import { createContactWriter } from '../../src/modules/contacts/writer'
+import { testApp, testDeps } from '../support/app'
 
 test('contact_counts stays equal to a real count through inserts, status and list changes, deletes and list deletion', async () => {
   const t = testApp()
@@ -58,4 +59,81 @@ test('every page is the same whether read from the start or from the far end', a
       expect(r.data.map((c: { id: number }) => c.id)).toEqual(all.slice((page - 1) * perPage, page * perPage))
     }
   }
+})
+
+test('imports count their new contacts once per batch and keep contact_counts exact (skip and update, statuses, suppressions)', async () => {
+  const t = testApp()
+  const admin = t.makeKey()
+  const call = (method: string, path: string, body?: unknown) => t.call(method, path, { key: admin.key, body })
+  const upload = async (listId: number, csv: string, query = '') => {
+    const res = await t.app.handle(
+      new Request(`http://mailroom.test/api/v2/imports?list_id=${listId}${query}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${admin.key}`, 'content-type': 'text/csv' },
+        body: csv,
+      }),
+    )
+    const id = ((await res.json()) as { data: { id: number } }).data.id
+    await t.imports.idle()
+    return (await call('GET', `/api/v2/imports/${id}`)).body.data
+  }
+  const check = () => {
+    const real = t.deps.db.$client.query('SELECT list_id, status, count(*) AS n FROM contacts GROUP BY list_id, status ORDER BY list_id, status').all()
+    const kept = t.deps.db.$client.query('SELECT list_id, status, n FROM contact_counts WHERE n > 0 ORDER BY list_id, status').all()
+    expect(kept).toEqual(real)
+    // The pause is only ever set inside an import's transaction.
+    expect(t.deps.db.$client.query('SELECT count(*) AS n FROM contact_count_pause').get()).toEqual({ n: 0 })
+  }
+  const a = (await call('POST', '/api/v2/lists', { name: 'A' })).body.data.id
+  await call('POST', '/api/v2/contacts', { list_id: a, email: 'old@example.com', status: 'unconfirmed' })
+  await call('POST', '/api/v2/suppressions/batch', { type: 'email', reason: 'complaint', entries: ['angry@example.com'] })
+  const rows = ['email,status', 'old@example.com,subscribed', 'angry@example.com,subscribed', 'bad-address,subscribed', 'u1@example.com,unsubscribed']
+  rows.push(...Array.from({ length: 40 }, (_, i) => `n${i}@example.com,${i % 3 === 0 ? 'unconfirmed' : 'subscribed'}`))
+  expect(await upload(a, rows.join('\n'))).toMatchObject({ status: 'completed', created: 42, skipped: 1, invalid: 1 })
+  check()
+  expect(await upload(a, 'email,status\nold@example.com,bounced\nn0@example.com,subscribed\nnew@example.com,subscribed\n', '&mode=update')).toMatchObject({
+    status: 'completed',
+    created: 1,
+    updated: 2,
+  })
+  check()
+  expect((await call('GET', `/api/v2/lists/${a}`)).body.data.counts).toMatchObject({ bounced: 1, complained: 1, unsubscribed: 1 })
+})
+
+test('a writer batch runs only inside a transaction; rolled back, it leaves no rows, counts or pause behind', () => {
+  const deps = testDeps()
+  const client = deps.db.$client
+  const listId = (client.query("INSERT INTO lists (name, description, created_at, updated_at) VALUES ('L', '', 0, 0) RETURNING id").get() as { id: number }).id
+  const writer = createContactWriter(deps, { listId, defs: new Map(), mode: 'skip' })
+  const state = () => ({
+    contacts: client.query('SELECT count(*) AS n FROM contacts').get(),
+    counts: client.query('SELECT status, n FROM contact_counts WHERE n > 0 ORDER BY status').all(),
+    paused: client.query('SELECT count(*) AS n FROM contact_count_pause').get(),
+  })
+  expect(() => writer.batch(() => 0)).toThrow(/inside a transaction/)
+  const failing = client.transaction(() =>
+    writer.batch(() => {
+      writer.write({ email: 'a@example.com' })
+      throw new Error('boom')
+    }),
+  )
+  expect(() => failing()).toThrow('boom')
+  expect(state()).toEqual({ contacts: { n: 0 }, counts: [], paused: { n: 0 } })
+  client.transaction(() =>
+    writer.batch(() => {
+      writer.write({ email: 'a@example.com' })
+      writer.write({ email: 'b@example.com', status: 'unsubscribed' })
+      writer.write({ email: 'a@example.com' }) // skipped: counted once
+    }),
+  )()
+  // Outside a batch the trigger counts again.
+  client.transaction(() => writer.write({ email: 'c@example.com' }))()
+  expect(state()).toEqual({
+    contacts: { n: 3 },
+    counts: [
+      { status: 'subscribed', n: 2 },
+      { status: 'unsubscribed', n: 1 },
+    ],
+    paused: { n: 0 },
+  })
 })

@@ -233,6 +233,38 @@ describe('bulk import', () => {
     expect(readdirSync(join(dir, 'imports'))).toEqual([]) // the file is removed once done
   })
 
+  test('rows are read and checked in a worker thread or in this one with the same outcome', async () => {
+    const csv = [
+      'email,first_name,plan,seats,status',
+      'ada@example.com,Ada,pro,5,',
+      'bad-address,X,pro,1,',
+      '"Bob@Example.com","Bob ""B""",free,,unconfirmed',
+      'cy@example.com,Cy,gold,2,',
+      'ada@example.com,Again,free,1,',
+      'broken,"x"y,free,1,',
+      'dee@example.com,Dee,free,2,bounced',
+    ].join('\n')
+    const outcome = async (worker: boolean) => {
+      const { t, call, upload, list } = setup()
+      await t.imports.stop() // driven below
+      const l = await list()
+      await call('POST', '/api/v2/custom-fields', { key: 'plan', name: 'Plan', type: 'one_of', options: ['free', 'pro'] })
+      await call('POST', '/api/v2/custom-fields', { key: 'seats', name: 'Seats', type: 'number' })
+      const id = (await upload(l, csv)).body.data.id
+      const runner = createImportRunner(t.deps, { worker, batchRows: 3 })
+      runner.kick()
+      await runner.idle()
+      const imp = (await call('GET', `/api/v2/imports/${id}`)).body.data
+      const contacts = (await call('GET', `/api/v2/contacts?list_id=${l}`)).body.data.map((c: any) => [c.email, c.first_name, c.status, c.fields])
+      const errors = (await call('GET', `/api/v2/imports/${id}/errors`)).body.data
+      return { counts: [imp.status, imp.rows_done, imp.created, imp.skipped, imp.invalid], contacts, errors }
+    }
+    const inWorker = await outcome(true)
+    expect(inWorker.counts).toEqual(['completed', 7, 3, 1, 3])
+    expect(inWorker.errors.map((e: any) => e.row)).toEqual([2, 4, 6])
+    expect(await outcome(false)).toEqual(inWorker)
+  })
+
   test('an import whose file vanished fails cleanly with a reason', async () => {
     const { t, upload, list, finished } = setup()
     const l = await list()

@@ -336,10 +336,65 @@ describe('the stored form and the SQL', () => {
     const c = compileRules(rules, options)
     if (!c.ok) throw new Error('compile failed')
     expect(c.where.indexOf('contacts.status')).toBeLessThan(c.where.indexOf('EXISTS'))
-    expect(c.where.indexOf('EXISTS')).toBeLessThan(c.where.indexOf('json_extract'))
-    expect(c.params).toEqual(['subscribed', 1, 'pro'])
+    expect(c.where.indexOf('EXISTS')).toBeLessThan(c.where.indexOf('instr(contacts.fields'))
+    expect(c.params).toEqual(['subscribed', 1, '"plan":"pro"'])
     expect(c.rules).toEqual(rules)
     expect(matching(rules)).toBe('A')
+  })
+
+  test('a one_of value is looked for as text first; a value that only looks like it inside another value does not match', () => {
+    const own = testDeps()
+    own.db
+      .insert(customFields)
+      .values({ key: 'plan', name: 'plan', type: 'one_of', options: ['free', 'pro'], created_at: NOW, updated_at: NOW })
+      .run()
+    own.db.insert(customFields).values({ key: 'note', name: 'note', type: 'text', created_at: NOW, updated_at: NOW }).run()
+    own.db.insert(lists).values({ id: 1, name: 'l', created_at: NOW, updated_at: NOW }).run()
+    const people: Array<Record<string, unknown>> = [
+      { plan: 'pro' },
+      { note: '"plan":"pro"', plan: 'free' },
+      { note: 'x","plan":"pro' },
+      { plan: 'profile' },
+      {},
+    ]
+    people.forEach((fields, i) =>
+      own.db
+        .insert(contacts)
+        .values({ list_id: 1, email: `p${i}@example.com`, status: 'subscribed', fields, created_at: NOW, updated_at: NOW })
+        .run(),
+    )
+    const ownCatalog: RuleCatalog = {
+      customField: (key) =>
+        key === 'plan' ? { key, type: 'one_of', options: ['free', 'pro'] } : key === 'note' ? { key, type: 'text', options: [] } : undefined,
+      listExists: () => true,
+    }
+    const run = (op: string) => {
+      const c = compileRules(cond('fields.plan', op, 'pro'), { now: NOW, catalog: ownCatalog, checkReferences: false })
+      if (!c.ok) throw new Error('compile failed')
+      return own.db.$client
+        .prepare<{ email: string }, Array<string | number>>(`SELECT email FROM contacts WHERE ${c.where} ORDER BY id`)
+        .all(...c.params)
+        .map((r) => r.email)
+    }
+    expect(run('eq')).toEqual(['p0@example.com'])
+    expect(run('neq')).toEqual(['p1@example.com', 'p2@example.com', 'p3@example.com', 'p4@example.com'])
+  })
+
+  test('a status most contacts have is tested on the rows, not through the status index', () => {
+    const plan = (share: number) => {
+      const c = compileRules(cond('status', 'eq', 'subscribed'), { ...options, catalog: { ...catalog, statusShare: () => share } })
+      if (!c.ok) throw new Error('compile failed')
+      return deps.db.$client
+        .prepare<{ detail: string }, Array<string | number>>(`EXPLAIN QUERY PLAN SELECT COUNT(*) FROM contacts WHERE ${c.where}`)
+        .all(...c.params)
+        .map((r) => r.detail)
+        .join(' | ')
+    }
+    expect(plan(0.1)).toMatch(/^SEARCH contacts USING COVERING INDEX contacts_status_created_idx \(status=\?\)/)
+    // A scan (of the narrowest structure that has the status), no index search.
+    expect(plan(0.9)).toMatch(/^SCAN contacts/)
+    expect(matching(cond('status', 'eq', 'subscribed'), { ...options, catalog: { ...catalog, statusShare: () => 0.9 } })).toBe('A')
+    expect(matching(cond('status', 'neq', 'subscribed'), { ...options, catalog: { ...catalog, statusShare: () => 0.9 } })).toBe('BCDE')
   })
 
   test('status, list and creation time conditions are index searches, not table scans (EXPLAIN QUERY PLAN)', () => {
@@ -361,7 +416,7 @@ describe('the stored form and the SQL', () => {
     })
     expect(three).toMatch(/^SEARCH contacts USING (COVERING )?INDEX contacts_(status_created|created)_idx/)
     expect(plan(cond('status', 'not_in', ['bounced', 'complained']))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_status_created_idx/)
-    expect(plan(cond('created_at', 'between', ['2026-01-01', '2026-02-01']))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_created_idx/)
+    expect(plan(cond('created_at', 'between', ['2026-01-01', '2026-02-01']))).toMatch(/SEARCH contacts USING COVERING INDEX contacts_status_created_idx/)
     expect(
       plan({
         all: [

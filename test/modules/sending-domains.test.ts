@@ -75,7 +75,12 @@ describe('sending domains: create and read', () => {
     expect(record('dkim')).toMatchObject({ type: 'TXT', name: `mr202603._domainkey.${domain.name}`, required: true, state: 'unchecked' })
     expect(record('dkim').value).toMatch(/^v=DKIM1; k=rsa; p=MIIBIjAN[A-Za-z0-9+/]+=*$/)
     expect(record('spf')).toMatchObject({ type: 'TXT', name: domain.name, value: 'v=spf1 ip4:127.0.0.2 ip4:127.0.0.3 ~all', required: true })
-    expect(record('dmarc')).toMatchObject({ type: 'TXT', name: `_dmarc.${domain.name}`, value: 'v=DMARC1; p=none;', required: false })
+    expect(record('dmarc')).toMatchObject({
+      type: 'TXT',
+      name: `_dmarc.${domain.name}`,
+      value: `v=DMARC1; p=none; rua=mailto:dmarc@bounces.${domain.name};`,
+      required: false,
+    })
     expect(record('return_path')).toMatchObject({ type: 'CNAME', name: `bounces.${domain.name}`, value: 'mailroom.test', required: true })
     // The public key is 2048 bits.
     const key = createPublicKey({ key: Buffer.from(record('dkim').value.split('p=')[1]!, 'base64'), format: 'der', type: 'spki' })

@@ -159,7 +159,20 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
         'mailroom.test': { A: ['127.0.0.1'] },
       },
     })
-    const serveArgs = ['serve', '--http-listen', '127.0.0.1:0', '--hostname', 'mailroom.test', '--mx-port', String(sink.port), '--dns-servers', dns.server]
+    const serveArgs = [
+      'serve',
+      '--http-listen',
+      '127.0.0.1:0',
+      // A free port for SMTP submission: never the default, which another server may hold.
+      '--smtp-listen',
+      '127.0.0.1:0',
+      '--hostname',
+      'mailroom.test',
+      '--mx-port',
+      String(sink.port),
+      '--dns-servers',
+      dns.server,
+    ]
     const proc = Bun.spawn([binary, ...serveArgs], {
       cwd: dir,
       env: environment(dir),
@@ -262,6 +275,26 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     const dkim = await dkimVerify(delivered.raw, { resolver: ((name: string) => queryDns([dnsServer], name, 'TXT')) as never })
     check(dkim.results[0]?.status?.result === 'pass', `the delivered message's DKIM signature did not verify: ${JSON.stringify(dkim.results)}`)
     log('ok: a send is delivered over SMTP with a DKIM signature made on a worker thread')
+
+    // A contact import reads its rows on a worker thread (an entrypoint of the build too).
+    const list = await api('POST', '/api/v2/lists', { name: 'Smoke' })
+    const upload = await request(`${base}/api/v2/imports?list_id=${list.id}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'text/csv' },
+      body: 'email,first_name\nada@example.org,Ada\nbob@example.org,Bob\n',
+    })
+    const uploaded = await upload.text()
+    check(upload.status === 202, `POST /api/v2/imports: expected 202, got ${upload.status} ${uploaded}`)
+    const importId = (JSON.parse(uploaded) as { data: { id: number } }).data.id
+    let imported: { status?: string; created?: number } = {}
+    const importBy = Date.now() + REQUEST_MS
+    while (imported.status !== 'completed' && Date.now() < importBy) {
+      await sleep(50)
+      imported = await api('GET', `/api/v2/imports/${importId}`)
+    }
+    check(imported.status === 'completed' && imported.created === 2, `the import did not complete with 2 contacts: ${JSON.stringify(imported)}`)
+    check(!err.state.text.includes('the import worker could not start'), `the import worker did not start in the binary:\n${serverOutput()}`)
+    log('ok: a CSV import runs on its worker thread')
 
     proc.kill('SIGTERM')
     const stopped = await within(

@@ -48,9 +48,10 @@ export const contacts = sqliteTable(
     // Each index ends in the rowid (= id), so "WHERE list_id = ? [AND status = ?] ORDER BY id" walks one index.
     index('contacts_list_idx').on(t.list_id),
     index('contacts_list_status_idx').on(t.list_id, t.status),
-    // Serves status filters and "status and created since" segments in one range scan.
+    // Serves status filters and "status and created since" segments in one range scan, and
+    // creation-time segments as one range per status (the rule compiler names every status):
+    // a separate created_at index cost 10 % of a bulk import's insert time (measured).
     index('contacts_status_created_idx').on(t.status, t.created_at),
-    index('contacts_created_idx').on(t.created_at),
   ],
 )
 
@@ -67,6 +68,16 @@ export const contactCounts = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.list_id, t.status] })],
 )
+
+/**
+ * While this table has a row, the contacts insert trigger (migration 0005) leaves
+ * contact_counts alone: a bulk writer (createContactWriter's batch()) adds its new contacts
+ * with one statement per status instead of one upsert per row. The row is only ever written
+ * and removed inside the transaction that inserts the contacts, so no other connection sees it.
+ */
+export const contactCountPause = sqliteTable('contact_count_pause', {
+  id: integer('id').primaryKey(),
+})
 
 export const customFields = sqliteTable(
   'custom_fields',

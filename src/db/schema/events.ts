@@ -21,5 +21,10 @@ export const events = sqliteTable(
     actor_key_id: integer('actor_key_id'),
     data: text('data', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
   },
-  (t) => [index('events_kind_created_idx').on(t.kind, t.created_at), index('events_created_idx').on(t.created_at)],
+  (t) => [
+    index('events_kind_created_idx').on(t.kind, t.created_at),
+    index('events_created_idx').on(t.created_at),
+    // A message's timeline (GET /api/v2/messages/{id}) and the message filter of GET /api/v2/events.
+    index('events_message_idx').on(t.message_id),
+  ],
 )

@@ -168,7 +168,10 @@ export const messages = sqliteTable(
     /** The From header's address. */
     from_address: text('from_address').notNull(),
     subject: text('subject').notNull(),
-    tags: text('tags', { mode: 'json' }).$type<string[]>().notNull().default(sql`'[]'`),
+    tags: text('tags', { mode: 'json' })
+      .$type<string[]>()
+      .notNull()
+      .default(sql`'[]'`),
     /** The Message-ID header value, without angle brackets. */
     message_id_header: text('message_id_header').notNull(),
     /** Sending domain that signs the message; null = sent unsigned (unverified domains allowed). */
@@ -177,6 +180,8 @@ export const messages = sqliteTable(
     node_id: integer('node_id').references(() => sendingNodes.id, { onDelete: 'set null' }),
     template_id: integer('template_id'),
     template_version_id: integer('template_version_id'),
+    /** The bridge (issue 5) the message came through, if any. */
+    bridge_id: integer('bridge_id'),
     raw: blob('raw', { mode: 'buffer' }).notNull(),
     size: integer('size').notNull(),
     created_at: integer('created_at').notNull(),

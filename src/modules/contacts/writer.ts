@@ -1,7 +1,8 @@
+import type { Statement } from 'bun:sqlite'
 import type { Deps } from '../../deps'
 import { CONTACT_STATUSES, type ContactStatus } from '../../db/schema'
 import { checkEmail } from '../../lib/email'
-import { applyFieldValues, type FieldDefinition } from '../custom-fields/values'
+import { checkFieldInput, mergeFieldValues, type FieldDefinition } from '../custom-fields/values'
 import { emit } from '../events/service'
 
 /** One contact as a client (or an import row) describes it. */
@@ -73,6 +74,54 @@ export function emitStatusChange(
   })
 }
 
+/**
+ * A contact as checkContact accepted it: address normalised, names and status checked,
+ * custom field values checked (errors among them do not refuse the row outright: with mode
+ * `skip` an existing contact is skipped whatever the values). Plain data, so a bulk import
+ * can check rows in its worker thread and hand them to the writer.
+ */
+export interface CheckedContact {
+  email: string
+  first_name: string | null | undefined
+  last_name: string | null | undefined
+  status: ContactStatus | undefined
+  /** The custom field values given, checked (null clears one), for merging over an existing contact. */
+  fieldInput: { values: Record<string, unknown>; errors: Record<string, string[]> }
+  /** JSON of the custom field values of a new contact (defaults applied), or null when they do not make one (see newErrors). */
+  newFields: string | null
+  newErrors: Record<string, string[]> | null
+}
+
+export type ContactCheck = { ok: true; contact: CheckedContact } | { ok: false; email: string | null; errors: Record<string, string[]> }
+
+/** Checks one contact as a client (or an import row) describes it, without the database. */
+export function checkContact(input: ContactInput, defs: ReadonlyMap<string, FieldDefinition>, coerce = false): ContactCheck {
+  const errors: Record<string, string[]> = {}
+  const emailCheck = checkEmail(input.email)
+  if (!emailCheck.ok) errors.email = [emailCheck.error]
+  const first = checkName(input.first_name, 'first_name', errors)
+  const last = checkName(input.last_name, 'last_name', errors)
+  const status = checkStatus(input.status, errors)
+  if (input.fields !== undefined && (typeof input.fields !== 'object' || input.fields === null || Array.isArray(input.fields)))
+    errors.fields = ['must be an object']
+  if (!emailCheck.ok || Object.keys(errors).length) return { ok: false, email: emailCheck.ok ? emailCheck.email : null, errors }
+  const fieldInput = checkFieldInput(defs, input.fields, coerce)
+  const asNew = mergeFieldValues(defs, fieldInput, null)
+  const valid = Object.keys(asNew.errors).length === 0
+  return {
+    ok: true,
+    contact: {
+      email: emailCheck.email,
+      first_name: first,
+      last_name: last,
+      status,
+      fieldInput,
+      newFields: valid ? JSON.stringify(asNew.values) : null,
+      newErrors: valid ? null : asNew.errors,
+    },
+  }
+}
+
 export interface WriterOptions {
   listId: number
   defs: ReadonlyMap<string, FieldDefinition>
@@ -106,43 +155,43 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
     if (opts.emitEvents) emitStatusChange(deps.db, at, { id, email, listId: opts.listId, from, to, actorKeyId: opts.actorKeyId ?? null })
   }
 
-  return {
-    write(input: ContactInput): WriteResult {
-      const errors: Record<string, string[]> = {}
-      const emailCheck = checkEmail(input.email)
-      if (!emailCheck.ok) errors.email = [emailCheck.error]
-      const first = checkName(input.first_name, 'first_name', errors)
-      const last = checkName(input.last_name, 'last_name', errors)
-      const status = checkStatus(input.status, errors)
-      if (input.fields !== undefined && (typeof input.fields !== 'object' || input.fields === null || Array.isArray(input.fields)))
-        errors.fields = ['must be an object']
-      if (!emailCheck.ok || Object.keys(errors).length) return { result: 'invalid', email: emailCheck.ok ? emailCheck.email : null, errors }
-      const email = emailCheck.email
-      const now = deps.clock.now()
+  // Counting inserts per batch (see batch()): statements prepared on first use.
+  let counting: { pause: Statement; resume: Statement; add: Statement } | null = null
+  let pending: Map<ContactStatus, number> | null = null
 
+  const writer = {
+    write(input: ContactInput): WriteResult {
+      const checked = checkContact(input, opts.defs, opts.coerce)
+      return checked.ok ? writer.writeChecked(checked.contact) : { result: 'invalid', email: checked.email, errors: checked.errors }
+    },
+
+    /** Writes a contact checkContact accepted (with the same definitions and `coerce`). */
+    writeChecked(c: CheckedContact): WriteResult {
+      const email = c.email
+      const now = deps.clock.now()
       // Insert first: for a new address (the common case in imports) that is one index
       // probe instead of two. Only a conflict, or values that do not make a valid new
       // contact (a required field missing), read the existing one.
-      const asNew = applyFieldValues(opts.defs, input.fields, null, opts.coerce)
-      if (Object.keys(asNew.errors).length === 0) {
-        const requested = status ?? 'subscribed'
+      if (c.newFields !== null) {
+        const requested = c.status ?? 'subscribed'
         const chosen = opts.statusForNew ? opts.statusForNew(email, requested) : requested
-        const inserted = insert.run(opts.listId, email, first ?? null, last ?? null, chosen, JSON.stringify(asNew.values), now, now)
+        const inserted = insert.run(opts.listId, email, c.first_name ?? null, c.last_name ?? null, chosen, c.newFields, now, now)
         if (inserted.changes === 1) {
           const id = Number(inserted.lastInsertRowid)
+          if (pending) pending.set(chosen, (pending.get(chosen) ?? 0) + 1)
           statusEvent(id, email, null, chosen, now)
           return { result: 'created', id, email }
         }
       }
       const current = find.get(opts.listId, email)
-      if (!current) return { result: 'invalid', email, errors: asNew.errors }
+      if (!current) return { result: 'invalid', email, errors: c.newErrors ?? {} }
       if (opts.mode === 'skip') return { result: 'skipped', id: current.id, email }
-      const merged = applyFieldValues(opts.defs, input.fields, JSON.parse(current.fields), opts.coerce)
+      const merged = mergeFieldValues(opts.defs, c.fieldInput, JSON.parse(current.fields))
       if (Object.keys(merged.errors).length) return { result: 'invalid', email, errors: merged.errors }
-      const next = status ?? current.status
+      const next = c.status ?? current.status
       update.run(
-        first === undefined ? current.first_name : first,
-        last === undefined ? current.last_name : last,
+        c.first_name === undefined ? current.first_name : c.first_name,
+        c.last_name === undefined ? current.last_name : c.last_name,
         next,
         JSON.stringify(merged.values),
         now,
@@ -151,5 +200,39 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
       statusEvent(current.id, email, current.status, next, now)
       return { result: 'updated', id: current.id, email }
     },
+
+    /**
+     * Runs `fn` (which writes many contacts) with the per-row count trigger paused, then
+     * adds the new contacts to contact_counts in one statement per status. The trigger's
+     * upsert was a quarter of a bulk insert's time (measured). Must run inside the caller's
+     * transaction: the pause row is then never visible to another connection, and a
+     * rollback takes the pause, the rows and the counts back together. Status changes of
+     * existing contacts still go through the update trigger.
+     */
+    batch<T>(fn: () => T): T {
+      if (!client.inTransaction) throw new Error('contact writer: batch() must run inside a transaction')
+      if (pending) return fn()
+      counting ??= {
+        pause: client.prepare('INSERT INTO contact_count_pause (id) VALUES (1)'),
+        resume: client.prepare('DELETE FROM contact_count_pause'),
+        add: client.prepare('INSERT INTO contact_counts (list_id, status, n) VALUES (?, ?, ?) ON CONFLICT (list_id, status) DO UPDATE SET n = n + excluded.n'),
+      }
+      counting.pause.run()
+      pending = new Map()
+      try {
+        return fn()
+      } finally {
+        const added = pending
+        pending = null
+        // Also after an error: the rows written so far are counted in the same transaction,
+        // whether the caller rolls it back or not. When SQLite itself has already rolled it
+        // back (disk full, for one), the rows, the pause and the counts are all gone.
+        if (client.inTransaction) {
+          counting.resume.run()
+          for (const [status, n] of added) counting.add.run(opts.listId, status, n)
+        }
+      }
+    },
   }
+  return writer
 }

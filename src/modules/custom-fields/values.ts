@@ -59,18 +59,17 @@ export function checkFieldValue(def: FieldDefinition, raw: unknown, coerce = fal
 }
 
 /**
- * Checks a set of values against the definitions and merges it over `current`. On create
- * (`current` null), missing fields take their default, and required fields must end up set.
+ * Checks a set of values against the definitions, without looking at what a contact has:
+ * each value checked (and with `coerce` converted), `null` kept as "clear this value".
  * Unknown keys are errors (a typo must not silently drop data). Errors are keyed
- * `fields.<key>`.
+ * `fields.<key>`. Pure, so a bulk import can run it away from the database (in its worker).
  */
-export function applyFieldValues(
+export function checkFieldInput(
   defs: ReadonlyMap<string, FieldDefinition>,
   input: Record<string, unknown> | undefined,
-  current: Record<string, unknown> | null,
   coerce = false,
 ): { values: Record<string, unknown>; errors: Record<string, string[]> } {
-  const values: Record<string, unknown> = { ...(current ?? {}) }
+  const values: Record<string, unknown> = {}
   const errors: Record<string, string[]> = {}
   for (const [key, raw] of Object.entries(input ?? {})) {
     const def = defs.get(key)
@@ -80,12 +79,39 @@ export function applyFieldValues(
     }
     const checked = checkFieldValue(def, raw, coerce)
     if (!checked.ok) errors[`fields.${key}`] = [checked.error]
-    else if (checked.value === null) delete values[key]
     else values[key] = checked.value
+  }
+  return { values, errors }
+}
+
+/**
+ * Merges checked values (checkFieldInput) over `current`. On create (`current` null),
+ * missing fields take their default, and required fields must end up set.
+ */
+export function mergeFieldValues(
+  defs: ReadonlyMap<string, FieldDefinition>,
+  checked: { values: Record<string, unknown>; errors: Record<string, string[]> },
+  current: Record<string, unknown> | null,
+): { values: Record<string, unknown>; errors: Record<string, string[]> } {
+  const values: Record<string, unknown> = { ...(current ?? {}) }
+  const errors: Record<string, string[]> = { ...checked.errors }
+  for (const [key, value] of Object.entries(checked.values)) {
+    if (value === null) delete values[key]
+    else values[key] = value
   }
   for (const def of defs.values()) {
     if (current === null && values[def.key] === undefined && def.default_value != null) values[def.key] = def.default_value
     if (def.required && values[def.key] === undefined && !errors[`fields.${def.key}`]) errors[`fields.${def.key}`] = ['is required']
   }
   return { values, errors }
+}
+
+/** Checks a set of values against the definitions and merges it over `current` (checkFieldInput, then mergeFieldValues). */
+export function applyFieldValues(
+  defs: ReadonlyMap<string, FieldDefinition>,
+  input: Record<string, unknown> | undefined,
+  current: Record<string, unknown> | null,
+  coerce = false,
+): { values: Record<string, unknown>; errors: Record<string, string[]> } {
+  return mergeFieldValues(defs, checkFieldInput(defs, input, coerce), current)
 }

@@ -1,34 +1,41 @@
+import { workerUrl } from '../../lib/worker-url'
 import { asc, eq, inArray } from 'drizzle-orm'
 import { existsSync, rmSync } from 'node:fs'
 import type { Deps } from '../../deps'
 import { imports } from '../../db/schema'
-import { normaliseEmail } from '../../lib/email'
 import { fieldDefinitions } from '../custom-fields/service'
-import { createContactWriter, type ContactInput } from '../contacts/writer'
-import { estimateRows, readSource, type SourceItem } from './source'
+import { createContactWriter } from '../contacts/writer'
+import { describeErrors, preparedBatches, preparedRow, ROW_WIDTH, type PrepareOptions, type PreparedBatch } from './prepare'
+import type { PrepareReply, PrepareRequest, PrepareStart } from './prepare-worker'
+import { estimateRows, type ImportFormat } from './source'
 import { statusUnderSuppression } from './suppressed'
 
-/** Rows per transaction: large enough to amortise the commit (an fsync), small enough to keep the API responsive. */
-const BATCH_ROWS = 5000
+/**
+ * Rows per transaction. Larger batches write fewer WAL pages (a batch rewrites every page
+ * of the (list, email) index its random addresses touch), but with the longer checkpoint
+ * interval below 10,000-row batches were no faster than 5,000-row ones on a million rows
+ * (20.4-21.2 s against 21.7 s) and held 18 MiB more at the peak (measured); small batches
+ * also keep the server's thread free for requests more often.
+ */
+export const IMPORT_BATCH_ROWS = 5000
 
-/** Empty cells are "no value": they never clear what a contact already has. */
-export function rowToContact(values: Record<string, unknown>, mapping: Record<string, string>): ContactInput {
-  const input: ContactInput & { fields: Record<string, unknown> } = { fields: {} }
-  for (const [target, source] of Object.entries(mapping)) {
-    const v = values[source]
-    if (v === undefined || v === null || (typeof v === 'string' && v.trim() === '')) continue
-    if (target.startsWith('fields.')) input.fields[target.slice(7)] = v
-    else if (target === 'status') input.status = typeof v === 'string' ? v.trim().toLowerCase() : v
-    else (input as unknown as Record<string, unknown>)[target] = v
-  }
-  return input
-}
+/**
+ * WAL pages between checkpoints while an import runs (SQLite's default is 1,000). With the
+ * default, every batch's commit copied its pages into the database file at once; with a
+ * longer WAL a page written by several batches is copied once. 20 % faster imports of a
+ * million rows (measured); the WAL file grows to about 200 MB meanwhile.
+ */
+export const IMPORT_WAL_AUTOCHECKPOINT = 50_000
 
-function describeErrors(errors: Record<string, string[]>): string {
-  return Object.entries(errors)
-    .map(([field, messages]) => `${field} ${messages.join('; ')}`)
-    .join('; ')
-}
+/**
+ * SQLite page cache while an import runs, in KiB (the connection's usual 64 MiB comes back
+ * afterwards). A million-row import with 40 MiB took 24.2 s against 23.2 s with 64 MiB and
+ * peaked at 189 instead of 232 MiB (measured): the pages it needs most, the upper levels of
+ * the (list, email) index and the ends of the others, fit; the rest is in the OS cache.
+ */
+export const IMPORT_CACHE_KIB = 40 * 1024
+
+export { rowToContact } from './prepare'
 
 export interface ImportRunnerOptions {
   /**
@@ -37,6 +44,87 @@ export interface ImportRunnerOptions {
    */
   suppressionReasons?: (emails: string[], listId: number) => Map<string, string>
   batchRows?: number
+  /** Read and check rows in a worker thread (the default), or in this one. */
+  worker?: boolean
+}
+
+interface BatchSource {
+  /** The next batch, or null at the end of the file. */
+  next(): Promise<PreparedBatch | null>
+  close(): void
+}
+
+function inThreadSource(path: string, format: ImportFormat, skip: number, batchRows: number, opts: PrepareOptions): BatchSource {
+  const batches = preparedBatches(path, format, skip, batchRows, opts)
+  return {
+    async next() {
+      const r = await batches.next()
+      return r.done ? null : r.value
+    },
+    close() {
+      void batches.return(undefined)
+    },
+  }
+}
+
+/**
+ * Batches from a worker thread, always one requested ahead: the worker reads and checks
+ * batch n+1 while this thread writes batch n. Null when no worker can start (the caller
+ * then reads in its own thread); a worker that fails before its first answer counts as not
+ * started (for instance a single-file build made without the worker's entry point).
+ */
+async function workerSource(start: PrepareStart): Promise<{ source: BatchSource; first: PreparedBatch | null } | null> {
+  let worker: Worker
+  try {
+    worker = new Worker(workerUrl(import.meta.url, './prepare-worker.ts', './modules/imports/prepare-worker.ts'))
+  } catch {
+    return null
+  }
+  const waiting: Array<{ resolve: (b: PreparedBatch | null) => void; reject: (e: Error) => void }> = []
+  let answered = false
+  let broken: { error: Error; beforeAnswer: boolean } | null = null
+  worker.onmessage = (event: MessageEvent<PrepareReply>) => {
+    answered = true
+    const reply = event.data
+    const w = waiting.shift()
+    if (!w) return
+    if (reply.type === 'error') w.reject(new Error(reply.message))
+    else w.resolve(reply.type === 'end' ? null : reply)
+  }
+  worker.onerror = (event: ErrorEvent) => {
+    event.preventDefault()
+    broken = { error: new Error(`the import worker failed: ${event.message}`), beforeAnswer: !answered }
+    for (const w of waiting.splice(0)) w.reject(broken.error)
+  }
+  const request = (): Promise<PreparedBatch | null> => {
+    if (broken) return Promise.reject(broken.error)
+    const p = new Promise<PreparedBatch | null>((resolve, reject) => {
+      waiting.push({ resolve, reject })
+      worker.postMessage({ type: 'next' } satisfies PrepareRequest)
+    })
+    // Awaited later; until then a failure must not count as unhandled.
+    p.catch(() => {})
+    return p
+  }
+  worker.postMessage(start satisfies PrepareRequest)
+  let ahead = request()
+  const source: BatchSource = {
+    async next() {
+      const batch = await ahead
+      ahead = batch ? request() : Promise.resolve(null)
+      return batch
+    },
+    close() {
+      void worker.terminate()
+    },
+  }
+  try {
+    return { source, first: await source.next() }
+  } catch (e) {
+    source.close()
+    if (broken && (broken as { beforeAnswer: boolean }).beforeAnswer) return null
+    throw e
+  }
 }
 
 /**
@@ -47,7 +135,7 @@ export interface ImportRunnerOptions {
  */
 export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
   const client = deps.db.$client
-  const batchRows = opts.batchRows ?? BATCH_ROWS
+  const batchRows = opts.batchRows ?? IMPORT_BATCH_ROWS
   let active: Promise<void> | null = null
   let stopping = false
 
@@ -67,9 +155,10 @@ export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
       if (!existsSync(imp.file_path)) throw new Error('the uploaded file is no longer in the data directory')
       if (imp.total_rows === null) setState(imp.id, { total_rows: await estimateRows(imp.file_path, imp.format) })
       let suppressed = new Map<string, string>()
+      const defs = fieldDefinitions(deps)
       const writer = createContactWriter(deps, {
         listId: imp.list_id,
-        defs: fieldDefinitions(deps),
+        defs,
         mode: imp.mode,
         coerce: true,
         emitEvents: false,
@@ -78,45 +167,73 @@ export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
           return reason ? statusUnderSuppression(reason, requested) : requested
         },
       })
-      const emailSource = imp.mapping.email!
       const insertError = client.prepare<unknown, [number, number, string, string]>(
         'INSERT INTO import_errors (import_id, row_number, reason, raw) VALUES (?, ?, ?, ?)',
       )
       const progress = client.prepare<unknown, [number, number, number, number, number, number]>(
         'UPDATE imports SET rows_done = rows_done + ?, created = created + ?, updated = updated + ?, skipped = skipped + ?, invalid = invalid + ? WHERE id = ?',
       )
-      const commit = client.transaction((items: SourceItem[]) => {
+      const commit = client.transaction((batch: PreparedBatch) => {
+        const { data } = batch
         if (opts.suppressionReasons) {
-          const emails = items.flatMap((item) => ('values' in item ? (normaliseEmail(item.values[emailSource]) ?? []) : []))
+          // Addresses come normalised from the checks: each is normalised once.
+          const emails: string[] = []
+          for (let i = 1; i < data.length; i += ROW_WIDTH) if (data[i] !== null) emails.push(data[i] as string)
           suppressed = opts.suppressionReasons(emails, imp.list_id)
         }
         const counts = { created: 0, updated: 0, skipped: 0, invalid: 0 }
-        for (const item of items) {
-          if ('error' in item) {
-            counts.invalid++
-            insertError.run(imp.id, item.row, item.error, item.raw)
-            continue
+        writer.batch(() => {
+          for (let i = 0; i < data.length / ROW_WIDTH; i++) {
+            const item = preparedRow(data, i)
+            if ('error' in item) {
+              counts.invalid++
+              insertError.run(imp.id, item.row, item.error, item.raw)
+              continue
+            }
+            const r = writer.writeChecked(item.contact)
+            counts[r.result]++
+            if (r.result === 'invalid') insertError.run(imp.id, item.row, describeErrors(r.errors), item.raw ?? '')
           }
-          const r = writer.write(rowToContact(item.values, imp.mapping))
-          counts[r.result]++
-          if (r.result === 'invalid') insertError.run(imp.id, item.row, describeErrors(r.errors), item.raw)
-        }
-        progress.run(items.length, counts.created, counts.updated, counts.skipped, counts.invalid, imp.id)
+        })
+        progress.run(batch.rows, counts.created, counts.updated, counts.skipped, counts.invalid, imp.id)
       })
 
-      let batch: SourceItem[] = []
-      for await (const item of readSource(imp.file_path, imp.format, imp.rows_done)) {
-        batch.push(item)
-        if (batch.length >= batchRows) {
+      const prepare: PrepareOptions = { mapping: imp.mapping, defs, mode: imp.mode }
+      const start: PrepareStart = {
+        type: 'start',
+        path: imp.file_path,
+        format: imp.format,
+        skip: imp.rows_done,
+        batchRows,
+        mapping: imp.mapping,
+        defs: [...defs.values()],
+        mode: imp.mode,
+      }
+      const viaWorker = opts.worker === false ? null : await workerSource(start)
+      if (!viaWorker && opts.worker !== false) deps.log.warn('the import worker could not start; reading rows on the server thread', { import_id: imp.id })
+      const source = viaWorker?.source ?? inThreadSource(imp.file_path, imp.format, imp.rows_done, batchRows, prepare)
+      const autocheckpoint = (client.query('PRAGMA wal_autocheckpoint').get() as { wal_autocheckpoint: number }).wal_autocheckpoint
+      const cacheSize = (client.query('PRAGMA cache_size').get() as { cache_size: number }).cache_size
+      client.run(`PRAGMA wal_autocheckpoint = ${Math.max(autocheckpoint, IMPORT_WAL_AUTOCHECKPOINT)}`)
+      client.run(`PRAGMA cache_size = ${-IMPORT_CACHE_KIB}`)
+      try {
+        let batch = viaWorker ? viaWorker.first : await source.next()
+        while (batch) {
           commit(batch)
-          batch = []
           // Stopping leaves the import 'running': the next start resumes it after the committed rows.
           if (stopping) return
           // Let HTTP requests in between batches.
           await new Promise((resolve) => setImmediate(resolve))
+          batch = await source.next()
         }
+      } finally {
+        source.close()
+        client.run(`PRAGMA wal_autocheckpoint = ${autocheckpoint}`)
+        client.run(`PRAGMA cache_size = ${cacheSize}`)
       }
-      if (batch.length) commit(batch)
+      // The pages the long WAL holds go into the database file now, as part of the import
+      // (otherwise the next commit of any request would pay for it).
+      client.run('PRAGMA wal_checkpoint(PASSIVE)')
       // The estimate counted line breaks; now the exact number of rows is known.
       client.run("UPDATE imports SET status = 'completed', total_rows = rows_done, finished_at = ? WHERE id = ?", [deps.clock.now(), imp.id])
       rmSync(imp.file_path, { force: true })

@@ -2,7 +2,8 @@ import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
 import { commonErrors, Envelope, ErrorEnvelope, ok, requires } from '../../http/schemas'
-import { invalidField } from '../../lib/errors'
+import { AppError, invalidField } from '../../lib/errors'
+import { BridgeQuotaError, bridgeForApiKey, checkBridgeActive, checkBridgeSender } from '../bridges/service'
 import { renderForRecipient } from '../templates/service'
 import type { SendInput } from './compose'
 import { beginIdempotent, IDEMPOTENCY_HEADER, type StoredResponse } from './idempotency'
@@ -18,13 +19,18 @@ export interface SendCall {
   endpoint: string
   body: unknown
   inputs: () => SendInput[] | Promise<SendInput[]>
-  ctx: Omit<AcceptContext, 'apiKeyId'>
+  ctx: Omit<AcceptContext, 'apiKeyId' | 'bridgeId'>
   respond: (accepted: AcceptedMessage[]) => StoredResponse
+  /** Only a bridge's API key may call (POST /v1/bridge/emails). */
+  bridgeOnly?: boolean
 }
 
 /**
  * The one path every HTTP send endpoint takes (the Resend-compatible routes too):
  * idempotency first, then accept-and-commit, then the stored or fresh response.
+ * A bridge's API key is held to its bridge on every one of them (active, its From domains,
+ * its pool and node, its quotas), so a bridge key cannot escape its rules by calling
+ * /v1/emails instead of /v1/bridge/emails.
  */
 export async function sendThroughApi(deps: Deps, runtime: SendingRuntime, authOf: AuthOf, call: SendCall): Promise<StoredResponse & { replayed: boolean }> {
   const auth = authOf(call.request)
@@ -32,12 +38,21 @@ export async function sendThroughApi(deps: Deps, runtime: SendingRuntime, authOf
   // activity-log row: that would be a second write, with its own fsync, per message.
   auth.logged = true
   const apiKeyId = auth.key.id
+  const bridge = bridgeForApiKey(deps, apiKeyId)
+  if (call.bridgeOnly && !bridge)
+    throw new AppError('forbidden', 'This endpoint is for bridge API keys; this key belongs to no bridge. Use POST /v1/emails, or the API key of a bridge.')
+  if (bridge) checkBridgeActive(bridge)
   const start = beginIdempotent(deps, call.request.headers.get(IDEMPOTENCY_HEADER), apiKeyId, call.endpoint, call.body)
   if (start.kind === 'replay') return { ...start.response, replayed: true }
   const claim = start.kind === 'claimed' ? start.claim : null
   try {
-    const ctx = { ...call.ctx, apiKeyId }
-    const { accepted, response } = await acceptMessages(deps, runtime, await call.inputs(), ctx, claim ? { claim, respond: call.respond } : undefined)
+    const inputs = await call.inputs()
+    // The bridge's pool and node win over the request's (docs/api.md "Bridges").
+    const ctx: AcceptContext = bridge
+      ? { ...call.ctx, apiKeyId, bridgeId: bridge.id, poolId: bridge.pool_id ?? call.ctx.poolId, nodeId: bridge.node_id ?? call.ctx.nodeId }
+      : { ...call.ctx, apiKeyId }
+    if (bridge) for (const input of inputs) checkBridgeSender(bridge, input.from)
+    const { accepted, response } = await acceptMessages(deps, runtime, inputs, ctx, claim ? { claim, respond: call.respond } : undefined)
     return { ...(response ?? call.respond(accepted)), replayed: false }
   } finally {
     claim?.release()
@@ -49,11 +64,47 @@ const queued = (a: AcceptedMessage) => ({ id: a.id, status: a.status })
 /** /v1/send, /v1/emails, /api/v2/dynamicTemplate/{id} and message reads. */
 export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthOf) {
   const send = async (call: SendCall, set: { headers: Record<string, string | number> }) => {
-    const result = await sendThroughApi(deps, runtime, authOf, call)
-    if (result.replayed) set.headers['idempotent-replayed'] = 'true'
-    return result
+    try {
+      const result = await sendThroughApi(deps, runtime, authOf, call)
+      if (result.replayed) set.headers['idempotent-replayed'] = 'true'
+      return result
+    } catch (e) {
+      // A bridge quota is used up: say when to come back (RFC 9110 section 10.2.3).
+      if (e instanceof BridgeQuotaError) set.headers['retry-after'] = String(Math.max(1, Math.ceil((e.resets_at - deps.clock.now()) / 1000)))
+      throw e
+    }
   }
   const routing = (b: { ip_pool_id?: number; sending_node_id?: number }) => ({ poolId: b.ip_pool_id ?? null, nodeId: b.sending_node_id ?? null })
+  /** The send call of POST /v1/emails, shared by the bridge endpoint. */
+  const emailsCall = (endpoint: string, body: typeof EmailSendBody.static, request: Request): SendCall => ({
+    request,
+    endpoint,
+    body,
+    inputs: () => [
+      {
+        from: body.from,
+        to: body.to,
+        cc: body.cc,
+        bcc: body.bcc,
+        reply_to: body.reply_to === undefined ? undefined : ([] as string[]).concat(body.reply_to),
+        subject: body.subject,
+        html: body.html,
+        text: body.text,
+        headers: body.headers,
+        attachments: body.attachments,
+        tags: body.tags,
+      },
+    ],
+    ctx: { source: 'api', ...routing(body) },
+    respond: ([a]) => ({
+      status: 202,
+      body: ok({
+        ...queued(a!),
+        queued: a!.queued,
+        suppressed: a!.suppressed.map((s) => ({ address: s.address, reason: s.suppression.reason, scope: s.suppression.scope })),
+      }),
+    }),
+  })
 
   return new Elysia()
     .post(
@@ -81,49 +132,26 @@ export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthO
         }),
       },
     )
+    .post('/v1/emails', async ({ body, request, set, status }) => status(202, (await send(emailsCall('POST /v1/emails', body, request), set)).body as never), {
+      body: EmailSendBody,
+      response: { 202: Envelope(EmailQueuedSchema), ...sendErrors },
+      detail: requires('transactional.send', 'Send a message to several recipients', {
+        tags,
+        description: `to, cc and bcc together hold at most 50 addresses. Suppressed recipients are listed and never contacted. ${idempotencyNote}`,
+      }),
+    })
     .post(
-      '/v1/emails',
-      async ({ body, request, set, status }) => {
-        const r = await send(
-          {
-            request,
-            endpoint: 'POST /v1/emails',
-            body,
-            inputs: () => [
-              {
-                from: body.from,
-                to: body.to,
-                cc: body.cc,
-                bcc: body.bcc,
-                reply_to: body.reply_to === undefined ? undefined : ([] as string[]).concat(body.reply_to),
-                subject: body.subject,
-                html: body.html,
-                text: body.text,
-                headers: body.headers,
-                attachments: body.attachments,
-                tags: body.tags,
-              },
-            ],
-            ctx: { source: 'api', ...routing(body) },
-            respond: ([a]) => ({
-              status: 202,
-              body: ok({
-                ...queued(a!),
-                queued: a!.queued,
-                suppressed: a!.suppressed.map((s) => ({ address: s.address, reason: s.suppression.reason, scope: s.suppression.scope })),
-              }),
-            }),
-          },
-          set,
-        )
-        return status(202, r.body as never)
-      },
+      '/v1/bridge/emails',
+      async ({ body, request, set, status }) =>
+        status(202, (await send({ ...emailsCall('POST /v1/bridge/emails', body, request), bridgeOnly: true }, set)).body as never),
       {
         body: EmailSendBody,
         response: { 202: Envelope(EmailQueuedSchema), ...sendErrors },
-        detail: requires('transactional.send', 'Send a message to several recipients', {
-          tags,
-          description: `to, cc and bcc together hold at most 50 addresses. Suppressed recipients are listed and never contacted. ${idempotencyNote}`,
+        detail: requires('transactional.send', "Send through a bridge (with the bridge's API key)", {
+          tags: [...tags, 'bridges'],
+          description:
+            "The body and answer of POST /v1/emails. Only a bridge's API key may call it (403 otherwise); the bridge's domains, pool, node, quotas (429 with Retry-After) and IP allowlist apply, and an inactive bridge is refused (403). " +
+            idempotencyNote,
         }),
       },
     )

@@ -5,6 +5,7 @@ import type { Deps } from '../../deps'
 import { toIso } from '../../lib/clock'
 import { domainOf } from '../../lib/email'
 import { AppError, invalidField, notFound } from '../../lib/errors'
+import { countBridge, takeBridgeQuotaOrThrow } from '../bridges/service'
 import { emitPrepared } from '../events/service'
 import { findSendingDomain } from '../sending-domains/service'
 import { checkRecipients, type SuppressionMatch } from '../suppressions/service'
@@ -27,6 +28,8 @@ export interface AcceptContext {
   /** A pool chosen by the request; else the sending domain's, else the default pool. */
   poolId?: number | null
   nodeId?: number | null
+  /** The bridge (issue 5) the message came through: its quotas are taken and its counters kept in the commit. */
+  bridgeId?: number | null
 }
 
 export interface AcceptedMessage {
@@ -59,10 +62,11 @@ const statements = preparedFor((db) => {
         Buffer,
         number,
         number,
+        number | null,
       ]
     >(
-      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertRecipient: c.prepare<never, [string, string, string, string, RecipientState, number | null, string | null, number, number, number | null]>(
       `INSERT INTO message_recipients (message_id, address, domain, kind, state, next_attempt_at, suppression, created_at, updated_at, finished_at)
@@ -150,6 +154,11 @@ function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): PreparedMess
 /** Writes one prepared message and its recipients; runs inside the group commit's transaction. */
 function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number): AcceptedMessage {
   const st = statements(deps.db)
+  // In the commit's savepoint: a refused or failed write rolls its quota use and count back too.
+  if (ctx.bridgeId != null) {
+    takeBridgeQuotaOrThrow(deps, ctx.bridgeId, 1)
+    countBridge(deps.db, ctx.bridgeId, 'accepted')
+  }
   st.insertMessage.run(
     p.id,
     ctx.apiKeyId,
@@ -167,6 +176,7 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     p.raw,
     p.raw.length,
     now,
+    ctx.bridgeId ?? null,
   )
   // Inside the transaction: a suppression added a moment ago is seen, and the decision is stored with the rows.
   const decisions = checkRecipients(

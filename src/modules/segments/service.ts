@@ -28,18 +28,25 @@ function toView(r: Row): SegmentView {
 const statements = preparedFor((db: Db) => ({
   customFields: db.$client.prepare<{ key: string; type: CustomFieldType; options: string }, []>('SELECT key, type, options FROM custom_fields'),
   listExists: db.$client.prepare<{ one: number }, [number]>('SELECT 1 AS one FROM lists WHERE id = ?'),
+  statusCounts: db.$client.prepare<{ status: string; n: number }, []>('SELECT status, sum(n) AS n FROM contact_counts GROUP BY status'),
 }))
 
 /** The custom fields and lists as they are now, for the rule compiler. */
 function catalogOf(deps: Deps): RuleCatalog {
   const s = statements(deps.db)
   let fields: Map<string, CustomFieldInfo> | undefined
+  let counts: Map<string, number> | undefined
   return {
     customField(key) {
       fields ??= new Map(s.customFields.all().map((r) => [r.key, { key: r.key, type: r.type, options: JSON.parse(r.options) as string[] }]))
       return fields.get(key)
     },
     listExists: (id) => s.listExists.get(id) !== null,
+    statusShare(statuses) {
+      counts ??= new Map(s.statusCounts.all().map((r) => [r.status, r.n]))
+      const total = [...counts.values()].reduce((a, b) => a + b, 0)
+      return total === 0 ? 0 : statuses.reduce((sum, st) => sum + (counts!.get(st) ?? 0), 0) / total
+    },
   }
 }
 

@@ -50,7 +50,18 @@ export function spfValue(addresses: readonly string[], hostname: string): string
   return ['v=spf1', ...mechanisms, '~all'].join(' ')
 }
 
-export const DMARC_SUGGESTION = 'v=DMARC1; p=none;'
+/** The local part of the address DMARC aggregate reports go to, at the domain's return-path host (src/smtp/inbound.ts accepts it). */
+export const DMARC_REPORT_LOCAL_PART = 'dmarc'
+
+/**
+ * The suggested DMARC record: monitoring only (p=none), with aggregate reports (rua, RFC 7489
+ * section 6.3) sent to this server's inbound listener. The report address is at the return-path
+ * host, a subdomain of the domain, so receivers need no external-destination authorisation
+ * record (RFC 7489 section 7.1: same organisational domain).
+ */
+export function dmarcSuggestion(returnPathHost: string): string {
+  return `v=DMARC1; p=none; rua=mailto:${DMARC_REPORT_LOCAL_PART}@${returnPathHost};`
+}
 
 /** The records to publish, in the order they are shown. */
 export function expectedRecords(input: {
@@ -65,7 +76,7 @@ export function expectedRecords(input: {
     // RFC 6376 section 3.6.1; the key record lives at <selector>._domainkey.<domain> (section 3.6.2.1).
     { purpose: 'dkim', type: 'TXT', name: `${input.selector}._domainkey.${input.domain}`, value: `v=DKIM1; k=rsa; p=${input.publicKey}`, required: true },
     { purpose: 'spf', type: 'TXT', name: input.domain, value: spfValue(input.addresses, input.hostname), required: true },
-    { purpose: 'dmarc', type: 'TXT', name: `_dmarc.${input.domain}`, value: DMARC_SUGGESTION, required: false },
+    { purpose: 'dmarc', type: 'TXT', name: `_dmarc.${input.domain}`, value: dmarcSuggestion(input.returnPathHost), required: false },
     { purpose: 'return_path', type: 'CNAME', name: input.returnPathHost, value: input.hostname, required: true },
   ]
 }

@@ -1,0 +1,74 @@
+import { t, type TSchema } from 'elysia'
+
+const Nullable = <T extends TSchema>(schema: T, description?: string) => t.Union([schema, t.Null()], description ? { description } : {})
+
+const Counts = t.Object(
+  { accepted: t.Integer(), delivered: t.Integer(), bounced: t.Integer(), complained: t.Integer() },
+  { description: 'Running totals: accepted messages; delivered and bounced recipients; complaints.' },
+)
+
+export const BridgeSchema = t.Object({
+  id: t.Integer(),
+  name: t.String(),
+  smtp_username: t.String({ description: 'The SMTP AUTH user name (not secret). The password is shown only on create and rotation.' }),
+  api_key_id: Nullable(t.Integer(), "The bridge's own API key (its value is shown only on create and rotation)."),
+  api_key_prefix: Nullable(t.String(), 'The non-secret start of that key, to recognise it.'),
+  domains: t.Array(t.String(), { description: 'Sending domains its From (and MAIL FROM) may use.' }),
+  pool_id: Nullable(t.Integer(), 'IP pool its mail leaves through; null: the usual choice (request, sending domain, default pool).'),
+  node_id: Nullable(t.Integer(), 'Sending node its mail takes; null: the usual choice (request, default node).'),
+  hourly_quota: Nullable(t.Integer(), 'Most accepted messages per clock hour; null: no quota.'),
+  daily_quota: Nullable(t.Integer(), 'Most accepted messages per UTC day; null: no quota.'),
+  allowed_ips: t.Array(t.String(), { description: 'Addresses, ranges and CIDR blocks allowed to use the bridge (SMTP and its API key); empty: any.' }),
+  track_opens: t.Boolean(),
+  track_clicks: t.Boolean(),
+  active: t.Boolean({ description: 'An inactive bridge refuses SMTP AUTH and sends (403).' }),
+  counts: Counts,
+  usage: t.Object({ this_hour: t.Integer(), today: t.Integer() }, { description: 'Messages counted against the quotas.' }),
+  created_at: t.String({ format: 'date-time' }),
+  updated_at: t.String({ format: 'date-time' }),
+})
+
+const SmtpCredentials = t.Object(
+  {
+    host: t.String(),
+    port: Nullable(t.Integer(), 'The submission port (STARTTLS), else the implicit-TLS port; null when both listeners are off.'),
+    username: t.String(),
+    password: t.String(),
+  },
+  { description: 'SMTP submission credentials. The password is shown only in this response; store it now.' },
+)
+const ApiKeyValue = t.String({ description: "The bridge's API key for POST /v1/bridge/emails. Shown only in this response; store it now." })
+
+export const CreatedBridgeSchema = t.Composite([BridgeSchema, t.Object({ smtp: SmtpCredentials, api_key: ApiKeyValue })])
+export const RotatedBridgeSchema = t.Composite([BridgeSchema, t.Object({ smtp: t.Optional(SmtpCredentials), api_key: t.Optional(ApiKeyValue) })])
+
+const Quota = (per: string) => t.Optional(Nullable(t.Integer({ minimum: 1, maximum: 100_000_000 }), `Most accepted messages per ${per}; null: no quota.`))
+
+const BridgeFields = {
+  name: t.String({ minLength: 1, maxLength: 200 }),
+  domains: t.Array(t.String({ minLength: 1, maxLength: 253 }), {
+    minItems: 1,
+    maxItems: 100,
+    description: 'Sending domains (they must exist under /api/v2/sending-domains) the From address may use.',
+  }),
+  pool_id: t.Optional(Nullable(t.Integer({ minimum: 1 }), "IP pool for all the bridge's mail; it wins over a request's ip_pool_id.")),
+  node_id: t.Optional(Nullable(t.Integer({ minimum: 1 }), "Sending node for all the bridge's mail; it wins over a request's sending_node_id.")),
+  hourly_quota: Quota('clock hour'),
+  daily_quota: Quota('UTC day'),
+  allowed_ips: t.Optional(
+    t.Array(t.String({ maxLength: 100 }), {
+      maxItems: 500,
+      description: 'Addresses, ranges (first-last) and CIDR blocks, IPv4 or IPv6, allowed to use the bridge. Empty: any address.',
+    }),
+  ),
+  track_opens: t.Optional(t.Boolean()),
+  track_clicks: t.Optional(t.Boolean()),
+  active: t.Optional(t.Boolean({ description: 'Default true.' })),
+}
+
+export const CreateBridgeBody = t.Object(BridgeFields)
+export const UpdateBridgeBody = t.Partial(t.Object(BridgeFields))
+export const RotateBody = t.Object({
+  smtp: t.Optional(t.Boolean({ description: 'New SMTP password (default true).' })),
+  api_key: t.Optional(t.Boolean({ description: 'New API key (default true).' })),
+})

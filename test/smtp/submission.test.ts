@@ -1,0 +1,439 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { dkimVerify } from 'mailauth/lib/dkim/verify'
+import { connect, type Socket } from 'node:net'
+import { connect as tlsConnect } from 'node:tls'
+import nodemailer from 'nodemailer'
+import { generate } from 'selfsigned'
+import { createSignerPool } from '../../src/delivery/signer-pool'
+import { createTransport } from '../../src/delivery/transport'
+import { createDeliveryEngine } from '../../src/jobs/delivery'
+import { createResolver } from '../../src/lib/dns'
+import { createIpRotation } from '../../src/modules/ip-pools/service'
+import { queryDns } from '../../src/modules/sending-domains/dns-query'
+import { AUTH_FAILURE_LIMIT, AUTH_FAILURE_WINDOW_MS, startSubmissionListener, type SubmissionListener } from '../../src/smtp/submission'
+import { testApp } from '../support/app'
+import { startDnsServer, type DnsServer } from '../support/dns-server'
+import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
+
+/**
+ * The submission listener through real sockets: nodemailer (a real SMTP client) submits with
+ * bridge credentials over STARTTLS; raw sockets send what no well-behaved client would (bare
+ * line endings, smuggled end-of-data sequences). What is accepted is checked in the database
+ * and, for the success path, delivered by the engine to a recording sink with DKIM.
+ */
+let sink: SmtpSink
+let zone: DnsServer
+let certificate: { key: string; cert: string }
+const signer = createSignerPool({ size: 1 })
+const open: Array<{ close(): unknown }> = []
+
+beforeAll(async () => {
+  sink = await startSmtpSink({ host: '127.0.0.1' })
+  zone = await startDnsServer({
+    zones: {
+      'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] },
+      'mx.example.net': { A: ['127.0.0.1'] },
+      'mailroom.test': { A: ['127.0.0.1'] },
+    },
+  })
+  const pems = await generate([{ name: 'commonName', value: 'mailroom.test' }], { keySize: 2048, algorithm: 'sha256' })
+  certificate = { key: pems.private, cert: pems.cert }
+})
+
+afterEach(async () => {
+  for (const o of open.splice(0)) await o.close()
+})
+
+afterAll(async () => {
+  await sink.close()
+  await zone.close()
+  await signer.close()
+})
+
+/** An app with example.com verified (its records in the test DNS), a bridge for it, and the listener on a free port. */
+async function setup(overrides: Parameters<typeof testApp>[0] = {}, bridgeBody: Record<string, unknown> = {}) {
+  sink.reset()
+  const t = testApp({ mx_port: sink.port, dns_servers: [zone.server], smtp_listen: { host: '127.0.0.1', port: 0 }, ...overrides })
+  const admin = t.makeKey()
+  const call = (method: string, path: string, body?: unknown) => t.call(method, path, { key: admin.key, body })
+  const created = await call('POST', '/api/v2/sending-domains', { name: 'example.com' })
+  expect(created.status).toBe(201)
+  const byName = new Map<string, { TXT?: string[]; CNAME?: string }>()
+  for (const r of created.body.data.dns_records as Array<{ type: string; name: string; value: string }>) {
+    const entry = byName.get(r.name) ?? {}
+    if (r.type === 'TXT') (entry.TXT ??= []).push(r.value)
+    if (r.type === 'CNAME') entry.CNAME = r.value
+    byName.set(r.name, entry)
+  }
+  for (const [name, rr] of byName) zone.setZone(name, rr)
+  expect((await call('POST', `/api/v2/sending-domains/${created.body.data.id}/verify`)).body.data.status).toBe('verified')
+  const b = await call('POST', '/api/v2/bridges', { name: 'shop', domains: ['example.com'], ...bridgeBody })
+  expect(b.status, JSON.stringify(b.body)).toBe(201)
+  const bridge = b.body.data as { id: number; smtp: { username: string; password: string } }
+  const listener = await startSubmissionListener(t.deps, t.sending, { certificate })
+  open.push(listener)
+  const port = listener.port!
+
+  /** A nodemailer transport for this listener: STARTTLS required, the self-signed certificate accepted. */
+  const client = (opts: Record<string, unknown> = {}) => {
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port,
+      secure: false,
+      requireTLS: true,
+      tls: { rejectUnauthorized: false },
+      auth: { user: bridge.smtp.username, pass: bridge.smtp.password },
+      ...opts,
+    } as Parameters<typeof nodemailer.createTransport>[0])
+    open.push(transport)
+    return transport
+  }
+  const messages = () =>
+    t.deps.db.$client.query('SELECT id, source, bridge_id, api_key_id, from_address, subject, tags, raw FROM messages ORDER BY created_at').all() as Array<{
+      id: string
+      source: string
+      bridge_id: number | null
+      api_key_id: number | null
+      from_address: string
+      subject: string
+      tags: string
+      raw: Uint8Array
+    }>
+  const recipients = (id: string) =>
+    t.deps.db.$client.query('SELECT address, kind, state FROM message_recipients WHERE message_id = ? ORDER BY id').all(id) as Array<{
+      address: string
+      kind: string
+      state: string
+    }>
+  return { ...t, admin, call, bridge, listener, port, client, messages, recipients }
+}
+
+const mail = (extra: Record<string, unknown> = {}) => ({
+  from: 'Shop <orders@example.com>',
+  to: 'ada@example.net',
+  subject: 'Receipt',
+  text: 'Thanks for your order.',
+  ...extra,
+})
+
+/** What a failed sendMail reports: the reply code and the reply line. */
+async function refusal(promise: Promise<unknown>): Promise<{ code: number | undefined; response: string; command?: string }> {
+  try {
+    await promise
+  } catch (e) {
+    const err = e as { responseCode?: number; response?: string; command?: string; message: string }
+    return { code: err.responseCode, response: err.response ?? err.message, command: err.command }
+  }
+  throw new Error('the submission was accepted')
+}
+
+/** A line-level SMTP client on a raw socket, for what nodemailer would never send. */
+async function rawSession(port: number) {
+  const socket: Socket = connect(port, '127.0.0.1')
+  open.push({ close: () => socket.destroy() })
+  let buffer = ''
+  const waiting: Array<() => void> = []
+  socket.on('data', (d) => {
+    buffer += d.toString('latin1')
+    for (const w of waiting.splice(0)) w()
+  })
+  /** The next complete reply (all lines of a multi-line one). */
+  const read = async (): Promise<{ code: number; text: string }> => {
+    for (;;) {
+      const m = /^(?:\d{3}-[^\r\n]*\r\n)*(\d{3}) [^\r\n]*\r\n/.exec(buffer)
+      if (m) {
+        buffer = buffer.slice(m[0].length)
+        return { code: Number(m[1]), text: m[0].trimEnd() }
+      }
+      await new Promise<void>((resolve) => waiting.push(resolve))
+    }
+  }
+  const send = (line: string) => {
+    socket.write(`${line}\r\n`)
+    return read()
+  }
+  const write = (bytes: string) => socket.write(Buffer.from(bytes, 'latin1'))
+  expect((await read()).code).toBe(220)
+  return { send, write, read, socket }
+}
+
+/** A raw session authenticated in plaintext (the test enables smtp_plain_auth_loopback), with MAIL, RCPT and DATA done. */
+async function rawData(port: number, user: string, pass: string) {
+  const s = await rawSession(port)
+  expect((await s.send('EHLO client.test')).code).toBe(250)
+  expect((await s.send(`AUTH PLAIN ${Buffer.from(`\0${user}\0${pass}`).toString('base64')}`)).code).toBe(235)
+  const begin = async () => {
+    expect((await s.send('MAIL FROM:<orders@example.com>')).code).toBe(250)
+    expect((await s.send('RCPT TO:<ada@example.net>')).code).toBe(250)
+    expect((await s.send('DATA')).code).toBe(354)
+  }
+  await begin()
+  return { ...s, begin }
+}
+
+const HEAD = 'From: orders@example.com\r\nTo: ada@example.net\r\nSubject: Raw\r\n\r\n'
+
+describe('smtp submission', () => {
+  test('accepted through STARTTLS, committed before the 250, then delivered to the MX with a DKIM signature', async () => {
+    const t = await setup()
+    const info = await t
+      .client()
+      .sendMail(mail({ cc: 'bob@example.net', bcc: 'carol@example.net', headers: { 'X-Mailroom-Tags': 'receipt, shop', 'X-Custom': 'kept' } }))
+    const id = /^250 2\.6\.0 Queued as (\S+)$/.exec(info.response)?.[1]
+    expect(id, info.response).toBeDefined()
+    // The 250 came after the commit: the rows are there the moment the client has its answer.
+    const [stored] = t.messages()
+    expect(stored).toMatchObject({ id, source: 'smtp', bridge_id: t.bridge.id, from_address: 'orders@example.com', subject: 'Receipt' })
+    expect(JSON.parse(stored!.tags)).toEqual(['receipt', 'shop'])
+    const raw = Buffer.from(stored!.raw).toString()
+    expect(raw).toContain('X-Custom: kept')
+    expect(raw).not.toMatch(/^X-Mailroom-Tags:/im)
+    expect(raw).not.toMatch(/^Bcc:/im)
+    expect(t.recipients(id!)).toEqual([
+      { address: 'ada@example.net', kind: 'to', state: 'queued' },
+      { address: 'bob@example.net', kind: 'cc', state: 'queued' },
+      { address: 'carol@example.net', kind: 'bcc', state: 'queued' },
+    ])
+    expect((await t.call('GET', `/api/v2/bridges/${t.bridge.id}`)).body.data.counts.accepted).toBe(1)
+
+    const transport = createTransport({
+      resolver: createResolver(t.deps.config.dns_servers),
+      mxPort: sink.port,
+      totalConcurrency: 4,
+      destinationConcurrency: 4,
+      log: t.deps.log,
+      ehlo: t.deps.config.hostname,
+    })
+    const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.sending.commits, random: () => 0.5 })
+    await engine.drain()
+    await transport.close()
+    expect(t.recipients(id!).map((r) => r.state)).toEqual(['sent', 'sent', 'sent'])
+    const [got] = sink.messages
+    expect(got!.rcptTo.sort()).toEqual(['ada@example.net', 'bob@example.net', 'carol@example.net'])
+    expect(got!.raw.toString()).toContain('Thanks for your order.')
+    const verified = await dkimVerify(got!.raw, { resolver: ((name: string) => queryDns([zone.server], name, 'TXT')) as never })
+    expect(verified.results.map((r) => r.status?.result)).toEqual(['pass'])
+    expect(verified.results[0]!.signingDomain).toBe('example.com')
+  })
+
+  test('the implicit-TLS port accepts too, and the greeting and EHLO carry the host name, SIZE and only PLAIN and LOGIN', async () => {
+    const t = await setup({ smtp_tls_listen: { host: '127.0.0.1', port: 0 } })
+    expect(t.listener.tlsPort).toBeGreaterThan(0)
+    const info = await t.client({ port: t.listener.tlsPort, secure: true, requireTLS: false }).sendMail(mail())
+    expect(info.response).toMatch(/^250 2\.6\.0 Queued as /)
+
+    const s = await rawSession(t.port)
+    const ehlo = await s.send('EHLO client.test')
+    expect(ehlo.text).toStartWith('250-mailroom.test')
+    expect(ehlo.text).toMatch(new RegExp(`^250[- ]SIZE ${t.deps.config.smtp_max_message_bytes}\r?$`, 'm'))
+    expect(ehlo.text).toContain('STARTTLS')
+    expect(ehlo.text).toMatch(/AUTH PLAIN LOGIN\r?$/m)
+    expect(ehlo.text).not.toContain('REQUIRETLS')
+  })
+
+  test('no AUTH: 530 at MAIL FROM, nothing queued (never an open relay)', async () => {
+    const t = await setup()
+    const r = await refusal(t.client({ auth: undefined }).sendMail(mail()))
+    expect(r.code).toBe(530)
+    expect(r.response).toContain('5.7.0')
+    expect(t.messages()).toHaveLength(0)
+  })
+
+  test('wrong password and unknown user: 535 5.7.8, for PLAIN and LOGIN', async () => {
+    const t = await setup()
+    for (const method of ['PLAIN', 'LOGIN']) {
+      const r = await refusal(t.client({ authMethod: method, auth: { user: t.bridge.smtp.username, pass: 'wrong' } }).sendMail(mail()))
+      expect([r.code, r.response]).toEqual([535, '535 5.7.8 Authentication credentials invalid'])
+    }
+    const unknown = await refusal(t.client({ auth: { user: 'br_nobody', pass: t.bridge.smtp.password } }).sendMail(mail()))
+    expect(unknown.code).toBe(535)
+    const login = await t.client({ authMethod: 'LOGIN' }).sendMail(mail())
+    expect(login.response).toMatch(/^250 /)
+    expect(t.messages()).toHaveLength(1)
+  })
+
+  test('AUTH over plaintext is refused (538) unless the client is on loopback and the operator allowed it', async () => {
+    const t = await setup()
+    const r = await refusal(t.client({ ignoreTLS: true, requireTLS: false }).sendMail(mail()))
+    expect(r.code).toBe(538)
+    expect(t.messages()).toHaveLength(0)
+
+    const loose = await setup({ smtp_plain_auth_loopback: true })
+    const info = await loose.client({ ignoreTLS: true, requireTLS: false }).sendMail(mail())
+    expect(info.response).toMatch(/^250 /)
+  })
+
+  test("the bridge's IP allowlist applies at AUTH", async () => {
+    const t = await setup({}, { allowed_ips: ['192.0.2.0/24'] })
+    const r = await refusal(t.client().sendMail(mail()))
+    expect([r.code, r.response]).toEqual([535, '535 5.7.1 This bridge may not be used from your address'])
+    const ok = await setup({}, { allowed_ips: ['127.0.0.0/8'] })
+    expect((await ok.client().sendMail(mail())).response).toMatch(/^250 /)
+  })
+
+  test("a MAIL FROM or From outside the bridge's domains: 550 5.7.1", async () => {
+    const t = await setup({ allow_unverified_domains: true })
+    const envelope = await refusal(t.client().sendMail(mail({ envelope: { from: 'orders@other.example', to: ['ada@example.net'] } })))
+    expect(envelope.code).toBe(550)
+    expect(envelope.response).toStartWith('550 5.7.1 ')
+    const header = await refusal(
+      t.client().sendMail(mail({ from: 'CEO <ceo@other.example>', envelope: { from: 'orders@example.com', to: ['ada@example.net'] } })),
+    )
+    expect(header.code).toBe(550)
+    expect(header.response).toStartWith('550 5.7.1 This sender may not send from other.example')
+    const nullSender = await refusal(t.client().sendMail(mail({ envelope: { from: '', to: ['ada@example.net'] } })))
+    expect(nullSender.code).toBe(550)
+    expect(t.messages()).toHaveLength(0)
+  })
+
+  test('oversized: 552 5.3.4 at MAIL when SIZE is declared, and after DATA when it is not', async () => {
+    const t = await setup({ smtp_max_message_bytes: 2000, smtp_plain_auth_loopback: true })
+    const big = mail({ text: 'x'.repeat(3000) })
+    const declared = await refusal(t.client().sendMail(big))
+    expect(declared.code).toBe(552)
+    expect(declared.response).toContain('5.3.4')
+
+    const s = await rawData(t.port, t.bridge.smtp.username, t.bridge.smtp.password)
+    s.write(`${HEAD}${'y'.repeat(78)}\r\n`.repeat(40) + '.\r\n')
+    const reply = await s.read()
+    expect(reply.code).toBe(552)
+    expect(reply.text).toContain('5.3.4')
+    expect(t.messages()).toHaveLength(0)
+  })
+
+  test('too many recipients: 452 4.5.3 for those past the limit', async () => {
+    const t = await setup({ smtp_max_recipients: 2 })
+    const info = await t.client().sendMail(mail({ to: ['a@example.net', 'b@example.net', 'c@example.net'] }))
+    expect(info.accepted).toEqual(['a@example.net', 'b@example.net'])
+    expect(info.rejected).toEqual(['c@example.net'])
+    const err = (info as unknown as { rejectedErrors: Array<{ responseCode: number; response: string }> }).rejectedErrors[0]!
+    expect(err.responseCode).toBe(452)
+    expect(err.response).toContain('4.5.3')
+    const [stored] = t.messages()
+    expect(t.recipients(stored!.id).map((r) => r.address)).toEqual(['a@example.net', 'b@example.net'])
+  })
+
+  test('REQUIRETLS is refused (555), as delivery does not enforce it', async () => {
+    const t = await setup()
+    const s = await rawSession(t.port)
+    await s.send('EHLO client.test')
+    expect((await s.send('STARTTLS')).code).toBe(220)
+    // REQUIRETLS is only valid over TLS (RFC 8689 section 4.1), so the session is upgraded first.
+    const secure = tlsConnect({ socket: s.socket, rejectUnauthorized: false })
+    await new Promise<void>((resolve) => secure.once('secureConnect', () => resolve()))
+    open.push({ close: () => secure.destroy() })
+    let buffer = ''
+    const say = (line: string) =>
+      new Promise<string>((resolve) => {
+        const check = () => {
+          const m = /^(?:\d{3}-[^\r\n]*\r\n)*\d{3} [^\r\n]*\r\n/.exec(buffer)
+          if (!m) return void secure.once('data', (d) => ((buffer += d.toString()), check()))
+          buffer = buffer.slice(m[0].length)
+          resolve(m[0].trimEnd())
+        }
+        secure.write(`${line}\r\n`)
+        check()
+      })
+    expect(await say('EHLO client.test')).not.toContain('REQUIRETLS')
+    expect(await say(`AUTH PLAIN ${Buffer.from(`\0${t.bridge.smtp.username}\0${t.bridge.smtp.password}`).toString('base64')}`)).toStartWith('235')
+    expect(await say('MAIL FROM:<orders@example.com> REQUIRETLS')).toBe('555 5.5.4 REQUIRETLS is not supported here')
+    expect(await say('MAIL FROM:<orders@example.com>')).toStartWith('250')
+  })
+
+  // Each variant would end the message early at a lenient later hop and turn the rest into
+  // a second, forged transaction. They must all be refused whole, with nothing queued.
+  const SMUGGLED = 'MAIL FROM:<ceo@example.com>\r\nRCPT TO:<victim@example.net>\r\nDATA\r\nFrom: ceo@example.com\r\nSubject: forged\r\n\r\nPay now\r\n'
+  const variants: Array<[string, string]> = [
+    ['bare LF in a line', `${HEAD}one\ntwo\r\n.\r\n`],
+    ['bare CR in a line', `${HEAD}one\rtwo\r\n.\r\n`],
+    ['<LF>.<LF>', `${HEAD}hello\n.\n${SMUGGLED}.\r\n`],
+    ['<CR>.<LF>', `${HEAD}hello\r.\n${SMUGGLED}.\r\n`],
+    ['<LF>.<CR><LF>', `${HEAD}hello\n.\r\n${SMUGGLED}.\r\n`],
+    ['<CR><LF>.<LF>', `${HEAD}hello\r\n.\n${SMUGGLED}.\r\n`],
+    ['<CR>.<CR><LF>', `${HEAD}hello\r.\r\n${SMUGGLED}.\r\n`],
+    ['<CR><LF>.<CR>', `${HEAD}hello\r\n.\r${SMUGGLED}.\r\n`],
+    ['a header ending in bare LF', `From: orders@example.com\nTo: ada@example.net\r\nSubject: x\r\n\r\nbody\r\n.\r\n`],
+  ]
+  test.each(variants)('smuggling: %s is refused with 554 5.6.0 and nothing is queued', async (_name, data) => {
+    const t = await setup({ smtp_plain_auth_loopback: true })
+    const s = await rawData(t.port, t.bridge.smtp.username, t.bridge.smtp.password)
+    s.write(data)
+    const reply = await s.read()
+    expect(reply.text).toStartWith('554 5.6.0 Bare CR or LF')
+    // No second transaction ran: the next reply is to our own next command.
+    expect((await s.send('NOOP')).code).toBe(250)
+    expect(t.messages()).toHaveLength(0)
+    // The session is still usable for a well-formed message.
+    await s.begin()
+    s.write(`${HEAD}fine\r\n.\r\n`)
+    expect((await s.read()).text).toMatch(/^250 2\.6\.0 Queued as /)
+    expect(t.messages().map((m) => m.subject)).toEqual(['Raw'])
+  })
+
+  test('Idempotency-Key: a resubmission (new Date and Message-ID) answers the first id and queues nothing new; other content with the key is refused', async () => {
+    const t = await setup()
+    const headers = { 'Idempotency-Key': 'order-1234' }
+    const first = await t.client().sendMail(mail({ headers }))
+    const second = await t.client().sendMail(mail({ headers, date: new Date('2026-03-01T13:00:00Z') }))
+    expect(second.response).toBe(first.response)
+    expect(t.messages()).toHaveLength(1)
+    expect(Buffer.from(t.messages()[0]!.raw).toString()).not.toMatch(/^Idempotency-Key:/im)
+    const other = await refusal(t.client().sendMail(mail({ headers, text: 'Another order' })))
+    expect(other.code).toBe(550)
+    expect(other.response).toContain('Idempotency-Key')
+    expect(t.messages()).toHaveLength(1)
+  })
+
+  test('a suppressed recipient is accepted and recorded as suppressed, as on the send API', async () => {
+    const t = await setup()
+    await t.call('POST', '/api/v2/suppressions/batch', { type: 'email', reason: 'complaint', entries: ['angry@example.net'] })
+    const info = await t.client().sendMail(mail({ to: ['ada@example.net', 'angry@example.net'] }))
+    expect(info.response).toMatch(/^250 2\.6\.0 Queued as \S+ \(1 recipient\(s\) suppressed\)$/)
+    expect(t.recipients(t.messages()[0]!.id)).toEqual([
+      { address: 'ada@example.net', kind: 'to', state: 'queued' },
+      { address: 'angry@example.net', kind: 'to', state: 'suppressed' },
+    ])
+  })
+
+  test('a bridge quota used up: 451 4.7.1; a disabled bridge stops sessions already authenticated (421)', async () => {
+    const t = await setup({ smtp_plain_auth_loopback: true }, { hourly_quota: 1 })
+    const transport = t.client()
+    expect((await transport.sendMail(mail())).response).toMatch(/^250 /)
+    const over = await refusal(transport.sendMail(mail()))
+    expect(over.code).toBe(451)
+    expect(over.response).toStartWith('451 4.7.1 The hourly quota')
+
+    const s = await rawSession(t.port)
+    await s.send('EHLO client.test')
+    expect((await s.send(`AUTH PLAIN ${Buffer.from(`\0${t.bridge.smtp.username}\0${t.bridge.smtp.password}`).toString('base64')}`)).code).toBe(235)
+    expect((await t.call('PATCH', `/api/v2/bridges/${t.bridge.id}`, { active: false })).status).toBe(200)
+    expect((await s.send('MAIL FROM:<orders@example.com>')).text).toStartWith('421 4.7.0 The bridge is disabled')
+    expect(t.messages()).toHaveLength(1)
+  })
+
+  test(`failed AUTH is throttled per address: after ${AUTH_FAILURE_LIMIT} failures even the right password gets 421 until the window passes`, async () => {
+    const t = await setup()
+    for (let i = 0; i < AUTH_FAILURE_LIMIT; i++) {
+      const r = await refusal(t.client({ auth: { user: t.bridge.smtp.username, pass: `guess-${i}` } }).sendMail(mail()))
+      expect(r.code).toBe(535)
+    }
+    const blocked = await refusal(t.client().sendMail(mail()))
+    expect(blocked.code).toBe(421)
+    expect(blocked.response).toContain('4.7.0 Too many failed authentication attempts')
+    expect(t.messages()).toHaveLength(0)
+    t.deps.clock.advance(AUTH_FAILURE_WINDOW_MS)
+    expect((await t.client().sendMail(mail())).response).toMatch(/^250 /)
+  })
+
+  test('close() says 421 to open sessions and stops listening', async () => {
+    const t = await setup()
+    const transport = t.client({ pool: true, maxConnections: 1 })
+    await transport.sendMail(mail())
+    await t.listener.close()
+    const after = await refusal(transport.sendMail(mail()))
+    // The pooled session was told 421 (or, having seen the 421, the client found the port closed).
+    expect(after.code === 421 || /ECONNREFUSED/.test(after.response)).toBe(true)
+    expect(await refusal(t.client().sendMail(mail())).then((r) => r.response)).toMatch(/ECONNREFUSED/)
+    expect(t.messages()).toHaveLength(1)
+  })
+})

@@ -207,7 +207,7 @@ ${markdownTable(head, rows)}
 
 Aim: at least ${fmtInt(AIM_DKIM_PER_S)} delivered/s end to end with DKIM: **${met ? 'met' : 'not met'}**.
 
-- Messages: ${fmtInt(raw.length)} bytes (HTML body), one recipient each, all at \`${DOMAIN}\` (one destination, so the per-destination connection limit applies: \`destination_concurrency\` 8 by default).
+- Messages: ${fmtInt(raw.length)} bytes (HTML body), one recipient each, all at \`${DOMAIN}\` (one destination, so the per-destination connection limit applies: \`destination_concurrency\` 20 by default).
 - Mailroom: \`mailroom serve\` in its own process on a fresh data directory, access log off; ${concurrency} HTTP requests in flight, keep-alive. "Accepted" is the rate of 202 answers (each committed to disk); "delivered" is from the first request to the sink counting the last message, so it includes the accepting.
 - DNS: a DNS server on loopback (test/support/dns-server.ts) answers the MX and A lookups (TTL 60 s, cached by the engine); with DKIM, the sending domain was created, its records published there and verified over the API first.
 - Sink: smtp-server in its own process, no TLS, discards the bytes and counts (bench/support/counting-sink.ts). The plain client is nodemailer's pooled SMTP transport with 8 connections sending the same prebuilt message.

@@ -111,6 +111,8 @@ export function buildApp(deps: Deps) {
     // inbound: feedback-loop accounts, DMARC reports (issue 5)
     .use(feedbackLoopRoutes(deps, auth.authOf))
     .use(dmarcRoutes(deps))
+  // events and statistics (issue 6)
+  // webhooks (issue 6)
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

@@ -230,6 +230,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   // Inbound bounces, complaints and DMARC reports (mx_listen, off by default), with STARTTLS on the listeners' certificate.
   const inbound = deps.config.mx_listen ? await startInboundListener(deps, { tls: await loadSmtpCertificate(deps) }) : null
   const feedbackLoops = startFeedbackLoopPoller(deps)
+  // Background jobs of issue 6 (webhook dispatch, statistics rollups): start here, stop below
 
   const flusher = setInterval(() => {
     try {

@@ -35,6 +35,8 @@ export interface Config {
   smtp_max_message_bytes: number
   smtp_max_recipients: number
   mx_listen: { host: string; port: number } | null
+  webhooks_allow_private: boolean
+  webhook_timeout_ms: number
 }
 
 type Key = keyof Config
@@ -331,6 +333,22 @@ export const SETTINGS = [
     fallback: 'off',
     parse: parseOptionalListen,
     describe: 'Inbound listener for bounces, complaints and DMARC reports (port 25 of the return-path host), HOST:PORT or "off".',
+  }),
+  setting({
+    key: 'webhooks_allow_private',
+    env: 'MAILROOM_WEBHOOKS_ALLOW_PRIVATE',
+    flag: 'webhooks-allow-private',
+    fallback: 'false',
+    parse: parseBool,
+    describe: 'Allow webhook endpoints on private, loopback and link-local addresses (refused by default: SSRF).',
+  }),
+  setting({
+    key: 'webhook_timeout_ms',
+    env: 'MAILROOM_WEBHOOK_TIMEOUT_MS',
+    flag: 'webhook-timeout-ms',
+    fallback: '10000',
+    parse: parsePositiveInt,
+    describe: 'How long a webhook endpoint has to answer before the attempt counts as failed.',
   }),
 ] as const
 

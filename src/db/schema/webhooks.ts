@@ -1,0 +1,105 @@
+import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { sql } from 'drizzle-orm'
+
+// ---------------------------------------------------------------------------------------
+// Webhooks (issue 6): endpoints, durable deliveries (one per event and webhook), attempts.
+// ---------------------------------------------------------------------------------------
+
+export const webhooks = sqliteTable('webhooks', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  url: text('url').notNull(),
+  description: text('description').notNull().default(''),
+  /** Event kinds delivered; ['*'] = every kind. */
+  kinds: text('kinds', { mode: 'json' }).$type<string[]>().notNull(),
+  /** Standard Webhooks secret, `whsec_` + base64 (the receiver needs it, so it is stored as is). */
+  secret: text('secret').notNull(),
+  /** After a rotation the old secret also signs until this time (ms), for a grace period. */
+  previous_secret: text('previous_secret'),
+  previous_secret_until: integer('previous_secret_until'),
+  enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
+  /** Why it was disabled: 'manual', 'failures' (10 in a row), 'gone' (HTTP 410). */
+  disabled_reason: text('disabled_reason'),
+  disabled_at: integer('disabled_at'),
+  consecutive_failures: integer('consecutive_failures').notNull().default(0),
+  last_success_at: integer('last_success_at'),
+  last_failure_at: integer('last_failure_at'),
+  created_at: integer('created_at').notNull(),
+  updated_at: integer('updated_at').notNull(),
+})
+
+export const WEBHOOK_DELIVERY_STATES = ['pending', 'sending', 'succeeded', 'failed'] as const
+
+/**
+ * One event for one webhook. `pending` rows are due at next_attempt_at; a disabled
+ * webhook's pending rows stay pending (not dropped) and go out once it is enabled again.
+ */
+export const webhookDeliveries = sqliteTable(
+  'webhook_deliveries',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    webhook_id: integer('webhook_id')
+      .notNull()
+      .references(() => webhooks.id, { onDelete: 'cascade' }),
+    /** The event delivered (events.id); the `webhook-id` header is derived from it, so retries share it. */
+    event_id: integer('event_id').notNull(),
+    /** Test and replay deliveries carry their own payload instead of an event's. */
+    kind: text('kind').notNull(),
+    state: text('state', { enum: WEBHOOK_DELIVERY_STATES }).notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    next_attempt_at: integer('next_attempt_at'),
+    lease_until: integer('lease_until'),
+    last_status: integer('last_status'),
+    last_error: text('last_error'),
+    created_at: integer('created_at').notNull(),
+    updated_at: integer('updated_at').notNull(),
+    finished_at: integer('finished_at'),
+  },
+  (t) => [
+    index('webhook_deliveries_due_idx')
+      .on(t.next_attempt_at)
+      .where(sql`state = 'pending'`),
+    index('webhook_deliveries_webhook_idx').on(t.webhook_id, t.id),
+    index('webhook_deliveries_event_idx').on(t.event_id),
+  ],
+)
+
+/** Every HTTP attempt of a delivery: the delivery log of a webhook. */
+export const webhookAttempts = sqliteTable(
+  'webhook_attempts',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    delivery_id: integer('delivery_id')
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    webhook_id: integer('webhook_id').notNull(),
+    attempted_at: integer('attempted_at').notNull(),
+    /** HTTP status, null when there was no response (timeout, refused, TLS, redirect refused...). */
+    status: integer('status'),
+    latency_ms: integer('latency_ms'),
+    error: text('error'),
+    /** The first bytes of the response body. */
+    response_snippet: text('response_snippet'),
+  },
+  (t) => [index('webhook_attempts_webhook_idx').on(t.webhook_id, t.id), index('webhook_attempts_delivery_idx').on(t.delivery_id)],
+)
+
+// ---------------------------------------------------------------------------------------
+// Statistics (issue 6): hourly rollups kept from the event log by a cursor-driven job.
+// ---------------------------------------------------------------------------------------
+
+/**
+ * Event counts per clock hour, kind and dimension. `dim` is 'all' (dim_value ''), 'domain',
+ * 'ip', 'pool', 'bridge', 'list' or 'broadcast'; day buckets are sums of 24 hours.
+ */
+export const statsHourly = sqliteTable(
+  'stats_hourly',
+  {
+    hour: integer('hour').notNull(),
+    kind: text('kind').notNull(),
+    dim: text('dim').notNull(),
+    dim_value: text('dim_value').notNull(),
+    count: integer('count').notNull().default(0),
+  },
+  // (dim, hour) first: the queries ask for one dimension over a time range, grouped by value.
+  (t) => [primaryKey({ columns: [t.dim, t.hour, t.dim_value, t.kind] })],
+)

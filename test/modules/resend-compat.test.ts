@@ -110,6 +110,7 @@ describe('resend SDK against /compat/resend', () => {
     const a = await client().emails.send(email, { idempotencyKey: 'welcome-user-42' })
     const b = await client().emails.send(email, { idempotencyKey: 'welcome-user-42' })
     expect(b.data!.id).toBe(a.data!.id)
+    expect(b.headers?.['idempotent-replayed']).toBe('true')
     const n = (t.deps.db.$client.query("SELECT COUNT(*) AS n FROM message_recipients WHERE address = 'idem@example.net'").get() as { n: number }).n
     expect(n).toBe(1)
     const c = await client().emails.send({ ...email, subject: 'Changed' }, { idempotencyKey: 'welcome-user-42' })

@@ -59,21 +59,30 @@ export async function sendThroughApi(deps: Deps, runtime: SendingRuntime, authOf
   }
 }
 
+/** sendThroughApi plus its response headers: `Idempotent-Replayed` on a replay, `Retry-After` when a bridge quota is used up. */
+export async function sendWithHeaders(
+  deps: Deps,
+  runtime: SendingRuntime,
+  authOf: AuthOf,
+  call: SendCall,
+  set: { headers: Record<string, string | number> },
+): Promise<StoredResponse & { replayed: boolean }> {
+  try {
+    const result = await sendThroughApi(deps, runtime, authOf, call)
+    if (result.replayed) set.headers['idempotent-replayed'] = 'true'
+    return result
+  } catch (e) {
+    // A bridge quota is used up: say when to come back (RFC 9110 section 10.2.3).
+    if (e instanceof BridgeQuotaError) set.headers['retry-after'] = String(Math.max(1, Math.ceil((e.resets_at - deps.clock.now()) / 1000)))
+    throw e
+  }
+}
+
 const queued = (a: AcceptedMessage) => ({ id: a.id, status: a.status })
 
 /** /v1/send, /v1/emails, /api/v2/dynamicTemplate/{id} and message reads. */
 export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthOf) {
-  const send = async (call: SendCall, set: { headers: Record<string, string | number> }) => {
-    try {
-      const result = await sendThroughApi(deps, runtime, authOf, call)
-      if (result.replayed) set.headers['idempotent-replayed'] = 'true'
-      return result
-    } catch (e) {
-      // A bridge quota is used up: say when to come back (RFC 9110 section 10.2.3).
-      if (e instanceof BridgeQuotaError) set.headers['retry-after'] = String(Math.max(1, Math.ceil((e.resets_at - deps.clock.now()) / 1000)))
-      throw e
-    }
-  }
+  const send = (call: SendCall, set: { headers: Record<string, string | number> }) => sendWithHeaders(deps, runtime, authOf, call, set)
   const routing = (b: { ip_pool_id?: number; sending_node_id?: number }) => ({ poolId: b.ip_pool_id ?? null, nodeId: b.sending_node_id ?? null })
   /** The send call of POST /v1/emails, shared by the bridge endpoint. */
   const emailsCall = (endpoint: string, body: typeof EmailSendBody.static, request: Request): SendCall => ({

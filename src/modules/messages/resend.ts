@@ -7,7 +7,7 @@ import type { ErrorDialect, Failure } from '../../http/envelope'
 import { requires } from '../../http/schemas'
 import { AppError, ERROR_CODES, type ErrorCode } from '../../lib/errors'
 import type { SendInput } from './compose'
-import { sendThroughApi } from './index'
+import { sendWithHeaders } from './index'
 import { getMessage, type AcceptedMessage, type SendingRuntime } from './service'
 
 /**
@@ -179,14 +179,20 @@ export function resendRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthOf
     .post(
       '/emails',
       async ({ body, request, set }) => {
-        const r = await sendThroughApi(deps, runtime, authOf, {
-          request,
-          endpoint: 'POST /compat/resend/emails',
-          body,
-          inputs: () => [toSendInput(body)],
-          ctx: { source: 'resend' },
-          respond: ([a]) => ({ status: 200, body: idOnly(a!) }),
-        })
+        const r = await sendWithHeaders(
+          deps,
+          runtime,
+          authOf,
+          {
+            request,
+            endpoint: 'POST /compat/resend/emails',
+            body,
+            inputs: () => [toSendInput(body)],
+            ctx: { source: 'resend' },
+            respond: ([a]) => ({ status: 200, body: idOnly(a!) }),
+          },
+          set,
+        )
         set.status = r.status
         return r.body as { id: string }
       },
@@ -199,14 +205,20 @@ export function resendRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthOf
     .post(
       '/emails/batch',
       async ({ body, request, set }) => {
-        const r = await sendThroughApi(deps, runtime, authOf, {
-          request,
-          endpoint: 'POST /compat/resend/emails/batch',
-          body,
-          inputs: () => body.map((e, i) => toSendInput(e, `${i}.`)),
-          ctx: { source: 'resend' },
-          respond: (accepted) => ({ status: 200, body: { data: accepted.map(idOnly) } }),
-        })
+        const r = await sendWithHeaders(
+          deps,
+          runtime,
+          authOf,
+          {
+            request,
+            endpoint: 'POST /compat/resend/emails/batch',
+            body,
+            inputs: () => body.map((e, i) => toSendInput(e, `${i}.`)),
+            ctx: { source: 'resend' },
+            respond: (accepted) => ({ status: 200, body: { data: accepted.map(idOnly) } }),
+          },
+          set,
+        )
         set.status = r.status
         return r.body as { data: Array<{ id: string }> }
       },

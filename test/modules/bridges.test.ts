@@ -377,4 +377,22 @@ describe('end to end', () => {
       await transport.close()
     }
   })
+
+  test("a bridge's key cannot be changed, deleted or restored through /api/v2/api-keys (409)", async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    await t.call('POST', '/api/v2/sending-domains', { key: admin.key, body: { name: 'example.com' } })
+    const bridge = await t.call('POST', '/api/v2/bridges', { key: admin.key, body: { name: 'app', domains: ['example.com'] } })
+    expect(bridge.status).toBe(201)
+    const keyId = (t.deps.db.$client.query('SELECT api_key_id FROM bridges WHERE id = ?').get(bridge.body.data.id) as { api_key_id: number }).api_key_id
+    for (const [method, path, body] of [
+      ['PATCH', `/api/v2/api-keys/${keyId}`, { allowed_ips: [] }],
+      ['DELETE', `/api/v2/api-keys/${keyId}`, undefined],
+      ['POST', `/api/v2/api-keys/${keyId}/restore`, undefined],
+    ] as const) {
+      const r = await t.call(method, path, { key: admin.key, body })
+      expect(r.status, `${method} ${path}`).toBe(409)
+      expect(r.body.error.message).toContain('/api/v2/bridges/')
+    }
+  })
 })

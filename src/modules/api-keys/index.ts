@@ -3,7 +3,7 @@ import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
 import { commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, requires } from '../../http/schemas'
 import { ApiKeySchema, CreateApiKeyBody, CreatedApiKeySchema, ListApiKeysQuery, UpdateApiKeyBody } from './model'
-import { createApiKey, deleteApiKey, getApiKey, listApiKeys, restoreApiKey, updateApiKey, type UsageRecorder } from './service'
+import { assertNotBridgeKey, createApiKey, deleteApiKey, getApiKey, listApiKeys, restoreApiKey, updateApiKey, type UsageRecorder } from './service'
 
 const tags = ['api keys']
 
@@ -37,7 +37,7 @@ export function apiKeyRoutes(deps: Deps, authOf: AuthOf, usage: UsageRecorder) {
       response: { 200: Envelope(ApiKeySchema), 404: ErrorEnvelope, ...commonErrors },
       detail: requires('api_keys.read', 'Get an API key', { tags }),
     })
-    .patch('/:id', ({ params, body, request }) => ok(updateApiKey(deps, authOf(request).actor, params.id, body)), {
+    .patch('/:id', ({ params, body, request }) => (assertNotBridgeKey(deps, params.id), ok(updateApiKey(deps, authOf(request).actor, params.id, body))), {
       params: IdParams,
       body: UpdateApiKeyBody,
       response: { 200: Envelope(ApiKeySchema), 404: ErrorEnvelope, 409: ErrorEnvelope, ...commonErrors },
@@ -46,12 +46,12 @@ export function apiKeyRoutes(deps: Deps, authOf: AuthOf, usage: UsageRecorder) {
         description: 'Name, role, rate limit, allowlist and status change without changing the key value. Setting status to inactive revokes the key at once.',
       }),
     })
-    .delete('/:id', ({ params, request }) => ok(deleteApiKey(deps, authOf(request).actor, params.id)), {
+    .delete('/:id', ({ params, request }) => (assertNotBridgeKey(deps, params.id), ok(deleteApiKey(deps, authOf(request).actor, params.id))), {
       params: IdParams,
       response: { 200: Envelope(ApiKeySchema), 404: ErrorEnvelope, ...commonErrors },
       detail: requires('api_keys.delete', 'Delete an API key', { tags, description: 'Soft delete: the key stops working at once and can be restored.' }),
     })
-    .post('/:id/restore', ({ params, request }) => ok(restoreApiKey(deps, authOf(request).actor, params.id)), {
+    .post('/:id/restore', ({ params, request }) => (assertNotBridgeKey(deps, params.id), ok(restoreApiKey(deps, authOf(request).actor, params.id))), {
       params: IdParams,
       response: { 200: Envelope(ApiKeySchema), 404: ErrorEnvelope, 409: ErrorEnvelope, ...commonErrors },
       detail: requires('api_keys.restore', 'Restore a deleted API key', { tags }),

@@ -177,6 +177,17 @@ export function countLiveKeys(deps: Deps): number {
   return deps.db.select({ n: count() }).from(apiKeys).where(isNull(apiKeys.deleted_at)).get()!.n
 }
 
+/**
+ * A bridge's key is managed through its bridge (its allowlist mirrors the bridge's, its role
+ * is fixed): the key routes refuse to change, delete or restore it (409).
+ */
+export function assertNotBridgeKey(deps: Deps, id: number): void {
+  const bridge = deps.db.$client.query<{ id: number; name: string }, [number]>('SELECT id, name FROM bridges WHERE api_key_id = ?').get(id)
+  if (bridge) {
+    throw new AppError('conflict', `This key belongs to bridge ${bridge.id} ("${bridge.name}"); change or rotate it through /api/v2/bridges/${bridge.id}.`)
+  }
+}
+
 /** Changes name, role, limit, allowlist or status without changing the key value. */
 export function updateApiKey(deps: Deps, actor: Actor, id: number, input: Partial<ApiKeyInput>): ApiKeyView {
   const current = findManageableKey(deps, actor, id)

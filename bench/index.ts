@@ -20,6 +20,11 @@ const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchma
     describe: 'messages/s accepted (committed) through the SMTP submission listener from parallel STARTTLS sessions, against a discarding listener',
     load: async () => (await import('./smtp')).run,
   },
+  stats: {
+    describe: 'GET /api/v2/stats over 5 million events (30 days by day, by domain, IP, ...) and the rollup job rate',
+    load: async () => (await import('./stats')).run,
+  },
+  webhooks: { describe: 'webhook deliveries/s for 10,000 queued events to a receiver on loopback', load: async () => (await import('./webhooks')).run },
 }
 
 const USAGE = `Usage: npm run bench [-- NAME... [options]]

@@ -34,7 +34,10 @@ import { sendingNodeRoutes } from './modules/sending-nodes'
 import { suppressionRoutes } from './modules/suppressions'
 import { systemRoutes } from './modules/system'
 import { spinTagRoutes } from './modules/spin-tags'
+import { eventRoutes } from './modules/events'
+import { statsRoutes } from './modules/stats'
 import { templateRoutes } from './modules/templates'
+import { webhookRoutes } from './modules/webhooks'
 
 /** The route table the auth layer consults, read from each route's `detail`. */
 function routeTableOf(app: { routes: Array<{ method: string; path: string; hooks?: { detail?: Record<string, unknown> } }> }): RouteTable {
@@ -111,8 +114,11 @@ export function buildApp(deps: Deps) {
     // inbound: feedback-loop accounts, DMARC reports (issue 5)
     .use(feedbackLoopRoutes(deps, auth.authOf))
     .use(dmarcRoutes(deps))
-  // events and statistics (issue 6)
-  // webhooks (issue 6)
+    // events and statistics (issue 6)
+    .use(eventRoutes(deps))
+    .use(statsRoutes(deps))
+    // webhooks (issue 6)
+    .use(webhookRoutes(deps, auth.authOf))
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

@@ -15,10 +15,12 @@ import { recordActivity } from './modules/activity-logs/service'
 import { countLiveKeys, createApiKey, listApiKeys } from './modules/api-keys/service'
 import { CLI_ACTOR, ensureBuiltinRoles, findRoleByName, listRoles } from './modules/roles/service'
 import { startInboundListener } from './smtp/inbound'
+import { startStatsRollup } from './jobs/stats'
 import { startFeedbackLoopPoller } from './smtp/inbound/imap-poller'
 import { startSubmissionListener, type SubmissionListener } from './smtp/submission'
 import { loadSmtpCertificate } from './smtp/tls'
 import { VERSION } from './version'
+import { startWebhooks } from './jobs/webhooks'
 
 export const USAGE = `mailroom ${VERSION}: self-hosted email platform in one binary
 
@@ -231,6 +233,8 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   const inbound = deps.config.mx_listen ? await startInboundListener(deps, { tls: await loadSmtpCertificate(deps) }) : null
   const feedbackLoops = startFeedbackLoopPoller(deps)
   // Background jobs of issue 6 (webhook dispatch, statistics rollups): start here, stop below
+  const webhooks = startWebhooks(deps, { commits: sending.commits })
+  const statsRollup = startStatsRollup(deps)
 
   const flusher = setInterval(() => {
     try {
@@ -247,6 +251,8 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   await submission?.close()
   await inbound?.close()
   await feedbackLoops.stop()
+  await statsRollup.stop()
+  await webhooks.stop()
   await delivery.stop()
   await imports.stop()
   usage.flush()

@@ -89,7 +89,9 @@ export const webhookAttempts = sqliteTable(
 
 /**
  * Event counts per clock hour, kind and dimension. `dim` is 'all' (dim_value ''), 'domain',
- * 'ip', 'pool', 'bridge', 'list' or 'broadcast'; day buckets are sums of 24 hours.
+ * 'ip', 'pool', 'bridge', 'list' or 'broadcast'. Day totals are rows of their own, with dim
+ * '<dim>.day' and `hour` the start of the UTC day, written in the same statement as the hour
+ * rows (summing 24 hour rows per value was 70+ ms over 30 days of a busy server).
  */
 export const statsHourly = sqliteTable(
   'stats_hourly',

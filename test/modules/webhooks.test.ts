@@ -1,0 +1,142 @@
+import { afterEach, expect, test } from 'bun:test'
+import { createWebhookDispatcher } from '../../src/jobs/webhooks'
+import { emit } from '../../src/modules/events/service'
+import { createWebhook } from '../../src/modules/webhooks/service'
+import { testApp } from '../support/app'
+import { startWebhookReceiver } from '../support/webhook-receiver'
+
+const open: Array<{ close(): Promise<void> }> = []
+afterEach(async () => {
+  for (const o of open.splice(0)) await o.close()
+})
+
+test('CRUD: the secret is shown on create only; kinds are checked; bulk delete', async () => {
+  const t = testApp({ webhooks_allow_private: true })
+  const { key } = t.makeKey()
+  const bad = await t.call('POST', '/api/v2/webhooks', { key, body: { url: 'http://127.0.0.1:9/x', kinds: ['contact.exploded'] } })
+  expect(bad.status).toBe(422)
+  expect(bad.body.error.details.kinds[0]).toContain('unknown kind')
+  const ftp = await t.call('POST', '/api/v2/webhooks', { key, body: { url: 'ftp://example.com/x', kinds: ['*'] } })
+  expect(ftp.status).toBe(422)
+  const c = await t.call('POST', '/api/v2/webhooks', { key, body: { url: 'http://127.0.0.1:9/x', kinds: ['contact.subscribed', 'contact.subscribed'] } })
+  expect(c.status).toBe(201)
+  expect(c.body.data.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/)
+  expect(c.body.data.kinds).toEqual(['contact.subscribed'])
+  const id = c.body.data.id
+  const got = await t.call('GET', `/api/v2/webhooks/${id}`, { key })
+  expect(got.body.data.secret).toBeUndefined()
+  const list = await t.call('GET', '/api/v2/webhooks', { key })
+  expect(list.body.data[0].secret).toBeUndefined()
+  const own = await t.call('POST', '/api/v2/webhooks', {
+    key,
+    body: { url: 'https://example.com/x', kinds: ['*'], secret: 'whsec_' + Buffer.alloc(32, 7).toString('base64') },
+  })
+  expect(own.status).toBe(201)
+  const weak = await t.call('POST', '/api/v2/webhooks', { key, body: { url: 'https://example.com/x', kinds: ['*'], secret: 'hunter2' } })
+  expect(weak.status).toBe(422)
+  const off = await t.call('PATCH', `/api/v2/webhooks/${id}`, { key, body: { enabled: false } })
+  expect(off.body.data).toMatchObject({ enabled: false, disabled_reason: 'manual' })
+  const del = await t.call('POST', '/api/v2/webhooks/bulk-delete', { key, body: { ids: [id, 999] } })
+  expect(del.body.data).toEqual({ deleted: [id], not_found: [999] })
+  expect((await t.call('GET', `/api/v2/webhooks/${id}`, { key })).status).toBe(404)
+  const reader = t.makeKey({ permissions: ['webhooks.read'] })
+  expect((await t.call('POST', '/api/v2/webhooks', { key: reader.key, body: { url: 'https://example.com/', kinds: ['*'] } })).status).toBe(403)
+})
+
+test('private, loopback, link-local, unique-local, CGNAT, multicast and unspecified addresses are refused at create time', async () => {
+  const t = testApp({ webhooks_allow_private: false })
+  const { key } = t.makeKey()
+  const refused = [
+    'http://127.0.0.1/',
+    'http://10.1.2.3/',
+    'http://172.16.0.1/',
+    'http://192.168.1.1/',
+    'http://169.254.169.254/latest/meta-data',
+    'http://100.64.0.1/',
+    'http://0.0.0.0/',
+    'http://224.0.0.1/',
+    'http://[::1]/',
+    'http://[fe80::1]/',
+    'http://[fd00::1]/',
+    'http://[::]/',
+    'http://[ff02::1]/',
+    'http://[::ffff:127.0.0.1]/',
+    'http://[::ffff:10.0.0.1]/',
+    'http://2130706433/',
+  ]
+  for (const url of refused) {
+    const r = await t.call('POST', '/api/v2/webhooks', { key, body: { url, kinds: ['*'] } })
+    expect([url, r.status]).toEqual([url, 422])
+    expect(r.body.error.details.url).toBeDefined()
+  }
+  // A name is judged by what it resolves to.
+  await expect(
+    createWebhook(t.deps, { url: 'https://hooks.example.com/', kinds: ['*'] }, { lookup: async () => [{ address: '192.168.0.10', family: 4 }] }),
+  ).rejects.toThrow()
+  await expect(
+    createWebhook(
+      t.deps,
+      { url: 'https://hooks.example.com/', kinds: ['*'] },
+      {
+        lookup: async () => [
+          { address: '93.184.216.34', family: 4 },
+          { address: '::1', family: 6 },
+        ],
+      },
+    ),
+  ).rejects.toThrow()
+  const okHook = await createWebhook(
+    t.deps,
+    { url: 'https://hooks.example.com/', kinds: ['*'] },
+    { lookup: async () => [{ address: '93.184.216.34', family: 4 }] },
+  )
+  expect(okHook.id).toBeGreaterThan(0)
+  const literal = await t.call('POST', '/api/v2/webhooks', { key, body: { url: 'https://93.184.216.34/hook', kinds: ['*'] } })
+  expect(literal.status).toBe(201)
+})
+
+test('test operation, delivery log, attempts and replay', async () => {
+  const t = testApp({ webhooks_allow_private: true })
+  t.deps.clock.set(Math.floor(Date.now() / 1000) * 1000)
+  const rx = await startWebhookReceiver({ now: () => t.deps.clock.now() })
+  open.push(rx)
+  const { key } = t.makeKey()
+  const c = await t.call('POST', '/api/v2/webhooks', { key, body: { url: rx.url, kinds: ['contact.subscribed'] } })
+  rx.secrets.push(c.body.data.secret)
+  const id = c.body.data.id
+
+  rx.answers = [
+    { status: 200, body: 'thanks' },
+    { status: 500, body: 'boom' },
+  ]
+  const tested = await t.call('POST', `/api/v2/webhooks/${id}/test`, { key, body: { kinds: ['contact.subscribed', 'message.sent'] } })
+  expect(tested.status).toBe(200)
+  expect(tested.body.data).toHaveLength(2)
+  expect(tested.body.data.map((r: { status: number }) => r.status).sort()).toEqual([200, 500])
+  expect(tested.body.data.map((r: { response_snippet: string }) => r.response_snippet).sort()).toEqual(['boom', 'thanks'])
+  expect(tested.body.data[0].headers['webhook-signature']).toStartWith('v1,')
+  expect(rx.received.every((r) => r.verified)).toBe(true)
+  expect(t.deps.db.$client.query('SELECT count(*) AS n FROM webhook_deliveries').get()).toEqual({ n: 0 })
+
+  emit(t.deps.db, t.deps.clock.now(), { kind: 'contact.subscribed', data: {} })
+  const d = createWebhookDispatcher(t.deps, { random: () => 0.5 })
+  open.push({ close: () => d.stop() })
+  rx.answers = [{ status: 500, body: 'x'.repeat(5000) }]
+  await d.drain()
+  t.deps.clock.advance(5_000)
+  await d.drain()
+  const deliveries = await t.call('GET', `/api/v2/webhooks/${id}/deliveries?state=succeeded`, { key })
+  expect(deliveries.body.meta.total).toBe(1)
+  const delivery = deliveries.body.data[0]
+  expect(delivery).toMatchObject({ state: 'succeeded', attempts: 2, kind: 'contact.subscribed' })
+  const attempts = await t.call('GET', `/api/v2/webhooks/${id}/deliveries/${delivery.id}/attempts`, { key })
+  expect(attempts.body.data.map((a: { status: number }) => a.status)).toEqual([500, 204])
+  expect(attempts.body.data[0].response_snippet.length).toBe(1024)
+
+  const replay = await t.call('POST', `/api/v2/webhooks/${id}/deliveries/${delivery.id}/replay`, { key })
+  expect(replay.status).toBe(201)
+  expect(replay.body.data).toMatchObject({ state: 'pending', event_id: delivery.event_id, message_id: delivery.message_id })
+  expect((await t.call('POST', `/api/v2/webhooks/${id}/deliveries/${replay.body.data.id}/replay`, { key })).status).toBe(409)
+  await d.drain()
+  expect(rx.received.filter((r) => r.id === delivery.message_id)).toHaveLength(3)
+})

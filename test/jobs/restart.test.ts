@@ -5,6 +5,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startDnsServer, type DnsServer } from '../support/dns-server'
+import { createAdminKey, startMailroom, until } from '../support/server-process'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
 
 /**
@@ -12,7 +13,6 @@ import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
  * their deliveries hang on the wire survive a SIGKILL, and the next process delivers each of
  * them exactly once (nothing had completed on the wire, so there is nothing to duplicate).
  */
-const MAIN = join(import.meta.dir, '../../src/main.ts')
 const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-restart-'))
 let sink: SmtpSink
 let zone: DnsServer
@@ -54,41 +54,9 @@ const flags = () => [
   '127.0.0.1:0',
 ]
 
-async function run(args: string[]): Promise<string> {
-  const proc = Bun.spawn(['bun', MAIN, ...args, ...flags()], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-  expect(code, err).toBe(0)
-  return out
-}
-
-async function startServer() {
-  const proc = Bun.spawn(['bun', MAIN, 'serve', '--http-listen', '127.0.0.1:0', ...flags()], {
-    stdout: 'pipe',
-    stderr: 'pipe',
-    env: { PATH: process.env.PATH ?? '' },
-  })
-  const reader = proc.stdout.getReader()
-  let text = ''
-  for (;;) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`server exited before listening: ${text} ${await new Response(proc.stderr).text()}`)
-    text += new TextDecoder().decode(value)
-    const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text)
-    if (m) return { proc, base: m[1]! }
-  }
-}
-
-async function until(what: string, check: () => boolean, deadlineMs = 20_000): Promise<void> {
-  const end = Date.now() + deadlineMs
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`gave up waiting for: ${what}`)
-    await Bun.sleep(25)
-  }
-}
-
 test('accepted mail survives SIGKILL mid-delivery and is delivered once after the restart', async () => {
-  const key = (await run(['keys', 'create', '--role', 'Administrator', '--name', 'restart'])).trim().split('\n').at(-1)!
-  const first = await startServer()
+  const key = await createAdminKey(flags(), 'restart')
+  const first = await startMailroom(flags())
   const ids: string[] = []
   for (let i = 0; i < 10; i++) {
     const r = await fetch(`${first.base}/v1/send`, {
@@ -110,7 +78,7 @@ test('accepted mail survives SIGKILL mid-delivery and is delivered once after th
 
   // The MX now points at the working sink; the next process requeues and delivers.
   zone.setZone('mx.example.net', { A: ['127.0.0.1'] })
-  const second = await startServer()
+  const second = await startMailroom(flags())
   try {
     await sink.waitFor(10, 20_000)
     await until('all ten recorded as sent', () => count('sent') === 10)

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createAdminKey, startMailroom } from '../support/server-process'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver'
 
 /**
@@ -9,7 +10,6 @@ import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-r
  * fan-out cursor moves with them, and the next process sends what was left, with the same
  * webhook-ids (the receiver deduplicates by them).
  */
-const MAIN = join(import.meta.dir, '../../src/main.ts')
 const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-webhooks-restart-'))
 let rx: WebhookReceiver
 
@@ -33,33 +33,9 @@ const flags = () => [
   'true',
 ]
 
-async function run(args: string[]): Promise<string> {
-  const proc = Bun.spawn(['bun', MAIN, ...args, ...flags()], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-  expect(code, err).toBe(0)
-  return out
-}
-
-async function startServer() {
-  const proc = Bun.spawn(['bun', MAIN, 'serve', '--http-listen', '127.0.0.1:0', ...flags()], {
-    stdout: 'pipe',
-    stderr: 'pipe',
-    env: { PATH: process.env.PATH ?? '' },
-  })
-  const reader = proc.stdout.getReader()
-  let text = ''
-  for (;;) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`server exited before listening: ${text} ${await new Response(proc.stderr).text()}`)
-    text += new TextDecoder().decode(value)
-    const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text)
-    if (m) return { proc, base: m[1]! }
-  }
-}
-
 test('SIGKILL while deliveries are failing and pending: after a restart every event reaches the receiver', async () => {
-  const key = (await run(['keys', 'create', '--role', 'Administrator', '--name', 'hooks'])).trim().split('\n').at(-1)!
-  const first = await startServer()
+  const key = await createAdminKey(flags(), 'hooks')
+  const first = await startMailroom(flags())
   const call = (base: string, method: string, path: string, body?: unknown) =>
     fetch(base + path, {
       method,
@@ -83,7 +59,7 @@ test('SIGKILL while deliveries are failing and pending: after a restart every ev
   expect(rx.ids.size).toBe(0)
 
   rx.fallback = { status: 204 }
-  const second = await startServer()
+  const second = await startMailroom(flags())
   try {
     // Pending rows are due after 5 s; the restarted server sends them then.
     const deadline = Date.now() + 30_000

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
 import { startDnsServer, type DnsServer } from '../support/dns-server'
+import { createAdminKey, startMailroom, until } from '../support/server-process'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
 
 /**
@@ -13,7 +14,6 @@ import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
  * SIGKILLed right after their 250 arrives; the next process finds every one of them in the
  * database and delivers it.
  */
-const MAIN = join(import.meta.dir, '../../src/main.ts')
 const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-smtp-restart-'))
 let sink: SmtpSink
 let zone: DnsServer
@@ -54,49 +54,9 @@ const flags = () => [
   '127.0.0.1:0',
 ]
 
-async function run(args: string[]): Promise<string> {
-  const proc = Bun.spawn(['bun', MAIN, ...args, ...flags()], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-  expect(code, err).toBe(0)
-  return out
-}
-
-/** Starts `mailroom serve` and reads the HTTP URL and the SMTP port from its first lines. */
-async function startServer() {
-  const proc = Bun.spawn(['bun', MAIN, 'serve', '--http-listen', '127.0.0.1:0', ...flags()], {
-    stdout: 'pipe',
-    stderr: 'pipe',
-    env: { PATH: process.env.PATH ?? '' },
-  })
-  const reader = proc.stdout.getReader()
-  let text = ''
-  for (;;) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`server exited before listening: ${text} ${await new Response(proc.stderr).text()}`)
-    text += new TextDecoder().decode(value)
-    const http = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text)
-    const smtp = /SMTP submission listening on 127\.0\.0\.1:(\d+) \(STARTTLS\)/.exec(text)
-    if (http && smtp) {
-      // Keep reading so the child never blocks on a full pipe.
-      void (async () => {
-        while (!(await reader.read()).done);
-      })().catch(() => {})
-      return { proc, base: http[1]!, smtpPort: Number(smtp[1]) }
-    }
-  }
-}
-
-async function until(what: string, check: () => boolean, deadlineMs = 20_000): Promise<void> {
-  const end = Date.now() + deadlineMs
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`gave up waiting for: ${what}`)
-    await Bun.sleep(25)
-  }
-}
-
 test('messages answered 250 survive a SIGKILL right after the reply and are delivered by the next process', async () => {
-  const key = (await run(['keys', 'create', '--role', 'Administrator', '--name', 'smtp-restart'])).trim().split('\n').at(-1)!
-  const first = await startServer()
+  const key = await createAdminKey(flags(), 'smtp-restart')
+  const first = await startMailroom(flags(), { smtp: true })
   const api = async (path: string, body: unknown) => {
     const r = await fetch(`${first.base}${path}`, {
       method: 'POST',
@@ -115,7 +75,7 @@ test('messages answered 250 survive a SIGKILL right after the reply and are deli
     pool: true,
     maxConnections: 4,
     host: '127.0.0.1',
-    port: first.smtpPort,
+    port: first.smtpPort!,
     requireTLS: true,
     tls: { rejectUnauthorized: false },
     auth: { user: bridge.smtp.username, pass: bridge.smtp.password },
@@ -146,7 +106,7 @@ test('messages answered 250 survive a SIGKILL right after the reply and are deli
     for (const id of answered) expect(stored).toContain(id)
 
     zone.setZone('mx.example.net', { A: ['127.0.0.1'] })
-    const second = await startServer()
+    const second = await startMailroom(flags(), { smtp: true })
     try {
       await sink.waitFor(stored.length, 20_000)
       const sent = () => (db.query("SELECT COUNT(*) AS n FROM message_recipients WHERE state = 'sent'").get() as { n: number }).n

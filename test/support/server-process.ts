@@ -1,0 +1,56 @@
+import { expect } from 'bun:test'
+import { join } from 'node:path'
+
+/**
+ * The real server as a child process (`bun src/main.ts`), for the crash tests: they SIGKILL
+ * it and start it again on the same data directory. Only PATH is passed on, so no
+ * MAILROOM_* variable of the caller leaks in.
+ */
+const MAIN = join(import.meta.dir, '../../src/main.ts')
+const env = () => ({ PATH: process.env.PATH ?? '' })
+
+/** Runs a one-shot command (e.g. `keys create`) and returns its stdout; fails the test on a non-zero exit. */
+export async function runMailroom(args: string[], flags: string[]): Promise<string> {
+  const proc = Bun.spawn(['bun', MAIN, ...args, ...flags], { stdout: 'pipe', stderr: 'pipe', env: env() })
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  expect(code, err).toBe(0)
+  return out
+}
+
+/** Creates an Administrator key with the CLI and returns its value (the last line printed). */
+export async function createAdminKey(flags: string[], name: string): Promise<string> {
+  return (await runMailroom(['keys', 'create', '--role', 'Administrator', '--name', name], flags)).trim().split('\n').at(-1)!
+}
+
+/**
+ * Starts `mailroom serve` on an HTTP port chosen by the kernel and resolves once its first
+ * lines name the HTTP URL (and the SMTP submission port, when `smtp` is set).
+ */
+export async function startMailroom(flags: string[], opts: { smtp?: boolean } = {}) {
+  const proc = Bun.spawn(['bun', MAIN, 'serve', '--http-listen', '127.0.0.1:0', ...flags], { stdout: 'pipe', stderr: 'pipe', env: env() })
+  const reader = proc.stdout.getReader()
+  let text = ''
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`server exited before listening: ${text} ${await new Response(proc.stderr).text()}`)
+    text += new TextDecoder().decode(value)
+    const http = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text)
+    const smtp = /SMTP submission listening on 127\.0\.0\.1:(\d+) \(STARTTLS\)/.exec(text)
+    if (http && (smtp || !opts.smtp)) {
+      // Keep reading so the child never blocks on a full pipe.
+      void (async () => {
+        while (!(await reader.read()).done);
+      })().catch(() => {})
+      return { proc, base: http[1]!, smtpPort: smtp ? Number(smtp[1]) : null }
+    }
+  }
+}
+
+/** Polls `check` until it holds; throws naming `what` after `deadlineMs` (a failure bound, not a timing assertion). */
+export async function until(what: string, check: () => boolean, deadlineMs = 20_000): Promise<void> {
+  const end = Date.now() + deadlineMs
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`gave up waiting for: ${what}`)
+    await Bun.sleep(25)
+  }
+}

@@ -63,7 +63,7 @@ const POLICY_TEXT =
 
 /** Text of "no such mailbox" replies from servers that send no enhanced code. */
 const UNKNOWN_USER_TEXT =
-  /\b(user|mailbox|recipient|address|account)\b[^.;]{0,40}\b(unknown|not found|does ?n[o']t exist|not exist|no longer exists?|invalid|not valid)\b|\bno such (user|mailbox|recipient|address|account|person)\b|\bunknown (user|recipient|mailbox|address|local[- ]part)\b|\binvalid (recipient|mailbox|address)\b/i
+  /\b(user|mailbox|recipient|address|account)\b[^.;]{0,40}\b(unknown|not found|does ?n[o']t exist|not exist|no longer exists?|invalid|not valid)\b|\bno such (user|mailbox|recipient|address|account|person)\b|\bunknown (user|recipient|mailbox|address|local[- ]part)\b|\binvalid (recipient|mailbox|address)\b|\bdo(?:es)?(?: ?n[o']t| not) have an? [\w.-]+ account\b/i
 
 export const RULES: readonly Rule[] = [
   // Below the reply level: nothing was decided by the recipient's server, so try again later.

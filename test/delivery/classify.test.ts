@@ -69,3 +69,9 @@ describe('classify', () => {
     expect(classify({ code: null, enhanced: null, text: '' }).rule).toBe('unknown')
   })
 })
+
+test('"does not have an account" wordings are a bad address', () => {
+  for (const text of ["This user doesn't have a yahoo.com account (frank@yahoo.com)", 'The recipient does not have an example.org account']) {
+    expect(classify({ code: 554, enhanced: null, text })).toEqual({ outcome: 'bounced', suppress: true, rule: 'unknown-user' })
+  }
+})

@@ -103,3 +103,23 @@ describe('GET /api/v2/events', () => {
     expect((await t.call('GET', '/api/v2/events', { key: reader.key })).status).toBe(200)
   })
 })
+
+describe('event filters are index lookups', () => {
+  test('each subject filter, and its page total, uses its own index', () => {
+    const { deps } = testApp()
+    const plan = (sql: string) => (deps.db.$client.query(`EXPLAIN QUERY PLAN ${sql}`).all(1) as Array<{ detail: string }>).map((r) => r.detail).join(' | ')
+    for (const [column, index] of [
+      ['recipient', 'events_recipient_idx'],
+      ['contact_id', 'events_contact_idx'],
+      ['list_id', 'events_list_idx'],
+      ['broadcast_id', 'events_broadcast_idx'],
+      ['bridge_id', 'events_bridge_idx'],
+      ['message_id', 'events_message_idx'],
+    ] as const) {
+      const page = plan(`SELECT * FROM events WHERE ${column} = ? ORDER BY created_at DESC, id DESC LIMIT 25`)
+      expect(page, column).toContain(`USING INDEX ${index}`)
+      const total = plan(`SELECT COUNT(*) FROM events WHERE ${column} = ?`)
+      expect(total, column).toContain(index)
+    }
+  })
+})

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm'
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 
 /**
@@ -26,5 +27,22 @@ export const events = sqliteTable(
     index('events_created_idx').on(t.created_at),
     // A message's timeline (GET /api/v2/messages/{id}) and the message filter of GET /api/v2/events.
     index('events_message_idx').on(t.message_id),
+    // The other subject filters of GET /api/v2/events, newest first. Partial: most events have
+    // no list, broadcast or bridge, and `col = ?` implies `col IS NOT NULL`, so SQLite uses them.
+    index('events_recipient_idx')
+      .on(t.recipient, t.created_at)
+      .where(sql`recipient IS NOT NULL`),
+    index('events_contact_idx')
+      .on(t.contact_id, t.created_at)
+      .where(sql`contact_id IS NOT NULL`),
+    index('events_list_idx')
+      .on(t.list_id, t.created_at)
+      .where(sql`list_id IS NOT NULL`),
+    index('events_broadcast_idx')
+      .on(t.broadcast_id, t.created_at)
+      .where(sql`broadcast_id IS NOT NULL`),
+    index('events_bridge_idx')
+      .on(t.bridge_id, t.created_at)
+      .where(sql`bridge_id IS NOT NULL`),
   ],
 )

@@ -146,11 +146,10 @@ function parseTime(value: string | undefined, field: string): number | undefined
 }
 
 /**
- * A page of events, newest first (created_at, then id). kind, message_id and the time range
- * are index lookups (events_kind_created_idx, events_message_idx, events_created_idx). The
- * recipient, contact, list, broadcast and bridge filters have no index yet: alone, they walk
- * events_created_idx newest first and the total is a scan (TODO issue 6: indexes proposed
- * in the report of this work).
+ * A page of events, newest first (created_at, then id). Every filter is an index lookup:
+ * kind (events_kind_created_idx), message_id (events_message_idx), the time range
+ * (events_created_idx), and recipient, contact, list, broadcast and bridge (their partial
+ * `(col, created_at)` indexes, migration 0008).
  */
 export function listEvents(deps: Pick<Deps, 'db'>, filter: EventFilter): { items: EventView[]; meta: PageMeta } {
   const req = pageRequest(filter)

@@ -97,8 +97,8 @@ const CASES: Expected[] = [
     diagnostic: /User unknown/,
   },
   {
-    // Yahoo's plain-text bounce has no enhanced code: the 554 makes it permanent, and the
-    // wording is not one the rules table reads as "no such user", so no suppression.
+    // Yahoo's plain-text bounce has no enhanced code: the 554 makes it permanent, and its
+    // "doesn't have a yahoo.com account" is read as "no such user", so the address is suppressed.
     file: 'yahoo-plain.eml',
     key: 'yahoo',
     heuristic: true,
@@ -106,7 +106,7 @@ const CASES: Expected[] = [
     action: 'failed',
     status: '5.0.0',
     class: 'hard',
-    suppress: false,
+    suppress: true,
     smtpCode: 554,
     reportingMta: null,
     diagnostic: /doesn't have a yahoo\.com account/,

@@ -94,6 +94,11 @@ const statements = preparedFor((db) => {
   }
 })
 
+/** A deferral decided by the engine itself rather than by a reply (the next attempt follows the usual backoff). */
+function deferral(address: string, rule: string, response: string, sourceIp: string | null = null): RecipientResult {
+  return { address, outcome: 'deferred', suppress: false, rule, code: null, enhanced: null, response, mx: null, source_ip: sourceIp }
+}
+
 /** Retry delay after the n-th failed attempt: 1, 2, 4 ... minutes, at most 6 hours, with +-20 % jitter (so retries of one outage spread out). */
 export function backoffMs(attempt: number, random: number): number {
   const base = Math.min(60_000 * 2 ** Math.max(0, attempt - 1), 6 * 3600_000)
@@ -119,8 +124,9 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
   /** Signing once per message even when its recipients span several domains (several jobs). */
   const signed = new Map<string, Promise<Buffer>>()
 
-  function signedRaw(messageId: string, m: MessageRow): Promise<Buffer> {
-    const key = m.domain_id === null ? null : st.domainKey.get(m.domain_id)
+  type DomainKey = NonNullable<ReturnType<typeof st.domainKey.get>>
+
+  function signedRaw(messageId: string, m: MessageRow, key: DomainKey | null): Promise<Buffer> {
     const raw = Buffer.from(m.raw.buffer, m.raw.byteOffset, m.raw.byteLength)
     if (!key) return Promise.resolve(raw)
     let p = signed.get(messageId)
@@ -139,11 +145,11 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
     if (node && !node.active) {
       // The message names a node the operator switched off: wait (with backoff, up to the
       // maximum age) rather than silently take another route.
-      const why = { outcome: 'deferred' as const, suppress: false, rule: 'node_inactive', code: null, enhanced: null, mx: null, source_ip: null }
+      const why = `sending node ${node.id} is inactive`
       await record(
         messageId,
         rows,
-        rows.map((r) => ({ ...why, address: r.address, response: `sending node ${node.id} is inactive` })),
+        rows.map((r) => deferral(r.address, 'node_inactive', why)),
         m.bridge_id,
       )
       return
@@ -171,7 +177,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
     const source = node?.kind === 'relay' ? null : parts.rotation.next(poolId)
     let results: RecipientResult[]
     try {
-      const raw = await signedRaw(messageId, m)
+      const raw = await signedRaw(messageId, m, domain)
       results = await parts.transport.deliver({
         domain: deliverable[0]!.domain,
         mailFrom,
@@ -188,17 +194,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       // The transport reports SMTP and network failures as results; an exception is a bug.
       // Defer rather than lose the rows, and say so in the log.
       deps.log.error('delivery failed unexpectedly', { message_id: messageId, error: e instanceof Error ? (e.stack ?? e.message) : String(e) })
-      results = deliverable.map((r) => ({
-        address: r.address,
-        outcome: 'deferred',
-        suppress: false,
-        rule: 'internal_error',
-        code: null,
-        enhanced: null,
-        response: 'internal error in the delivery engine',
-        mx: null,
-        source_ip: source?.address ?? null,
-      }))
+      results = deliverable.map((r) => deferral(r.address, 'internal_error', 'internal error in the delivery engine', source?.address ?? null))
     }
     await record(messageId, deliverable, results, m.bridge_id)
   }
@@ -210,17 +206,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       let delivered = 0
       let bounced = 0
       for (const row of rows) {
-        const r = byAddress.get(row.address) ?? {
-          address: row.address,
-          outcome: 'deferred' as const,
-          suppress: false,
-          rule: 'no_result',
-          code: null,
-          enhanced: null,
-          response: 'the transport gave no result for this recipient',
-          mx: null,
-          source_ip: null,
-        }
+        const r = byAddress.get(row.address) ?? deferral(row.address, 'no_result', 'the transport gave no result for this recipient')
         const detail = { code: r.code, enhanced_code: r.enhanced, response: r.response, rule: r.rule, mx: r.mx, source_ip: r.source_ip, attempt: row.attempts }
         const event = (kind: string, extra: Record<string, unknown> = {}) =>
           emitPrepared(deps.db, now, { kind, message_id: messageId, recipient: row.address, data: { ...detail, ...extra } })

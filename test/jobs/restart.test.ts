@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { mkdtempSync } from 'node:fs'
-import { createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { createAdminKey, startMailroom, until } from '../support/server-process'
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
+import { createAdminKey, startMailroom, startStalledMx, until } from '../support/server-process'
 
 /**
  * Crash safety of the queue with the real server process: messages accepted (202) while
@@ -14,45 +11,13 @@ import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
  * them exactly once (nothing had completed on the wire, so there is nothing to duplicate).
  */
 const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-restart-'))
-let sink: SmtpSink
-let zone: DnsServer
-/** An "MX" that accepts TCP connections and never says a word: deliveries hang in `sending`. */
-let blackHole: Server
-const held: Socket[] = []
+let world: Awaited<ReturnType<typeof startStalledMx>>
+const flags = () => world.flags(dataDir)
 
 beforeAll(async () => {
-  sink = await startSmtpSink({ host: '127.0.0.1' })
-  blackHole = createServer((socket) => held.push(socket))
-  await new Promise<void>((resolve, reject) => blackHole.once('error', reject).listen(sink.port, '127.0.0.5', resolve))
-  zone = await startDnsServer({
-    zones: { 'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] }, 'mx.example.net': { A: ['127.0.0.5'] } },
-  })
+  world = await startStalledMx('127.0.0.5')
 })
-
-afterAll(async () => {
-  for (const s of held) s.destroy()
-  blackHole.close()
-  await sink.close()
-  await zone.close()
-})
-
-const flags = () => [
-  '--data-dir',
-  dataDir,
-  '--mx-port',
-  String(sink.port),
-  '--dns-servers',
-  zone.server,
-  '--allow-unverified-domains',
-  'true',
-  '--hostname',
-  'mailroom.test',
-  '--access-log',
-  'false',
-  // A free port for the SMTP submission listener: never the default, which another server may hold.
-  '--smtp-listen',
-  '127.0.0.1:0',
-]
+afterAll(() => world.close())
 
 test('accepted mail survives SIGKILL mid-delivery and is delivered once after the restart', async () => {
   const key = await createAdminKey(flags(), 'restart')
@@ -74,15 +39,15 @@ test('accepted mail survives SIGKILL mid-delivery and is delivered once after th
   first.proc.kill('SIGKILL')
   await first.proc.exited
   expect(count('sending')).toBe(10)
-  expect(sink.messages).toHaveLength(0)
+  expect(world.sink.messages).toHaveLength(0)
 
   // The MX now points at the working sink; the next process requeues and delivers.
-  zone.setZone('mx.example.net', { A: ['127.0.0.1'] })
+  world.release()
   const second = await startMailroom(flags())
   try {
-    await sink.waitFor(10, 20_000)
+    await world.sink.waitFor(10, 20_000)
     await until('all ten recorded as sent', () => count('sent') === 10)
-    const delivered = sink.messages.map((m) => /^Message-ID: <([^@>]+)@/im.exec(m.raw.toString())?.[1])
+    const delivered = world.sink.messages.map((m) => /^Message-ID: <([^@>]+)@/im.exec(m.raw.toString())?.[1])
     expect(delivered.sort()).toEqual([...ids].sort())
     // Retries count: each recipient was attempted once before the crash and once after.
     const attempts = db.query('SELECT DISTINCT attempts FROM message_recipients').all() as Array<{ attempts: number }>

@@ -1,13 +1,10 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { mkdtempSync } from 'node:fs'
-import { createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
-import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { createAdminKey, startMailroom, until } from '../support/server-process'
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
+import { createAdminKey, startMailroom, startStalledMx, until } from '../support/server-process'
 
 /**
  * "250 means on disk", with the real server process: messages submitted over SMTP are
@@ -15,44 +12,13 @@ import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
  * database and delivers it.
  */
 const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-smtp-restart-'))
-let sink: SmtpSink
-let zone: DnsServer
-/** The first process's MX: accepts TCP and never answers, so nothing is delivered before the kill. */
-let blackHole: Server
-const held: Socket[] = []
+let world: Awaited<ReturnType<typeof startStalledMx>>
+const flags = () => world.flags(dataDir)
 
 beforeAll(async () => {
-  sink = await startSmtpSink({ host: '127.0.0.1' })
-  blackHole = createServer((socket) => held.push(socket))
-  await new Promise<void>((resolve, reject) => blackHole.once('error', reject).listen(sink.port, '127.0.0.6', resolve))
-  zone = await startDnsServer({
-    zones: { 'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] }, 'mx.example.net': { A: ['127.0.0.6'] } },
-  })
+  world = await startStalledMx('127.0.0.6')
 })
-
-afterAll(async () => {
-  for (const s of held) s.destroy()
-  blackHole.close()
-  await sink.close()
-  await zone.close()
-})
-
-const flags = () => [
-  '--data-dir',
-  dataDir,
-  '--mx-port',
-  String(sink.port),
-  '--dns-servers',
-  zone.server,
-  '--allow-unverified-domains',
-  'true',
-  '--hostname',
-  'mailroom.test',
-  '--access-log',
-  'false',
-  '--smtp-listen',
-  '127.0.0.1:0',
-]
+afterAll(() => world.close())
 
 test('messages answered 250 survive a SIGKILL right after the reply and are delivered by the next process', async () => {
   const key = await createAdminKey(flags(), 'smtp-restart')
@@ -105,13 +71,13 @@ test('messages answered 250 survive a SIGKILL right after the reply and are deli
     // Every message answered 250 is on disk (more may be: committed, with the reply lost to the kill).
     for (const id of answered) expect(stored).toContain(id)
 
-    zone.setZone('mx.example.net', { A: ['127.0.0.1'] })
+    world.release()
     const second = await startMailroom(flags(), { smtp: true })
     try {
-      await sink.waitFor(stored.length, 20_000)
+      await world.sink.waitFor(stored.length, 20_000)
       const sent = () => (db.query("SELECT COUNT(*) AS n FROM message_recipients WHERE state = 'sent'").get() as { n: number }).n
       await until('every stored message recorded as sent', () => sent() === stored.length)
-      const delivered = sink.messages.map((m) => /^Subject: (.*)$/m.exec(m.raw.toString())?.[1]).sort()
+      const delivered = world.sink.messages.map((m) => /^Subject: (.*)$/m.exec(m.raw.toString())?.[1]).sort()
       expect(delivered).toHaveLength(stored.length)
       const subjects = (db.query('SELECT subject FROM messages').all() as Array<{ subject: string }>).map((m) => m.subject).sort()
       expect(delivered).toEqual(subjects)

@@ -1,5 +1,8 @@
 import { expect } from 'bun:test'
+import { createServer, type Socket } from 'node:net'
 import { join } from 'node:path'
+import { startDnsServer } from './dns-server'
+import { startSmtpSink } from './smtp-sink'
 
 /**
  * The real server as a child process (`bun src/main.ts`), for the crash tests: they SIGKILL
@@ -52,5 +55,48 @@ export async function until(what: string, check: () => boolean, deadlineMs = 20_
   while (!check()) {
     if (Date.now() > end) throw new Error(`gave up waiting for: ${what}`)
     await Bun.sleep(25)
+  }
+}
+
+/**
+ * The outside world of a crash test: example.net's MX first points at a TCP server on
+ * `stallHost` that accepts and never says a word, so deliveries hang in `sending` until the
+ * process is killed; `release()` then points the MX at a recording sink on the same port.
+ * `flags(dataDir)` are the server flags that wire the two together.
+ */
+export async function startStalledMx(stallHost: string) {
+  const sink = await startSmtpSink({ host: '127.0.0.1' })
+  const held: Socket[] = []
+  const silent = createServer((socket) => held.push(socket))
+  await new Promise<void>((resolve, reject) => silent.once('error', reject).listen(sink.port, stallHost, resolve))
+  const zone = await startDnsServer({
+    zones: { 'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] }, 'mx.example.net': { A: [stallHost] } },
+  })
+  return {
+    sink,
+    release: () => zone.setZone('mx.example.net', { A: ['127.0.0.1'] }),
+    flags: (dataDir: string) => [
+      '--data-dir',
+      dataDir,
+      '--mx-port',
+      String(sink.port),
+      '--dns-servers',
+      zone.server,
+      '--allow-unverified-domains',
+      'true',
+      '--hostname',
+      'mailroom.test',
+      '--access-log',
+      'false',
+      // A free port for the SMTP submission listener: never the default, which another server may hold.
+      '--smtp-listen',
+      '127.0.0.1:0',
+    ],
+    async close(): Promise<void> {
+      for (const s of held) s.destroy()
+      silent.close()
+      await sink.close()
+      await zone.close()
+    },
   }
 }

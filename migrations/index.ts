@@ -8,6 +8,7 @@ import m5 from './0005_contact_count_pause.sql' with { type: 'text' }
 import m6 from './0006_bridges_inbound.sql' with { type: 'text' }
 import m7 from './0007_webhooks_stats.sql' with { type: 'text' }
 import m8 from './0008_event_filter_indexes.sql' with { type: 'text' }
+import m9 from './0009_tracking.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -25,4 +26,5 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0006_bridges_inbound', createdAt: 1795362507743, sql: m6 },
   { tag: '0007_webhooks_stats', createdAt: 1795364557560, sql: m7 },
   { tag: '0008_event_filter_indexes', createdAt: 1795366727856, sql: m8 },
+  { tag: '0009_tracking', createdAt: 1795367645876, sql: m9 },
 ]

@@ -97,6 +97,9 @@ export const sendingDomains = sqliteTable('sending_domains', {
   return_path_host: text('return_path_host').notNull(),
   /** The pool mail from this domain uses when the request names none; null = the default pool. */
   pool_id: integer('pool_id').references(() => ipPools.id, { onDelete: 'set null' }),
+  /** Defaults of API sends from this domain: rewrite HTML for open and click tracking (src/modules/tracking). */
+  track_opens: integer('track_opens', { mode: 'boolean' }).notNull().default(false),
+  track_clicks: integer('track_clicks', { mode: 'boolean' }).notNull().default(false),
   /** The state of each DNS record at the last verify call. */
   records_state: text('records_state', { mode: 'json' }).$type<Record<string, unknown>>(),
   verified_at: integer('verified_at'),

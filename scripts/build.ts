@@ -37,6 +37,7 @@ export async function buildBinary(outfile: string = DEFAULT_OUTFILE): Promise<Bu
       join(root, 'src', 'delivery', 'signer-worker.ts'),
       join(root, 'src', 'db', 'checkpoint-worker.ts'),
       join(root, 'src', 'modules', 'imports', 'prepare-worker.ts'),
+      join(root, 'src', 'modules', 'segments', 'count-worker.ts'),
     ],
     target: 'bun',
     minify: true,

@@ -14,6 +14,7 @@ import { createLogger } from './lib/logger'
 import { recordActivity } from './modules/activity-logs/service'
 import { countLiveKeys, createApiKey, listApiKeys } from './modules/api-keys/service'
 import { CLI_ACTOR, ensureBuiltinRoles, findRoleByName, listRoles } from './modules/roles/service'
+import { stopSegmentCountPool } from './modules/segments/count-pool'
 import { startInboundListener } from './smtp/inbound'
 import { startStatsRollup } from './jobs/stats'
 import { startFeedbackLoopPoller } from './smtp/inbound/imap-poller'
@@ -255,6 +256,8 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   await webhooks.stop()
   await delivery.stop()
   await imports.stop()
+  // Segment count worker threads (started on the first large count), before the last checkpoint
+  await stopSegmentCountPool(deps)
   usage.flush()
   await checkpoints.stop()
   deps.db.$client.close()

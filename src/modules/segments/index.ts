@@ -35,10 +35,10 @@ export function segmentRoutes(deps: Deps, authOf: AuthOf) {
     })
     .post(
       '/preview',
-      ({ body, request }) => {
+      async ({ body, request }) => {
         // A read sent as POST (rules do not fit in a URL): not an action for the activity log.
         authOf(request).logged = true
-        return ok(previewSegment(deps, body.rules))
+        return ok(await previewSegment(deps, body.rules))
       },
       {
         body: PreviewSegmentBody,
@@ -56,7 +56,7 @@ export function segmentRoutes(deps: Deps, authOf: AuthOf) {
       response: { 200: Envelope(SegmentSchema), 404: ErrorEnvelope, ...commonErrors },
       detail: requires('segments.read', 'Get a segment', { tags, description: 'Without a member count, which can be slow on a large audience: see /count.' }),
     })
-    .get('/:id/count', ({ params }) => ok(countSegment(deps, params.id)), {
+    .get('/:id/count', async ({ params }) => ok(await countSegment(deps, params.id)), {
       params: IdParams,
       response: { 200: Envelope(CountSchema), 404: ErrorEnvelope, 409: ErrorEnvelope, ...commonErrors },
       detail: requires('segments.read', 'Count the contacts a segment matches now', { tags, description: staleRules }),

@@ -8,6 +8,7 @@ import { AppError, notFound } from '../../lib/errors'
 import { pageMeta, pageRequest, pageWindow, type PageMeta } from '../../lib/pagination'
 import { contactView, type ContactView } from '../contacts/service'
 import type { RawContact } from '../contacts/writer'
+import { parallelCount } from './count-pool'
 import { compileRules, type CompiledRules, type CustomFieldInfo, type RuleCatalog, type RuleNode, type SqlValue } from './rules'
 
 type Row = typeof segments.$inferSelect
@@ -153,14 +154,22 @@ export function deleteSegments(deps: Deps, ids: number[]): { deleted: number[]; 
   })
 }
 
+/**
+ * A count on its own (not part of a read transaction): on a large file database a full scan
+ * runs on worker threads, cut by rowid (count-pool.ts), otherwise on the server's connection.
+ */
+async function countMatching(deps: Deps, compiled: CompiledRules): Promise<number> {
+  return (await parallelCount(deps, compiled)) ?? countWhere(deps, compiled)
+}
+
 /** How many contacts a saved segment matches now. */
-export function countSegment(deps: Deps, id: number): { count: number } {
-  return { count: countWhere(deps, compileSaved(deps, findSegment(deps, id))) }
+export async function countSegment(deps: Deps, id: number): Promise<{ count: number }> {
+  return { count: await countMatching(deps, compileSaved(deps, findSegment(deps, id))) }
 }
 
 /** How many contacts some rules would match, without saving them (for rule builders). */
-export function previewSegment(deps: Deps, rules: unknown): { count: number } {
-  return { count: countWhere(deps, compileInput(deps, rules)) }
+export async function previewSegment(deps: Deps, rules: unknown): Promise<{ count: number }> {
+  return { count: await countMatching(deps, compileInput(deps, rules)) }
 }
 
 const CONTACT_COLUMNS = 'id, email, first_name, last_name, list_id, status, fields, created_at, updated_at'
@@ -174,6 +183,7 @@ export function segmentContacts(deps: Deps, id: number, query: { page?: number; 
   const req = pageRequest(query)
   const client = deps.db.$client
   return client.transaction(() => {
+    // On this connection, never the workers: the total must come from the page's snapshot.
     const total = countWhere(deps, compiled)
     let rows: RawContact[] = []
     const window = pageWindow(req, total)

@@ -2,7 +2,8 @@
  * Statistics over 5 million events: writes a realistic event log (90 days, several sending
  * domains, IPs, pools, bridges and lists) straight into a fresh data directory, runs the
  * rollup job over it (src/jobs/stats.ts, in this process), then times GET /api/v2/stats for
- * 30-day ranges against a real `mailroom serve` on that data directory.
+ * 30-day ranges and GET /api/v2/events with each of its filters against a real
+ * `mailroom serve` on that data directory.
  *
  *   bun bench/stats.ts [--events 5000000] [--runs 15] [--dry-run]
  */
@@ -58,7 +59,9 @@ export function generate(dbPath: string, target: number, end: number) {
   const insertMessage = c.prepare(
     "INSERT INTO messages (id, source, mail_from, from_address, subject, message_id_header, domain_id, pool_id, raw, size, created_at, bridge_id) VALUES (?, 'api', ?, ?, 'Hello', ?, ?, ?, X'00', 1, ?, ?)",
   )
-  const insertEvent = c.prepare('INSERT INTO events (kind, created_at, message_id, recipient, contact_id, list_id, data) VALUES (?, ?, ?, ?, ?, ?, ?)')
+  const insertEvent = c.prepare(
+    'INSERT INTO events (kind, created_at, message_id, recipient, contact_id, list_id, bridge_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  )
   const random = rng(42)
   const pick = <T>(xs: T[]) => xs[Math.floor(random() * xs.length)]!
   // Events per message average about 2.4 (queued + outcome + some deferrals, complaints, contact events).
@@ -89,8 +92,9 @@ export function generate(dbPath: string, target: number, end: number) {
         const rcpt = `user${Math.floor(random() * 200_000)}@example${Math.floor(random() * 50)}.test`
         const ip = pick(ips)
         const mx = 'mx.example.test'
+        // Message events carry the message's bridge, as the send path and the engine write them.
         const ev = (kind: string, at: number, data: Record<string, unknown>) => {
-          insertEvent.run(kind, at, id, rcpt, null, null, JSON.stringify(data))
+          insertEvent.run(kind, at, id, rcpt, null, null, bridge, JSON.stringify(data))
           events++
         }
         const r = random()
@@ -128,6 +132,7 @@ export function generate(dbPath: string, target: number, end: number) {
             rcpt,
             m,
             list,
+            null,
             JSON.stringify({ email: rcpt, list_id: list }),
           )
           events++
@@ -180,6 +185,10 @@ export async function run(argv: string[], command: string): Promise<number> {
     const rollS = (performance.now() - t0) / 1000
     const statRows = gen.db.$client.query<{ n: number }, []>('SELECT count(*) AS n FROM stats_hourly').get()!.n
     process.stdout.write(`rollup: ${fmtInt(gen.events / rollS)} events/s (${rollS.toFixed(1)} s, ${fmtInt(batches)} batches, ${fmtInt(statRows)} stats rows)\n`)
+    // Subjects for the event filters that the generated log really holds (a recipient from the last third of it).
+    const picked = gen.db.$client
+      .query<{ message_id: string; recipient: string }, [number]>('SELECT message_id, recipient FROM events WHERE id >= ? AND message_id IS NOT NULL LIMIT 1')
+      .get(Math.floor(gen.events * 0.7))!
     gen.db.$client.close()
 
     const server = await startServer(
@@ -225,10 +234,48 @@ export async function run(argv: string[], command: string): Promise<number> {
       worst = Math.max(worst, med)
       rows.push([label, fmtInt(answerRows), fmtInt(size), med.toFixed(1), Math.max(...times).toFixed(1)])
     }
+    // GET /api/v2/events: the first page of each filter (the page and its exact total), and a deep page.
+    const dayFrom = new Date(end - 11 * DAY).toISOString()
+    const dayTo = new Date(end - 10 * DAY).toISOString()
+    const eventQueries: Array<[string, string]> = [
+      ['first page, no filter', ''],
+      ['kind=message.sent', 'kind=message.sent'],
+      ['message_id', `message_id=${picked.message_id}`],
+      ['recipient', `recipient=${encodeURIComponent(picked.recipient)}`],
+      ['bridge_id=2', 'bridge_id=2'],
+      ['one day (from, to)', `from=${dayFrom}&to=${dayTo}`],
+      ['page 1000, no filter', 'page=1000'],
+    ]
+    const eventRows: string[][] = []
+    let worstEvents = 0
+    for (const [label, q] of eventQueries) {
+      const url = `${server.url}/api/v2/events?${q}`
+      const times: number[] = []
+      let total = 0
+      let items = 0
+      for (let i = 0; i < runs + 2; i++) {
+        const s = performance.now()
+        const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } })
+        const text = await res.text()
+        const ms = performance.now() - s
+        if (res.status !== 200) throw new Error(`${url}: ${res.status} ${text.slice(0, 300)}`)
+        const body = JSON.parse(text) as { data: unknown[]; meta: { total: number } }
+        total = body.meta.total
+        items = body.data.length
+        if (i >= 2) times.push(ms)
+      }
+      if (items === 0) throw new Error(`${url}: found nothing; the generated data should match every filter`)
+      const med = median(times)
+      worstEvents = Math.max(worstEvents, med)
+      eventRows.push([label, fmtInt(total), fmtInt(items), med.toFixed(1), Math.max(...times).toFixed(1)])
+    }
     await server.stop()
     const head = ['query (GET /api/v2/stats, 30 days)', 'rows', 'bytes', 'median ms', 'max ms']
     process.stdout.write(`\n${textTable(head, rows)}\n`)
+    const eventHead = ['query (GET /api/v2/events)', 'total', 'rows', 'median ms', 'max ms']
+    process.stdout.write(`\n${textTable(eventHead, eventRows)}\n`)
     const met = worst < AIM_MS
+    const eventsMet = worstEvents < AIM_MS
     if (!values['dry-run']) {
       writeDocSection(
         'stats',
@@ -242,8 +289,13 @@ ${markdownTable(head, rows)}
 
 Aim: every query under ${AIM_MS} ms: **${met ? 'met' : 'not met'}** (slowest median ${worst.toFixed(1)} ms).
 
+${markdownTable(eventHead, eventRows)}
+
+Aim: every events query under ${AIM_MS} ms: **${eventsMet ? 'met' : 'not met'}** (slowest median ${worstEvents.toFixed(1)} ms).
+
 - Data: ${fmtInt(gen.events)} events about ${fmtInt(gen.messages)} messages spread over 90 days (growing towards the end), written straight into a fresh database with prepared inserts (${genS.toFixed(0)} s): 8 From domains (6 signed sending domains, 2 unsigned), 16 source IPs, 4 pools, 3 bridges (30 % of messages), 5 lists (contact events on 5 % of messages); kinds queued, sent, deferred, bounced, failed, suppressed, complained, contact.subscribed / unsubscribed.
 - Queries: ${runs} timed requests each after two warm-up ones, one at a time, with keep-alive, against \`mailroom serve\` in its own process on that data directory (access log off); "ms" is the whole HTTP round trip seen by the client.
+- Events: 25 per page; each answer is the page and its exact \`meta.total\`. The page is one index walk; the total of an unfiltered, kind, time-range, list or broadcast filter is summed from the rollup counters plus a direct count of the part-hours at the range's ends and of the events not rolled up yet (src/modules/events/service.ts \`countEvents\`); message, recipient and bridge totals are counted in their index. Message events carry their bridge (30 % of messages), the recipient and message are picked from the generated log, the day is 10 days before the end.
 - Machine: ${machine.nproc} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.kernel}, Bun ${machine.bun}; load average ${machine.loadAverage} at the start.`,
       )
     }

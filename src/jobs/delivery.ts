@@ -209,7 +209,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         const r = byAddress.get(row.address) ?? deferral(row.address, 'no_result', 'the transport gave no result for this recipient')
         const detail = { code: r.code, enhanced_code: r.enhanced, response: r.response, rule: r.rule, mx: r.mx, source_ip: r.source_ip, attempt: row.attempts }
         const event = (kind: string, extra: Record<string, unknown> = {}) =>
-          emitPrepared(deps.db, now, { kind, message_id: messageId, recipient: row.address, data: { ...detail, ...extra } })
+          emitPrepared(deps.db, now, { kind, message_id: messageId, recipient: row.address, bridge_id: bridgeId, data: { ...detail, ...extra } })
         if (r.outcome === 'sent') {
           st.finish.run('sent', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id)
           event('message.sent')

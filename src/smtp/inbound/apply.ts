@@ -142,6 +142,7 @@ function applyDsn(deps: Deps, report: DsnReport, now: number): Applied {
           kind: 'message.bounced',
           message_id: messageId,
           recipient: row.address,
+          bridge_id: message.bridge_id,
           data: { ...data, suppressed: entry.suppress, previous_state: row.state },
         })
         if (message.bridge_id !== null) countBridge(deps.db, message.bridge_id, 'bounced')
@@ -149,7 +150,7 @@ function applyDsn(deps: Deps, report: DsnReport, now: number): Applied {
       results.push({ ...result, applied: 'bounced', suppressed: entry.suppress, contacts_marked: marked.length })
     } else if (entry.action === 'delayed') {
       // A remote MTA still retrying (RFC 3464 action delayed): news, not an outcome; the state stays.
-      emitPrepared(deps.db, now, { kind: 'message.delayed', message_id: messageId, recipient: row.address, data })
+      emitPrepared(deps.db, now, { kind: 'message.delayed', message_id: messageId, recipient: row.address, bridge_id: message.bridge_id, data })
       results.push({ ...result, applied: 'delayed' })
     } else {
       results.push({ ...result, applied: 'ignored', reason: `action ${entry.action} is not a failure` })

@@ -37,6 +37,7 @@ import { spinTagRoutes } from './modules/spin-tags'
 import { eventRoutes } from './modules/events'
 import { statsRoutes } from './modules/stats'
 import { templateRoutes } from './modules/templates'
+import { trackingRoutes } from './modules/tracking'
 import { webhookRoutes } from './modules/webhooks'
 
 /** The route table the auth layer consults, read from each route's `detail`. */
@@ -109,6 +110,8 @@ export function buildApp(deps: Deps) {
     // messages: sends, message reads, Resend-compatible surface (issue 4)
     .use(messageRoutes(deps, sending, auth.authOf))
     .use(resendRoutes(deps, sending, auth.authOf))
+    // open and click tracking, one-click unsubscribe: public links in sent mail (issue 6)
+    .use(trackingRoutes(deps, sending))
     // bridges (issue 5)
     .use(bridgeRoutes(deps, auth.authOf))
     // inbound: feedback-loop accounts, DMARC reports (issue 5)

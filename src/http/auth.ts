@@ -33,7 +33,7 @@ const KEY_QUERY_PARAMS = ['api_key', 'apikey', 'key', 'token', 'access_token']
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 /** The client address, taking X-Forwarded-For only when the operator says a proxy is in front (its last entry is the one the proxy saw). */
-function clientAddress(request: Request, server: { requestIP(r: Request): { address: string } | null } | null, trustProxy: boolean): string | null {
+export function clientAddress(request: Request, server: { requestIP(r: Request): { address: string } | null } | null, trustProxy: boolean): string | null {
   if (trustProxy) {
     const forwarded = request.headers.get('x-forwarded-for')
     const last = forwarded?.split(',').pop()?.trim()

@@ -58,11 +58,16 @@ const statements = preparedFor((db: Db) => {
           coalesce(e.bridge_id, m.bridge_id) AS bridge_id,
           e.list_id AS list_id,
           e.broadcast_id AS broadcast_id
-        FROM events e
+        FROM (
+          SELECT id, kind, created_at, message_id, data, bridge_id, list_id, broadcast_id FROM events WHERE id > ?1 AND id <= ?2
+          -- The first open and the first click of a message also count as unique ones (UNIQUE_COUNTERS).
+          UNION ALL
+          SELECT id, kind || '.unique', created_at, message_id, data, bridge_id, list_id, broadcast_id FROM events
+          WHERE id > ?1 AND id <= ?2 AND kind IN ('message.opened', 'message.clicked') AND json_extract(data, '$.first') = 1
+        ) e
         LEFT JOIN messages m ON e.message_id IS NOT NULL AND m.id = e.message_id
         LEFT JOIN sending_domains d ON d.id = m.domain_id
         LEFT JOIN sending_nodes n ON n.id = m.node_id
-        WHERE e.id > ?1 AND e.id <= ?2
       )
       , f AS MATERIALIZED (
         SELECT 'all' AS dim, hour, '' AS dim_value, kind FROM b

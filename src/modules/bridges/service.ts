@@ -125,6 +125,7 @@ const statements = preparedFor((db: Db) => {
   return {
     byUsername: c.prepare<RawRow, [string]>(`SELECT ${identityColumns} FROM bridges WHERE smtp_username = ?`),
     byApiKey: c.prepare<RawRow, [number]>(`SELECT ${identityColumns} FROM bridges WHERE api_key_id = ?`),
+    tracking: c.prepare<{ track_opens: number; track_clicks: number }, [number]>('SELECT track_opens, track_clicks FROM bridges WHERE id = ?'),
     quotas: c.prepare<{ name: string; hourly_quota: number | null; daily_quota: number | null }, [number]>(
       'SELECT name, hourly_quota, daily_quota FROM bridges WHERE id = ?',
     ),
@@ -330,6 +331,11 @@ export function takeBridgeQuotaOrThrow(deps: Pick<Deps, 'db' | 'clock'>, bridgeI
 export function countBridge(db: Db, bridgeId: number, field: 'accepted' | 'delivered' | 'bounced' | 'complained', n = 1): void {
   if (n <= 0) return
   statements(db).count[field].run(n, bridgeId)
+}
+
+/** The bridge's tracking defaults (0 or 1 each) for the mail it sends, or null when it is gone. */
+export function bridgeTracking(deps: Pick<Deps, 'db'>, bridgeId: number): { track_opens: number; track_clicks: number } | null {
+  return statements(deps.db).tracking.get(bridgeId)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -15,6 +15,10 @@ export interface SendInput {
   headers?: Record<string, string>
   attachments?: AttachmentInput[]
   tags?: string[]
+  /** Open and click tracking (HTML only) and one-click unsubscribe; absent: the sending domain's defaults, no unsubscribe header. */
+  track_opens?: boolean
+  track_clicks?: boolean
+  list_unsubscribe?: boolean
   /** The template version the content was rendered from, for the record. */
   template?: { id: number; version_id: number }
 }

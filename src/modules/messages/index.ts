@@ -79,6 +79,11 @@ export async function sendWithHeaders(
 }
 
 const queued = (a: AcceptedMessage) => ({ id: a.id, status: a.status })
+const trackingOf = (b: { track_opens?: boolean; track_clicks?: boolean; list_unsubscribe?: boolean }) => ({
+  track_opens: b.track_opens,
+  track_clicks: b.track_clicks,
+  list_unsubscribe: b.list_unsubscribe,
+})
 
 /** /v1/send, /v1/emails, /api/v2/dynamicTemplate/{id} and message reads. */
 export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthOf) {
@@ -102,6 +107,7 @@ export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthO
         headers: body.headers,
         attachments: body.attachments,
         tags: body.tags,
+        ...trackingOf(body),
       },
     ],
     ctx: { source: 'api', ...routing(body) },
@@ -124,7 +130,7 @@ export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthO
             request,
             endpoint: 'POST /v1/send',
             body,
-            inputs: () => [{ from: body.from, to: [body.to], subject: body.subject, html: body.html, text: body.text }],
+            inputs: () => [{ from: body.from, to: [body.to], subject: body.subject, html: body.html, text: body.text, ...trackingOf(body) }],
             ctx: { source: 'api', ...routing(body) },
             respond: ([a]) => ({ status: 202, body: ok(queued(a!)) }),
           },
@@ -177,7 +183,9 @@ export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthO
               if (!from) throw invalidField('from', 'is required (or set default_from in the server configuration)')
               const rendered = renderForRecipient(deps, { templateId: params.template_id, version: body.version, variables: body.variables ?? {}, to: body.to })
               const template = { id: rendered.template_id, version_id: rendered.template_version_id }
-              return [{ from, to: [body.to], subject: rendered.subject, html: rendered.html, text: rendered.text, tags: body.tags, template }]
+              return [
+                { from, to: [body.to], subject: rendered.subject, html: rendered.html, text: rendered.text, tags: body.tags, template, ...trackingOf(body) },
+              ]
             },
             ctx: { source: 'template', ...routing(body) },
             respond: ([a]) => ({ status: 202, body: ok(queued(a!)) }),

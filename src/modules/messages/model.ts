@@ -4,6 +4,16 @@ import { enumOf } from '../../http/schemas'
 
 const Address = t.String({ minLength: 1, maxLength: 1000, description: 'An address, "ada@example.com" or "Ada Lovelace <ada@example.com>".' })
 const Addresses = t.Array(Address, { maxItems: 50 })
+/** Tracking choices of a send (src/modules/tracking); each defaults to the sending domain's setting. */
+const Tracking = {
+  track_opens: t.Optional(t.Boolean({ description: "Add an open-tracking image to the HTML; default: the sending domain's track_opens." })),
+  track_clicks: t.Optional(t.Boolean({ description: "Rewrite the HTML's http(s) links to tracking redirects; default: the sending domain's track_clicks." })),
+}
+const ListUnsubscribe = {
+  list_unsubscribe: t.Optional(
+    t.Boolean({ description: 'Add List-Unsubscribe and List-Unsubscribe-Post (RFC 8058 one-click) for the one recipient; the message must have exactly one.' }),
+  ),
+}
 const Routing = {
   ip_pool_id: t.Optional(t.Integer({ minimum: 1, description: "IP pool to send over; default: the sending domain's pool, else the default pool." })),
   sending_node_id: t.Optional(t.Integer({ minimum: 1, description: 'Sending node (route) to use; default: the default node, else direct to MX.' })),
@@ -15,6 +25,8 @@ export const SimpleSendBody = t.Object({
   subject: t.String({ maxLength: 998 }),
   html: t.Optional(t.String()),
   text: t.Optional(t.String()),
+  ...Tracking,
+  ...ListUnsubscribe,
   ...Routing,
 })
 
@@ -36,6 +48,8 @@ export const EmailSendBody = t.Object({
   reply_to: t.Optional(t.Union([Address, Addresses])),
   headers: t.Optional(t.Record(t.String(), t.String(), { description: 'Extra headers, name to value. Reserved names (From, Subject, Date...) are refused.' })),
   attachments: t.Optional(t.Array(Attachment, { maxItems: 20 })),
+  ...Tracking,
+  ...ListUnsubscribe,
   ...Routing,
 })
 
@@ -45,6 +59,8 @@ export const DynamicTemplateBody = t.Object({
   from: t.Optional(Address),
   version: t.Optional(t.Integer({ minimum: 1, description: 'Template version to use; default: the active version.' })),
   tags: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 256 }), { maxItems: 20 })),
+  ...Tracking,
+  ...ListUnsubscribe,
   ...Routing,
 })
 

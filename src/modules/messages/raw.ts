@@ -2,14 +2,17 @@ import addressparser from 'nodemailer/lib/addressparser'
 import type { Deps } from '../../deps'
 import { checkEmail, domainOf } from '../../lib/email'
 import { AppError } from '../../lib/errors'
+import { rewriteRawHtml } from '../tracking/raw-mime'
+import { htmlTrackingFor, trackingChoice } from '../tracking/service'
 import { rfc5322Date } from './mime'
 import { checkRouting, newMessageId, returnPath, signingDomain, type PreparedMessage } from './service'
 
 /**
  * Messages that arrive whole (SMTP submission, issue 5): the client built the MIME, so
  * Mailroom only checks it, adds what RFC 5322 requires and a submission agent supplies
- * (Message-ID, Date: RFC 6409 section 8), takes out its own control headers and Bcc, and
- * queues it like an API message.
+ * (Message-ID, Date: RFC 6409 section 8), takes out its own control headers and Bcc,
+ * rewrites its HTML parts for open and click tracking when that is on, and queues it like an
+ * API message.
  */
 
 /** Headers a client may add to steer Mailroom; removed before the message is stored. */
@@ -20,6 +23,10 @@ export const CONTROL_HEADERS = {
   pool: 'x-mailroom-pool',
   /** As the HTTP header of the same name: a resubmission with the same key is a no-op. */
   idempotency: 'idempotency-key',
+  /** `true` or `false`, as `track_opens`: overrides the bridge's and the domain's default. */
+  trackOpens: 'x-mailroom-track-opens',
+  /** `true` or `false`, as `track_clicks`. */
+  trackClicks: 'x-mailroom-track-clicks',
 } as const
 
 export interface RawSubmission {
@@ -31,6 +38,8 @@ export interface RawSubmission {
   allowedDomains: readonly string[]
   poolId?: number | null
   nodeId?: number | null
+  /** The bridge's tracking defaults (bridgeTracking), applied like the verified sending domain's. */
+  tracking?: { track_opens: boolean | number; track_clicks: boolean | number } | null
 }
 
 export interface PreparedRaw {
@@ -109,6 +118,16 @@ export function prepareRawMessage(deps: Deps, sub: RawSubmission): PreparedRaw {
   if (tags.length > 20 || tags.some((t) => t.length > 256))
     throw new AppError('validation_failed', 'Too many or too long tags.', { tags: ['at most 20 tags of 256 characters'] })
   const idempotencyKey = one(CONTROL_HEADERS.idempotency)?.value ?? null
+  const flag = (name: string, label: string): boolean | undefined => {
+    const value = one(name)?.value.toLowerCase()
+    if (value === undefined) return undefined
+    if (value === 'true' || value === 'false') return value === 'true'
+    throw new AppError('validation_failed', `${label} must be true or false.`, { [name]: ['must be true or false'] })
+  }
+  const choice = trackingChoice(
+    { track_opens: flag(CONTROL_HEADERS.trackOpens, 'X-Mailroom-Track-Opens'), track_clicks: flag(CONTROL_HEADERS.trackClicks, 'X-Mailroom-Track-Clicks') },
+    [domain, sub.tracking],
+  )
 
   const id = newMessageId()
   const existingId = one('message-id')?.value.replace(/^<|>$/g, '')
@@ -121,7 +140,11 @@ export function prepareRawMessage(deps: Deps, sub: RawSubmission): PreparedRaw {
     .join('')
   if (!existingId) out += `Message-ID: <${messageIdHeader}>\r\n`
   if (!one('date')) out += `Date: ${rfc5322Date(new Date(deps.clock.now()))}\r\n`
-  const raw = Buffer.from(`${out}\r\n${body}`, 'latin1')
+  const built = Buffer.from(`${out}\r\n${body}`, 'latin1')
+  // The client's HTML parts get the links (tracking/raw-mime.ts); no List-Unsubscribe is
+  // added: a client that wants one writes its own.
+  const tracking = htmlTrackingFor(deps, id, choice)
+  const raw = tracking ? rewriteRawHtml(built, tracking) : built
 
   const to = new Set(addresses(one('to')?.value))
   const cc = new Set(addresses(one('cc')?.value))

@@ -5,10 +5,11 @@ import type { Deps } from '../../deps'
 import { toIso } from '../../lib/clock'
 import { domainOf } from '../../lib/email'
 import { AppError, invalidField, notFound } from '../../lib/errors'
-import { countBridge, takeBridgeQuotaOrThrow } from '../bridges/service'
+import { bridgeTracking, countBridge, takeBridgeQuotaOrThrow } from '../bridges/service'
 import { emitPrepared } from '../events/service'
 import { findSendingDomain } from '../sending-domains/service'
 import { checkRecipients, type SuppressionMatch } from '../suppressions/service'
+import { applyTracking, trackingChoice } from '../tracking/service'
 import { checkMessage, senderDomain, type SendInput } from './compose'
 import { buildMessage } from './mime'
 import type { IdempotencyClaim, StoredResponse } from './idempotency'
@@ -136,6 +137,7 @@ function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): PreparedMess
   checkRouting(deps, ctx)
   const id = newMessageId()
   const messageIdHeader = `${id}@${fromDomain}`
+  applyTracking(deps, checked, id, trackingChoice(input, [domain, ctx.bridgeId != null ? bridgeTracking(deps, ctx.bridgeId) : null]))
   return {
     id,
     raw: buildMessage(checked, { messageIdHeader, date: new Date(deps.clock.now()) }),
@@ -188,10 +190,16 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     const d = decisions[i]!
     if (d.allowed) {
       st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'queued', now, null, now, now, null)
-      emitPrepared(deps.db, now, { kind: 'message.queued', message_id: p.id, recipient: r.address, data: { kind: r.kind } })
+      emitPrepared(deps.db, now, { kind: 'message.queued', message_id: p.id, recipient: r.address, bridge_id: ctx.bridgeId, data: { kind: r.kind } })
     } else {
       st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'suppressed', null, JSON.stringify(d.suppression), now, now, now)
-      emitPrepared(deps.db, now, { kind: 'message.suppressed', message_id: p.id, recipient: r.address, data: { kind: r.kind, suppression: d.suppression } })
+      emitPrepared(deps.db, now, {
+        kind: 'message.suppressed',
+        message_id: p.id,
+        recipient: r.address,
+        bridge_id: ctx.bridgeId,
+        data: { kind: r.kind, suppression: d.suppression },
+      })
       suppressed.push({ address: r.address, suppression: d.suppression })
     }
   })

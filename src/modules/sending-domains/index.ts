@@ -39,6 +39,8 @@ const SendingDomainSchema = t.Object({
   pool_id: t.Union([t.Integer(), t.Null()], { description: 'IP pool of mail from this domain when the send names none; null = the default pool.' }),
   dkim_selector: t.String(),
   return_path_host: t.String({ description: 'Host of the bounce address (MAIL FROM) of mail from this domain.' }),
+  track_opens: t.Boolean({ description: 'API sends from this domain get an open-tracking pixel unless the request says otherwise.' }),
+  track_clicks: t.Boolean({ description: 'API sends from this domain get their HTML links rewritten for click tracking unless the request says otherwise.' }),
   dns_records: t.Array(DnsRecordSchema),
   checked_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
   verified_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
@@ -48,6 +50,8 @@ const SendingDomainSchema = t.Object({
 
 const PoolId = t.Union([t.Integer({ minimum: 1 }), t.Null()], { description: 'IP pool id; null = the default pool.' })
 const ReturnPathHost = t.String({ minLength: 1, maxLength: 253, description: 'A host under the domain; default bounces.<domain>.' })
+const TrackOpens = t.Boolean({ description: 'Default of `track_opens` for API sends from this domain (false when created).' })
+const TrackClicks = t.Boolean({ description: 'Default of `track_clicks` for API sends from this domain (false when created).' })
 
 /** /api/v2/sending-domains: domains mail is sent from, their DKIM keys and DNS records. */
 export function sendingDomainRoutes(deps: Deps, authOf: AuthOf) {
@@ -64,6 +68,8 @@ export function sendingDomainRoutes(deps: Deps, authOf: AuthOf) {
           name: t.String({ minLength: 1, maxLength: 253, description: 'Domain name; internationalised names are stored in ASCII form.' }),
           pool_id: t.Optional(PoolId),
           return_path_host: t.Optional(ReturnPathHost),
+          track_opens: t.Optional(TrackOpens),
+          track_clicks: t.Optional(TrackClicks),
         }),
         response: { 201: Envelope(SendingDomainSchema), 409: ErrorEnvelope, ...commonErrors },
         detail: requires('sending_domains.create', 'Add a sending domain', {
@@ -89,9 +95,14 @@ export function sendingDomainRoutes(deps: Deps, authOf: AuthOf) {
     })
     .patch('/:id', ({ params, body }) => ok(updateSendingDomain(deps, params.id, body)), {
       params: IdParams,
-      body: t.Object({ pool_id: t.Optional(PoolId), return_path_host: t.Optional(ReturnPathHost) }),
+      body: t.Object({
+        pool_id: t.Optional(PoolId),
+        return_path_host: t.Optional(ReturnPathHost),
+        track_opens: t.Optional(TrackOpens),
+        track_clicks: t.Optional(TrackClicks),
+      }),
       response: { 200: Envelope(SendingDomainSchema), 404: ErrorEnvelope, ...commonErrors },
-      detail: requires('sending_domains.update', 'Change the pool or the return-path host of a sending domain', {
+      detail: requires('sending_domains.update', 'Change the pool, the return-path host or the tracking defaults of a sending domain', {
         tags,
         description: 'The status stays; records whose value changed show `unchecked` until the next verify.',
       }),

@@ -35,6 +35,8 @@ export interface SendingDomainView {
   pool_id: number | null
   dkim_selector: string
   return_path_host: string
+  track_opens: boolean
+  track_clicks: boolean
   dns_records: DnsRecordView[]
   checked_at: string | null
   verified_at: string | null
@@ -82,6 +84,8 @@ function toView(deps: Deps, r: Row, addresses: string[]): SendingDomainView {
     pool_id: r.pool_id,
     dkim_selector: r.dkim_selector,
     return_path_host: r.return_path_host,
+    track_opens: r.track_opens,
+    track_clicks: r.track_clicks,
     dns_records,
     checked_at: toIso(r.checked_at),
     verified_at: toIso(r.verified_at),
@@ -133,7 +137,15 @@ export function listSendingDomains(deps: Deps, query: { page?: number; per_page?
  * least 1024 bits; 2048 is what receivers expect today). The key is generated off the event
  * loop (about 100 ms or more of CPU).
  */
-export async function createSendingDomain(deps: Deps, input: { name: string; pool_id?: number | null; return_path_host?: string }): Promise<SendingDomainView> {
+/** What a create or update may set besides the name. */
+export interface SendingDomainSettings {
+  pool_id?: number | null
+  return_path_host?: string
+  track_opens?: boolean
+  track_clicks?: boolean
+}
+
+export async function createSendingDomain(deps: Deps, input: SendingDomainSettings & { name: string }): Promise<SendingDomainView> {
   const name = normaliseDomain(input.name)
   if (!name) throw invalidField('name', 'must be a domain name such as example.com')
   checkPool(deps, input.pool_id)
@@ -158,6 +170,8 @@ export async function createSendingDomain(deps: Deps, input: { name: string; poo
       dkim_public_key: publicKey.toString('base64'),
       return_path_host: returnPath,
       pool_id: input.pool_id ?? null,
+      track_opens: input.track_opens ?? false,
+      track_clicks: input.track_clicks ?? false,
       created_at: now,
       updated_at: now,
     })
@@ -166,13 +180,15 @@ export async function createSendingDomain(deps: Deps, input: { name: string; poo
   return toView(deps, row, addressesFor(deps)(row.pool_id))
 }
 
-/** Changes the pool or the return-path host. The status stays; records whose value changed show `unchecked` until the next verify. */
-export function updateSendingDomain(deps: Deps, id: number, input: { pool_id?: number | null; return_path_host?: string }): SendingDomainView {
+/** Changes the pool, the return-path host or the tracking defaults. The status stays; records whose value changed show `unchecked` until the next verify. */
+export function updateSendingDomain(deps: Deps, id: number, input: SendingDomainSettings): SendingDomainView {
   const row = findDomain(deps, id)
   checkPool(deps, input.pool_id)
   const patch: Partial<Row> = { updated_at: deps.clock.now() }
   if (input.pool_id !== undefined) patch.pool_id = input.pool_id
   if (input.return_path_host !== undefined) patch.return_path_host = returnPathHost(row.name, input.return_path_host)
+  if (input.track_opens !== undefined) patch.track_opens = input.track_opens
+  if (input.track_clicks !== undefined) patch.track_clicks = input.track_clicks
   deps.db.update(sendingDomains).set(patch).where(eq(sendingDomains.id, id)).run()
   return getSendingDomain(deps, id)
 }
@@ -235,11 +251,14 @@ export interface SendingDomainKey {
   dkim_private_key: string
   pool_id: number | null
   return_path_host: string
+  /** 0 or 1: read through the raw driver, which does not map booleans. */
+  track_opens: number
+  track_clicks: number
 }
 
 const statements = preparedFor((db: Db) => ({
   byName: db.$client.prepare<SendingDomainKey, [string]>(
-    'SELECT id, name, status, dkim_selector, dkim_private_key, pool_id, return_path_host FROM sending_domains WHERE name = ?',
+    'SELECT id, name, status, dkim_selector, dkim_private_key, pool_id, return_path_host, track_opens, track_clicks FROM sending_domains WHERE name = ?',
   ),
 }))
 

@@ -23,8 +23,17 @@ const DAY_MS = 24 * HOUR_MS
 const MAX_BUCKETS: Record<StatsBucket, number> = { hour: 31 * 24, day: 2 * 366 }
 const DEFAULT_SPAN: Record<StatsBucket, number> = { hour: 24 * HOUR_MS, day: 30 * DAY_MS }
 
-/** The kinds the rates are computed from; always read, whatever `kinds` asks for. */
-const RATE_KINDS = ['message.sent', 'message.bounced', 'message.failed', 'message.complained', 'message.opened', 'message.clicked', 'message.unsubscribed']
+/**
+ * Counters that are not event kinds: the first open and the first click of each message
+ * (events with data.first true), counted by the rollup job besides every open and click.
+ * The open and click rates are made of these, so a message read ten times is one open.
+ */
+export const UNIQUE_COUNTERS = ['message.opened.unique', 'message.clicked.unique']
+/** What `kinds` may name: every event kind and the unique counters. */
+export const STATS_COUNTERS: readonly string[] = [...EVENT_KIND_NAMES, ...UNIQUE_COUNTERS]
+
+/** The counters the rates are computed from; always read, whatever `kinds` asks for. */
+const RATE_KINDS = ['message.sent', 'message.bounced', 'message.failed', 'message.complained', ...UNIQUE_COUNTERS, 'message.unsubscribed']
 
 export const RATE_NAMES = ['delivery_rate', 'bounce_rate', 'complaint_rate', 'open_rate', 'click_rate', 'unsubscribe_rate'] as const
 export type Rates = Record<(typeof RATE_NAMES)[number], number | null>
@@ -74,8 +83,8 @@ export function ratesOf(c: Record<string, number>): Rates {
     delivery_rate: per(sent, outcomes),
     bounce_rate: per(bounced, outcomes),
     complaint_rate: per(c['message.complained'] ?? 0, sent),
-    open_rate: per(c['message.opened'] ?? 0, sent),
-    click_rate: per(c['message.clicked'] ?? 0, sent),
+    open_rate: per(c['message.opened.unique'] ?? 0, sent),
+    click_rate: per(c['message.clicked.unique'] ?? 0, sent),
     unsubscribe_rate: per(c['message.unsubscribed'] ?? 0, sent),
   }
 }
@@ -106,8 +115,8 @@ export function queryStats(deps: Pick<Deps, 'db' | 'clock'>, q: StatsQuery): Sta
   const bucket = q.bucket ?? 'day'
   const group = q.group_by ?? 'all'
   const size = bucket === 'day' ? DAY_MS : HOUR_MS
-  const requested = parseKinds(q.kinds, 'kinds')
-  const kinds = requested ?? [...EVENT_KIND_NAMES]
+  const requested = parseKinds(q.kinds, 'kinds', STATS_COUNTERS)
+  const kinds = requested ?? [...STATS_COUNTERS]
   const toRaw = parseTime(q.to, 'to') ?? deps.clock.now()
   const fromRaw = parseTime(q.from, 'from') ?? toRaw - DEFAULT_SPAN[bucket]
   if (toRaw <= fromRaw) throw invalidField('to', 'must be after from')

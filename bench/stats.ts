@@ -212,24 +212,28 @@ export async function run(argv: string[], command: string): Promise<number> {
       ['30 days by hour, all', `bucket=hour&group_by=all`],
       ['30 days by day, by IP, CSV', `bucket=day&group_by=ip&format=csv`],
     ]
+    /** `runs` timed GETs of a URL after two warm-up ones (client wall time, keep-alive), and the last answer's text. */
+    const timedGets = async (url: string) => {
+      const times: number[] = []
+      let text = ''
+      for (let i = 0; i < runs + 2; i++) {
+        const s = performance.now()
+        const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } })
+        text = await res.text()
+        const ms = performance.now() - s
+        if (res.status !== 200) throw new Error(`${url}: ${res.status} ${text.slice(0, 300)}`)
+        if (i >= 2) times.push(ms)
+      }
+      return { times, text }
+    }
     const rows: string[][] = []
     let worst = 0
     for (const [label, q] of queries) {
       const csv = q.endsWith('&format=csv')
       const url = `${server.url}/api/v2/stats${csv ? '/export' : ''}?from=${from}&to=${to}&${q.replace('&format=csv', '')}`
-      const times: number[] = []
-      let size = 0
-      let answerRows = 0
-      for (let i = 0; i < runs + 2; i++) {
-        const s = performance.now()
-        const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } })
-        const text = await res.text()
-        const ms = performance.now() - s
-        if (res.status !== 200) throw new Error(`${url}: ${res.status} ${text.slice(0, 300)}`)
-        size = text.length
-        answerRows = csv ? text.trim().split('\n').length - 1 : JSON.parse(text).data.rows.length
-        if (i >= 2) times.push(ms) // two warm-up requests
-      }
+      const { times, text } = await timedGets(url)
+      const size = text.length
+      const answerRows = csv ? text.trim().split('\n').length - 1 : JSON.parse(text).data.rows.length
       const med = median(times)
       worst = Math.max(worst, med)
       rows.push([label, fmtInt(answerRows), fmtInt(size), med.toFixed(1), Math.max(...times).toFixed(1)])
@@ -250,20 +254,10 @@ export async function run(argv: string[], command: string): Promise<number> {
     let worstEvents = 0
     for (const [label, q] of eventQueries) {
       const url = `${server.url}/api/v2/events?${q}`
-      const times: number[] = []
-      let total = 0
-      let items = 0
-      for (let i = 0; i < runs + 2; i++) {
-        const s = performance.now()
-        const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } })
-        const text = await res.text()
-        const ms = performance.now() - s
-        if (res.status !== 200) throw new Error(`${url}: ${res.status} ${text.slice(0, 300)}`)
-        const body = JSON.parse(text) as { data: unknown[]; meta: { total: number } }
-        total = body.meta.total
-        items = body.data.length
-        if (i >= 2) times.push(ms)
-      }
+      const { times, text } = await timedGets(url)
+      const body = JSON.parse(text) as { data: unknown[]; meta: { total: number } }
+      const total = body.meta.total
+      const items = body.data.length
       if (items === 0) throw new Error(`${url}: found nothing; the generated data should match every filter`)
       const med = median(times)
       worstEvents = Math.max(worstEvents, med)

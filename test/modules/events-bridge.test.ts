@@ -1,8 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { afterEach, describe, expect, test } from 'bun:test'
 import SMTPConnection from 'nodemailer/lib/smtp-connection'
 import nodemailer from 'nodemailer'
-import { generate } from 'selfsigned'
-import { createSignerPool } from '../../src/delivery/signer-pool'
 import { createTransport } from '../../src/delivery/transport'
 import { createDeliveryEngine } from '../../src/jobs/delivery'
 import { createResolver } from '../../src/lib/dns'
@@ -12,8 +10,7 @@ import { startSubmissionListener } from '../../src/smtp/submission'
 import { tokenFromAddress } from '../../src/smtp/verp'
 import { fixture, TOKENS } from '../smtp/reports/support'
 import { testApp } from '../support/app'
-import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
+import { useMailWorld } from '../support/mail-world'
 
 /**
  * Every message event of a message that came through a bridge carries the bridge's id, so
@@ -23,39 +20,18 @@ import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
  * bridge entries (POST /v1/bridge/emails and SMTP submission) and come back out through real
  * sockets; a message sent with an ordinary key has bridge_id null.
  */
-let sink: SmtpSink
-let zone: DnsServer
-let certificate: { key: string; cert: string }
-const signer = createSignerPool({ size: 1 })
+const world = useMailWorld({ certificate: true })
+const { signer } = world
 const open: Array<{ close(): unknown }> = []
-
-beforeAll(async () => {
-  sink = await startSmtpSink({ host: '127.0.0.1' })
-  zone = await startDnsServer({
-    zones: {
-      'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] },
-      'mx.example.net': { A: ['127.0.0.1'] },
-      'mailroom.test': { A: ['127.0.0.1'] },
-    },
-  })
-  const pems = await generate([{ name: 'commonName', value: 'mailroom.test' }], { keySize: 2048, algorithm: 'sha256' })
-  certificate = { key: pems.private, cert: pems.cert }
-})
 
 afterEach(async () => {
   for (const o of open.splice(0).reverse()) await o.close()
 })
 
-afterAll(async () => {
-  await sink.close()
-  await zone.close()
-  await signer.close()
-})
-
 /** example.com verified (so mail is signed and its return path carries a token), a bridge for it, the engine, and both SMTP listeners. */
 async function setup() {
-  sink.reset()
-  const t = testApp({ mx_port: sink.port, dns_servers: [zone.server], smtp_listen: { host: '127.0.0.1', port: 0 } })
+  world.sink.reset()
+  const t = testApp({ mx_port: world.sink.port, dns_servers: [world.zone.server], smtp_listen: { host: '127.0.0.1', port: 0 } })
   const admin = t.makeKey()
   const call = (method: string, path: string, body?: unknown, key = admin.key) => t.call(method, path, { key, body })
   const created = await call('POST', '/api/v2/sending-domains', { name: 'example.com' })
@@ -66,7 +42,7 @@ async function setup() {
     if (r.type === 'CNAME') entry.CNAME = r.value
     byName.set(r.name, entry)
   }
-  for (const [name, rr] of byName) zone.setZone(name, rr)
+  for (const [name, rr] of byName) world.zone.setZone(name, rr)
   expect((await call('POST', `/api/v2/sending-domains/${created.body.data.id}/verify`)).body.data.status).toBe('verified')
   const b = await call('POST', '/api/v2/bridges', { name: 'shop', domains: ['example.com'] })
   expect(b.status, JSON.stringify(b.body)).toBe(201)
@@ -74,7 +50,7 @@ async function setup() {
 
   const transport = createTransport({
     resolver: createResolver(t.deps.config.dns_servers),
-    mxPort: sink.port,
+    mxPort: world.sink.port,
     totalConcurrency: 4,
     destinationConcurrency: 4,
     log: t.deps.log,
@@ -82,14 +58,14 @@ async function setup() {
   })
   const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.sending.commits, random: () => 0.5 })
   const inbound = await startInboundListener(t.deps, { host: '127.0.0.1', port: 0 })
-  const submission = await startSubmissionListener(t.deps, t.sending, { certificate })
+  const submission = await startSubmissionListener(t.deps, t.sending, { certificate: world.certificate })
   open.push(transport, { close: () => engine.stop() }, inbound, submission)
 
   /** Drains the engine and returns the return path of the one transaction it made. */
   const deliver = async () => {
-    const before = sink.messages.length
+    const before = world.sink.messages.length
     await engine.drain()
-    const got = sink.messages.slice(before)
+    const got = world.sink.messages.slice(before)
     expect(got.length).toBe(1)
     return got[0]!.mailFrom
   }

@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import SMTPConnection from 'nodemailer/lib/smtp-connection'
-import { createSignerPool } from '../../src/delivery/signer-pool'
 import { createTransport } from '../../src/delivery/transport'
 import { createDeliveryEngine } from '../../src/jobs/delivery'
 import { createResolver } from '../../src/lib/dns'
@@ -8,8 +7,7 @@ import { createIpRotation } from '../../src/modules/ip-pools/service'
 import { startInboundListener, type InboundListener } from '../../src/smtp/inbound'
 import { tokenFromAddress } from '../../src/smtp/verp'
 import { testApp } from '../support/app'
-import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
+import { useMailWorld } from '../support/mail-world'
 import { fixture, TOKENS } from './reports/support'
 
 /**
@@ -18,34 +16,16 @@ import { fixture, TOKENS } from './reports/support'
  * client (nodemailer) hands the listener a DSN, a complaint or a DMARC report built from the
  * fixtures of real MTAs with that token and recipient written in.
  */
-let sink: SmtpSink
-let zone: DnsServer
-const signer = createSignerPool({ size: 1 })
-
-beforeAll(async () => {
-  sink = await startSmtpSink({ host: '127.0.0.1' })
-  zone = await startDnsServer({
-    zones: {
-      'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] },
-      'mx.example.net': { A: ['127.0.0.1'] },
-      'mailroom.test': { A: ['127.0.0.1'] },
-    },
-  })
-})
-
-afterAll(async () => {
-  await sink.close()
-  await zone.close()
-  await signer.close()
-})
+const world = useMailWorld({})
+const { signer } = world
 
 async function setup() {
-  sink.reset()
-  const t = testApp({ mx_port: sink.port, dns_servers: [zone.server] })
+  world.sink.reset()
+  const t = testApp({ mx_port: world.sink.port, dns_servers: [world.zone.server] })
   const admin = t.makeKey()
   const transport = createTransport({
     resolver: createResolver(t.deps.config.dns_servers),
-    mxPort: sink.port,
+    mxPort: world.sink.port,
     totalConcurrency: 4,
     destinationConcurrency: 4,
     log: t.deps.log,
@@ -56,7 +36,7 @@ async function setup() {
   // example.com, verified against the test DNS: mail from it is signed and gets a token return path.
   const created = await t.call('POST', '/api/v2/sending-domains', { key: admin.key, body: { name: 'example.com' } })
   for (const r of created.body.data.dns_records as Array<{ type: string; name: string; value: string }>) {
-    zone.setZone(r.name, r.type === 'TXT' ? { TXT: [r.value] } : { CNAME: r.value })
+    world.zone.setZone(r.name, r.type === 'TXT' ? { TXT: [r.value] } : { CNAME: r.value })
   }
   const verified = await t.call('POST', `/api/v2/sending-domains/${created.body.data.id}/verify`, { key: admin.key })
   expect(verified.body.data.status).toBe('verified')
@@ -72,9 +52,9 @@ async function setup() {
     async deliver(to: string[]) {
       const r = await t.call('POST', '/v1/emails', { key: admin.key, body: { from: 'Shop <news@example.com>', subject: 'Hello', text: 'Hi', to } })
       expect(r.status).toBe(202)
-      const before = sink.messages.length
+      const before = world.sink.messages.length
       await engine.drain()
-      const got = sink.messages.slice(before)
+      const got = world.sink.messages.slice(before)
       expect(got.length).toBe(1)
       return { id: r.body.data.id as string, returnPath: got[0]!.mailFrom }
     },

@@ -1,10 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { afterEach, describe, expect, test } from 'bun:test'
 import { dkimVerify } from 'mailauth/lib/dkim/verify'
 import { connect, type Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 import nodemailer from 'nodemailer'
-import { generate } from 'selfsigned'
-import { createSignerPool } from '../../src/delivery/signer-pool'
 import { createTransport } from '../../src/delivery/transport'
 import { createDeliveryEngine } from '../../src/jobs/delivery'
 import { createResolver } from '../../src/lib/dns'
@@ -12,8 +10,7 @@ import { createIpRotation } from '../../src/modules/ip-pools/service'
 import { queryDns } from '../../src/modules/sending-domains/dns-query'
 import { AUTH_FAILURE_LIMIT, AUTH_FAILURE_WINDOW_MS, startSubmissionListener, type SubmissionListener } from '../../src/smtp/submission'
 import { testApp } from '../support/app'
-import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
+import { useMailWorld } from '../support/mail-world'
 
 /**
  * The submission listener through real sockets: nodemailer (a real SMTP client) submits with
@@ -21,39 +18,18 @@ import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
  * line endings, smuggled end-of-data sequences). What is accepted is checked in the database
  * and, for the success path, delivered by the engine to a recording sink with DKIM.
  */
-let sink: SmtpSink
-let zone: DnsServer
-let certificate: { key: string; cert: string }
-const signer = createSignerPool({ size: 1 })
+const world = useMailWorld({ certificate: true })
+const { signer } = world
 const open: Array<{ close(): unknown }> = []
-
-beforeAll(async () => {
-  sink = await startSmtpSink({ host: '127.0.0.1' })
-  zone = await startDnsServer({
-    zones: {
-      'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] },
-      'mx.example.net': { A: ['127.0.0.1'] },
-      'mailroom.test': { A: ['127.0.0.1'] },
-    },
-  })
-  const pems = await generate([{ name: 'commonName', value: 'mailroom.test' }], { keySize: 2048, algorithm: 'sha256' })
-  certificate = { key: pems.private, cert: pems.cert }
-})
 
 afterEach(async () => {
   for (const o of open.splice(0)) await o.close()
 })
 
-afterAll(async () => {
-  await sink.close()
-  await zone.close()
-  await signer.close()
-})
-
 /** An app with example.com verified (its records in the test DNS), a bridge for it, and the listener on a free port. */
 async function setup(overrides: Parameters<typeof testApp>[0] = {}, bridgeBody: Record<string, unknown> = {}) {
-  sink.reset()
-  const t = testApp({ mx_port: sink.port, dns_servers: [zone.server], smtp_listen: { host: '127.0.0.1', port: 0 }, ...overrides })
+  world.sink.reset()
+  const t = testApp({ mx_port: world.sink.port, dns_servers: [world.zone.server], smtp_listen: { host: '127.0.0.1', port: 0 }, ...overrides })
   const admin = t.makeKey()
   const call = (method: string, path: string, body?: unknown) => t.call(method, path, { key: admin.key, body })
   const created = await call('POST', '/api/v2/sending-domains', { name: 'example.com' })
@@ -65,12 +41,12 @@ async function setup(overrides: Parameters<typeof testApp>[0] = {}, bridgeBody: 
     if (r.type === 'CNAME') entry.CNAME = r.value
     byName.set(r.name, entry)
   }
-  for (const [name, rr] of byName) zone.setZone(name, rr)
+  for (const [name, rr] of byName) world.zone.setZone(name, rr)
   expect((await call('POST', `/api/v2/sending-domains/${created.body.data.id}/verify`)).body.data.status).toBe('verified')
   const b = await call('POST', '/api/v2/bridges', { name: 'shop', domains: ['example.com'], ...bridgeBody })
   expect(b.status, JSON.stringify(b.body)).toBe(201)
   const bridge = b.body.data as { id: number; smtp: { username: string; password: string } }
-  const listener = await startSubmissionListener(t.deps, t.sending, { certificate })
+  const listener = await startSubmissionListener(t.deps, t.sending, { certificate: world.certificate })
   open.push(listener)
   const port = listener.port!
 
@@ -198,7 +174,7 @@ describe('smtp submission', () => {
 
     const transport = createTransport({
       resolver: createResolver(t.deps.config.dns_servers),
-      mxPort: sink.port,
+      mxPort: world.sink.port,
       totalConcurrency: 4,
       destinationConcurrency: 4,
       log: t.deps.log,
@@ -208,10 +184,10 @@ describe('smtp submission', () => {
     await engine.drain()
     await transport.close()
     expect(t.recipients(id!).map((r) => r.state)).toEqual(['sent', 'sent', 'sent'])
-    const [got] = sink.messages
+    const [got] = world.sink.messages
     expect(got!.rcptTo.sort()).toEqual(['ada@example.net', 'bob@example.net', 'carol@example.net'])
     expect(got!.raw.toString()).toContain('Thanks for your order.')
-    const verified = await dkimVerify(got!.raw, { resolver: ((name: string) => queryDns([zone.server], name, 'TXT')) as never })
+    const verified = await dkimVerify(got!.raw, { resolver: ((name: string) => queryDns([world.zone.server], name, 'TXT')) as never })
     expect(verified.results.map((r) => r.status?.result)).toEqual(['pass'])
     expect(verified.results[0]!.signingDomain).toBe('example.com')
   })

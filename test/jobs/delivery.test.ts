@@ -82,15 +82,7 @@ async function setup(overrides: Parameters<typeof testApp>[0] = {}) {
 async function verifiedDomain(t: Awaited<ReturnType<typeof setup>>) {
   const created = await t.call('POST', '/api/v2/sending-domains', { key: t.admin.key, body: { name: 'example.com' } })
   expect(created.status).toBe(201)
-  const records = created.body.data.dns_records as Array<{ type: string; name: string; value: string }>
-  const byName = new Map<string, { TXT?: string[]; CNAME?: string }>()
-  for (const r of records) {
-    const entry = byName.get(r.name) ?? {}
-    if (r.type === 'TXT') (entry.TXT ??= []).push(r.value)
-    if (r.type === 'CNAME') entry.CNAME = r.value
-    byName.set(r.name, entry)
-  }
-  for (const [name, rr] of byName) zone.setZone(name, rr)
+  zone.publishRecords(created.body.data.dns_records)
   const verified = await t.call('POST', `/api/v2/sending-domains/${created.body.data.id}/verify`, { key: t.admin.key })
   expect(verified.body.data.status, JSON.stringify(verified.body.data.dns_records)).toBe('verified')
   return created.body.data as { id: number; dkim_selector?: string }

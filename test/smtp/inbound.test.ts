@@ -35,9 +35,7 @@ async function setup() {
 
   // example.com, verified against the test DNS: mail from it is signed and gets a token return path.
   const created = await t.call('POST', '/api/v2/sending-domains', { key: admin.key, body: { name: 'example.com' } })
-  for (const r of created.body.data.dns_records as Array<{ type: string; name: string; value: string }>) {
-    world.zone.setZone(r.name, r.type === 'TXT' ? { TXT: [r.value] } : { CNAME: r.value })
-  }
+  world.zone.publishRecords(created.body.data.dns_records)
   const verified = await t.call('POST', `/api/v2/sending-domains/${created.body.data.id}/verify`, { key: admin.key })
   expect(verified.body.data.status).toBe('verified')
 

@@ -34,14 +34,7 @@ async function setup(overrides: Parameters<typeof testApp>[0] = {}, bridgeBody: 
   const call = (method: string, path: string, body?: unknown) => t.call(method, path, { key: admin.key, body })
   const created = await call('POST', '/api/v2/sending-domains', { name: 'example.com' })
   expect(created.status).toBe(201)
-  const byName = new Map<string, { TXT?: string[]; CNAME?: string }>()
-  for (const r of created.body.data.dns_records as Array<{ type: string; name: string; value: string }>) {
-    const entry = byName.get(r.name) ?? {}
-    if (r.type === 'TXT') (entry.TXT ??= []).push(r.value)
-    if (r.type === 'CNAME') entry.CNAME = r.value
-    byName.set(r.name, entry)
-  }
-  for (const [name, rr] of byName) world.zone.setZone(name, rr)
+  world.zone.publishRecords(created.body.data.dns_records as Array<{ type: string; name: string; value: string }>)
   expect((await call('POST', `/api/v2/sending-domains/${created.body.data.id}/verify`)).body.data.status).toBe('verified')
   const b = await call('POST', '/api/v2/bridges', { name: 'shop', domains: ['example.com'], ...bridgeBody })
   expect(b.status, JSON.stringify(b.body)).toBe(201)

@@ -258,14 +258,7 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
       return json!.data
     }
     const domain = await api('POST', '/api/v2/sending-domains', { name: 'example.com' })
-    const zones = new Map<string, { TXT?: string[]; CNAME?: string }>()
-    for (const r of domain.dns_records as Array<{ type: string; name: string; value: string }>) {
-      const z = zones.get(r.name) ?? {}
-      if (r.type === 'TXT') (z.TXT ??= []).push(r.value)
-      else z.CNAME = r.value
-      zones.set(r.name, z)
-    }
-    for (const [name, records] of zones) dns.setZone(name, records)
+    dns.publishRecords(domain.dns_records)
     const verified = await api('POST', `/api/v2/sending-domains/${domain.id}/verify`)
     check(verified.status === 'verified', `the sending domain did not verify: ${JSON.stringify(verified.dns_records)}`)
     const sent = await api('POST', '/v1/send', { from: 'ada@example.com', to: 'bob@example.net', subject: 'Smoke', text: 'Signed in a worker thread.' })

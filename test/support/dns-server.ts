@@ -69,6 +69,8 @@ export interface DnsServer {
   setZone(name: string, records: ZoneRecords | undefined): void
   /** Replaces all zones. */
   setZones(zones: Zones): void
+  /** Publishes a sending domain's `dns_records` (TXT and CNAME, as the API lists them), records of one name together. */
+  publishRecords(records: Array<{ type: string; name: string; value: string }>): void
   close(): Promise<void>
 }
 
@@ -244,6 +246,16 @@ export async function startDnsServer(options: DnsServerOptions = {}): Promise<Dn
       else zones.delete(normalise(name))
     },
     setZones,
+    publishRecords(records) {
+      const byName = new Map<string, ZoneRecords>()
+      for (const r of records) {
+        const entry = byName.get(r.name) ?? {}
+        if (r.type === 'TXT') (entry.TXT ??= []).push(r.value)
+        if (r.type === 'CNAME') entry.CNAME = r.value
+        byName.set(r.name, entry)
+      }
+      for (const [name, rr] of byName) zones.set(normalise(name), rr)
+    },
     async close() {
       for (const socket of sockets) socket.destroy()
       await Promise.all([new Promise<void>((resolve) => tcp.close(() => resolve())), new Promise<void>((resolve) => udpSocket.close(() => resolve()))])

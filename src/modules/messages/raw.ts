@@ -2,6 +2,7 @@ import addressparser from 'nodemailer/lib/addressparser'
 import type { Deps } from '../../deps'
 import { checkEmail, domainOf } from '../../lib/email'
 import { AppError } from '../../lib/errors'
+import { headerFields, type HeaderField } from '../../lib/header-fields'
 import { rewriteRawHtml } from '../tracking/raw-mime'
 import { htmlTrackingFor, trackingChoice } from '../tracking/service'
 import { rfc5322Date } from './mime'
@@ -48,31 +49,12 @@ export interface PreparedRaw {
   nodeId: number | null
 }
 
-interface Field {
-  name: string
-  /** The whole field as received, folded lines included, without the final CRLF. */
-  raw: string
-  /** Unfolded value, trimmed. */
-  value: string
-}
-
-/** Splits the header block into fields (RFC 5322 section 2.2, continuation lines start with WSP). */
-function fields(head: string): Field[] {
-  return head
-    .split(/\r\n(?![ \t])/)
-    .filter((f) => f.length > 0)
-    .map((f) => {
-      const colon = f.indexOf(':')
-      if (colon <= 0) throw new AppError('validation_failed', 'The message header is malformed.', { header: [`"${f.slice(0, 40)}" is not a header field`] })
-      return {
-        name: f.slice(0, colon).trim().toLowerCase(),
-        raw: f,
-        value: f
-          .slice(colon + 1)
-          .replace(/\r\n/g, '')
-          .trim(),
-      }
-    })
+/** The header block's fields; a line that is not a field refuses the message. */
+function fields(head: string): HeaderField[] {
+  const all = headerFields(head)
+  const bad = all.find((f) => f.name === '')
+  if (bad) throw new AppError('validation_failed', 'The message header is malformed.', { header: [`"${bad.raw.slice(0, 40)}" is not a header field`] })
+  return all
 }
 
 function addresses(value: string | undefined): string[] {

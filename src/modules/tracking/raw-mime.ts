@@ -1,5 +1,6 @@
 import { parseHeaderValue } from 'nodemailer/lib/mime-funcs'
 import * as qp from 'nodemailer/lib/qp'
+import { headerFields, type HeaderField as Field } from '../../lib/header-fields'
 import { rewriteHtml, type HtmlTracking } from './rewrite'
 
 /**
@@ -27,29 +28,6 @@ const CRLF = '\r\n'
 /** Deeper nesting than any mail client writes; past it, entities are left as they are. */
 const MAX_DEPTH = 32
 
-/** A header field of an entity. */
-interface Field {
-  /** Lower-case name; empty for a line that is not a field (kept as it is). */
-  name: string
-  /** The field as received, folded lines included, without its final CRLF. */
-  raw: string
-  /** Unfolded value. */
-  value: string
-}
-
-function fieldsOf(head: string): Field[] {
-  // RFC 5322 section 2.2.3: a line that starts with WSP continues the field above it.
-  return head
-    .split(/\r\n(?![ \t])/)
-    .filter((f) => f.length > 0)
-    .map((raw) => {
-      const colon = raw.indexOf(':')
-      return colon > 0
-        ? { name: raw.slice(0, colon).trim().toLowerCase(), raw, value: raw.slice(colon + 1).replace(/\r\n/g, '') }
-        : { name: '', raw, value: '' }
-    })
-}
-
 /** The value of a field that may appear once: undefined when absent, null when repeated (which of them counts is unknowable). */
 function single(fields: Field[], name: string): string | undefined | null {
   const found = fields.filter((f) => f.name === name)
@@ -72,7 +50,7 @@ function rewriteEntity(text: string, tracking: HtmlTracking, depth: number): str
   if (text.startsWith(CRLF)) return null
   const split = text.indexOf('\r\n\r\n')
   if (split < 0) return null
-  const fields = fieldsOf(text.slice(0, split + 2))
+  const fields = headerFields(text.slice(0, split + 2))
   // RFC 2045 section 4: without MIME-Version a message is not MIME, and its Content-Type means nothing.
   if (depth === 0 && !fields.some((f) => f.name === 'mime-version')) return null
   const contentType = single(fields, 'content-type')

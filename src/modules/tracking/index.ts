@@ -4,7 +4,7 @@ import { clientAddress } from '../../http/auth'
 import { publicRoute } from '../../http/schemas'
 import type { SendingRuntime } from '../messages/service'
 import { recordEngagement, senderOf, unsubscribeRecipient, type ClientInfo } from './service'
-import { verifyToken } from './tokens'
+import { verifyToken, type TrackingToken } from './tokens'
 
 const tags = ['tracking']
 
@@ -39,20 +39,24 @@ export function trackingRoutes(deps: Deps, runtime: Pick<SendingRuntime, 'commit
     ip: clientAddress(request, server, deps.config.trust_proxy),
     user_agent: request.headers.get('user-agent')?.slice(0, 512) ?? null,
   })
+  /**
+   * Records an open or a click; a failure is logged, not shown: the reader gets the image or
+   * reaches the page whatever happens (a lost event costs less than a broken link).
+   */
+  const record = async (token: TrackingToken, ctx: Ctx) => {
+    try {
+      await recordEngagement(deps, runtime, token, clientOf(ctx))
+    } catch (e) {
+      deps.log.error(`${token.kind} not recorded`, { message_id: token.messageId, error: (e as Error).message })
+    }
+  }
 
   return new Elysia()
     .get(
       '/t/o/:token',
       async (ctx) => {
         const token = verifyToken(deps, ctx.params.token, 'open')
-        if (token) {
-          try {
-            await recordEngagement(deps, runtime, token, clientOf(ctx))
-          } catch (e) {
-            // The reader gets the image whatever happens; the operator gets the reason.
-            deps.log.error('open not recorded', { message_id: token.messageId, error: (e as Error).message })
-          }
-        }
+        if (token) await record(token, ctx)
         return new Response(PIXEL, { headers: { 'content-type': 'image/gif', 'cache-control': NO_STORE } })
       },
       { params: TokenParams, detail: publicRoute('Open-tracking image (records message.opened)', tags) },
@@ -62,12 +66,7 @@ export function trackingRoutes(deps: Deps, runtime: Pick<SendingRuntime, 'commit
       async (ctx) => {
         const token = verifyToken(deps, ctx.params.token, 'click')
         if (!token) return invalidLink()
-        try {
-          await recordEngagement(deps, runtime, token, clientOf(ctx))
-        } catch (e) {
-          // The reader still reaches the page: a lost click costs less than a broken link.
-          deps.log.error('click not recorded', { message_id: token.messageId, error: (e as Error).message })
-        }
+        await record(token, ctx)
         return new Response(null, { status: 302, headers: { location: token.value, 'cache-control': NO_STORE } })
       },
       { params: TokenParams, detail: publicRoute('Click-tracking redirect (records message.clicked)', tags) },

@@ -4,7 +4,7 @@ import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMT
 import type { Deps } from '../deps'
 import { checkEmail, domainOf } from '../lib/email'
 import { AppError } from '../lib/errors'
-import { authenticateBridge, bridgeAllowsAddress, bridgeTracking, type BridgeIdentity } from '../modules/bridges/service'
+import { authenticateBridge, bridgeAllowsAddress, type BridgeIdentity } from '../modules/bridges/service'
 import { beginIdempotent, type StoredResponse } from '../modules/messages/idempotency'
 import { prepareRawMessage } from '../modules/messages/raw'
 import { commitMessages, type SendingRuntime } from '../modules/messages/service'
@@ -279,7 +279,7 @@ export async function startSubmissionListener(deps: Deps, sending: SendingRuntim
       allowedDomains: bridge.domains,
       poolId: bridge.pool_id,
       nodeId: bridge.node_id,
-      tracking: bridgeTracking(deps, bridge.id),
+      tracking: bridge.tracking,
     })
     // As on the bridge's send endpoint: a pool the bridge names wins over X-Mailroom-Pool
     // (the operator routes the application's mail, not the application).

@@ -181,6 +181,7 @@ describe('SMTP identity (service functions for the submission listener)', () => 
       allowed_ips: ['192.0.2.0/24'],
       api_key_id: b.api_key_id,
       active: true,
+      tracking: { track_opens: false, track_clicks: false },
     })
     expect(bridgeAllowsAddress(who!, '192.0.2.7')).toBe(true)
     expect(bridgeAllowsAddress(who!, '::ffff:192.0.2.7')).toBe(true)

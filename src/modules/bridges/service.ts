@@ -45,6 +45,8 @@ export interface BridgeIdentity {
   allowed_ips: string[]
   api_key_id: number | null
   active: boolean
+  /** Tracking defaults of the bridge's mail (src/modules/tracking trackingChoice). */
+  tracking: { track_opens: boolean; track_clicks: boolean }
 }
 
 export interface BridgeCounts {
@@ -107,6 +109,8 @@ interface RawRow {
   node_id: number | null
   allowed_ips: string
   active: number
+  track_opens: number
+  track_clicks: number
 }
 
 const COUNTER_FIELDS = ['accepted', 'delivered', 'bounced', 'complained'] as const
@@ -114,7 +118,7 @@ type CounterField = (typeof COUNTER_FIELDS)[number]
 
 const statements = preparedFor((db: Db) => {
   const c = db.$client
-  const identityColumns = 'id, name, smtp_username, smtp_password_hash, api_key_id, domains, pool_id, node_id, allowed_ips, active'
+  const identityColumns = 'id, name, smtp_username, smtp_password_hash, api_key_id, domains, pool_id, node_id, allowed_ips, active, track_opens, track_clicks'
   // Upserts through a SELECT on bridges, so a count for a bridge deleted meanwhile is a no-op
   // instead of a foreign-key failure that would fail the caller's whole write.
   const counter = (field: CounterField) =>
@@ -125,7 +129,6 @@ const statements = preparedFor((db: Db) => {
   return {
     byUsername: c.prepare<RawRow, [string]>(`SELECT ${identityColumns} FROM bridges WHERE smtp_username = ?`),
     byApiKey: c.prepare<RawRow, [number]>(`SELECT ${identityColumns} FROM bridges WHERE api_key_id = ?`),
-    tracking: c.prepare<{ track_opens: number; track_clicks: number }, [number]>('SELECT track_opens, track_clicks FROM bridges WHERE id = ?'),
     quotas: c.prepare<{ name: string; hourly_quota: number | null; daily_quota: number | null }, [number]>(
       'SELECT name, hourly_quota, daily_quota FROM bridges WHERE id = ?',
     ),
@@ -187,10 +190,12 @@ function entryOf(raw: RawRow): CacheEntry {
     allowed_ips: allowed,
     api_key_id: raw.api_key_id,
     active: raw.active === 1,
+    tracking: { track_opens: raw.track_opens === 1, track_clicks: raw.track_clicks === 1 },
   }
   // Shared by every caller until the next change: frozen, so none can alter another's view.
   Object.freeze(identity.domains)
   Object.freeze(identity.allowed_ips)
+  Object.freeze(identity.tracking)
   Object.freeze(identity)
   compiledRules.set(identity, compileAllowlist(allowed).rules)
   return { identity, hash: Buffer.from(raw.smtp_password_hash, 'hex') }
@@ -331,11 +336,6 @@ export function takeBridgeQuotaOrThrow(deps: Pick<Deps, 'db' | 'clock'>, bridgeI
 export function countBridge(db: Db, bridgeId: number, field: 'accepted' | 'delivered' | 'bounced' | 'complained', n = 1): void {
   if (n <= 0) return
   statements(db).count[field].run(n, bridgeId)
-}
-
-/** The bridge's tracking defaults (0 or 1 each) for the mail it sends, or null when it is gone. */
-export function bridgeTracking(deps: Pick<Deps, 'db'>, bridgeId: number): { track_opens: number; track_clicks: number } | null {
-  return statements(deps.db).tracking.get(bridgeId)
 }
 
 // ---------------------------------------------------------------------------------------

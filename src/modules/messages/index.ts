@@ -49,7 +49,14 @@ export async function sendThroughApi(deps: Deps, runtime: SendingRuntime, authOf
     const inputs = await call.inputs()
     // The bridge's pool and node win over the request's (docs/api.md "Bridges").
     const ctx: AcceptContext = bridge
-      ? { ...call.ctx, apiKeyId, bridgeId: bridge.id, poolId: bridge.pool_id ?? call.ctx.poolId, nodeId: bridge.node_id ?? call.ctx.nodeId }
+      ? {
+          ...call.ctx,
+          apiKeyId,
+          bridgeId: bridge.id,
+          bridgeTracking: bridge.tracking,
+          poolId: bridge.pool_id ?? call.ctx.poolId,
+          nodeId: bridge.node_id ?? call.ctx.nodeId,
+        }
       : { ...call.ctx, apiKeyId }
     if (bridge) for (const input of inputs) checkBridgeSender(bridge, input.from)
     const { accepted, response } = await acceptMessages(deps, runtime, inputs, ctx, claim ? { claim, respond: call.respond } : undefined)

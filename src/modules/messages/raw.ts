@@ -39,7 +39,7 @@ export interface RawSubmission {
   allowedDomains: readonly string[]
   poolId?: number | null
   nodeId?: number | null
-  /** The bridge's tracking defaults (bridgeTracking), applied like the verified sending domain's. */
+  /** The bridge's tracking defaults (BridgeIdentity.tracking), applied like the verified sending domain's. */
   tracking?: { track_opens: boolean | number; track_clicks: boolean | number } | null
 }
 

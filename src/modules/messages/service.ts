@@ -5,7 +5,7 @@ import type { Deps } from '../../deps'
 import { toIso } from '../../lib/clock'
 import { domainOf } from '../../lib/email'
 import { AppError, invalidField, notFound } from '../../lib/errors'
-import { bridgeTracking, countBridge, takeBridgeQuotaOrThrow } from '../bridges/service'
+import { countBridge, takeBridgeQuotaOrThrow, type BridgeIdentity } from '../bridges/service'
 import { emitPrepared } from '../events/service'
 import { findSendingDomain } from '../sending-domains/service'
 import { checkRecipients, type SuppressionMatch } from '../suppressions/service'
@@ -31,6 +31,8 @@ export interface AcceptContext {
   nodeId?: number | null
   /** The bridge (issue 5) the message came through: its quotas are taken and its counters kept in the commit. */
   bridgeId?: number | null
+  /** That bridge's tracking defaults (BridgeIdentity.tracking). */
+  bridgeTracking?: BridgeIdentity['tracking'] | null
 }
 
 export interface AcceptedMessage {
@@ -137,7 +139,7 @@ function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): PreparedMess
   checkRouting(deps, ctx)
   const id = newMessageId()
   const messageIdHeader = `${id}@${fromDomain}`
-  applyTracking(deps, checked, id, trackingChoice(input, [domain, ctx.bridgeId != null ? bridgeTracking(deps, ctx.bridgeId) : null]))
+  applyTracking(deps, checked, id, trackingChoice(input, [domain, ctx.bridgeTracking]))
   return {
     id,
     raw: buildMessage(checked, { messageIdHeader, date: new Date(deps.clock.now()) }),

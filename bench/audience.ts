@@ -443,7 +443,7 @@ Aims: import under ${AIMS.importS} s: ${metList(checks.import)}; under ${AIMS.pe
   of the three requests in turn; medians. Runs: ${runsText.join('; ')}.
 - Limit: a separate process, after the server stopped: a fresh database with Mailroom's \`openDatabase\` (WAL, synchronous=FULL) and migrations,
   the same rows generated in memory in batches, one prepared \`INSERT INTO contacts\` in transactions of ${fmtInt(LIMIT_BATCH)} rows with the runner's SQLite
-  settings (count trigger paused, \`contact_counts\` moved once per transaction, \`wal_autocheckpoint\` ${fmtInt(IMPORT_WAL_AUTOCHECKPOINT)}, a ${fmtInt(IMPORT_CACHE_KIB / 1024)} MiB page cache); time inside the
+  settings (\`contact_counts\` moved once per transaction, \`wal_autocheckpoint\` ${fmtInt(IMPORT_WAL_AUTOCHECKPOINT)}, a ${fmtInt(IMPORT_CACHE_KIB / 1024)} MiB page cache); time inside the
   transactions ${fmtS(limit.insertMs)} s (${fmtS(limit.totalMs)} s with generating the rows); database ${fmtMB(limit.dbBytes)} MiB. The ratio divides the import time by that.
 - CSV generation ${fmtS(generateMs)} s (not part of any figure).
 - Machine: ${machineText(machine)}.

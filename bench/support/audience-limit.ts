@@ -3,7 +3,7 @@
  * import got, generated in memory in batches (no CSV, no parsing, no checks), inserted
  * straight into `contacts` of a fresh database with Mailroom's own settings and migrations,
  * with one prepared INSERT in transactions of `--batch` rows, with the import runner's
- * SQLite settings (count trigger paused, one count update per transaction, its checkpoint interval and page cache). Prints one line,
+ * SQLite settings (one count update per transaction, its checkpoint interval and page cache). Prints one line,
  * `LIMIT_REPORT {json}`, with the times and this process's peak memory.
  *
  *   bun bench/support/audience-limit.ts --dir DIR --rows N --seed S [--batch 5000]
@@ -52,17 +52,15 @@ const listId = Number(
 const insert = client.prepare<unknown, [number, string, string, string, string, string, number, number]>(
   'INSERT INTO contacts (list_id, email, first_name, last_name, status, fields, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
 )
-// The SQLite side of the import as the runner does it: the per-row count trigger paused
-// and contact_counts moved once per transaction, a long WAL between checkpoints.
+// The SQLite side of the import as the runner does it: contact_counts moved once per
+// transaction, a long WAL between checkpoints, a smaller page cache.
 client.run(`PRAGMA wal_autocheckpoint = ${IMPORT_WAL_AUTOCHECKPOINT}`)
 client.run(`PRAGMA cache_size = ${-IMPORT_CACHE_KIB}`)
 const addCount = client.prepare<unknown, [number, number]>(
   "INSERT INTO contact_counts (list_id, status, n) VALUES (?, 'subscribed', ?) ON CONFLICT (list_id, status) DO UPDATE SET n = n + excluded.n",
 )
 const commit = client.transaction((items: ReturnType<typeof audienceBatches> extends Generator<infer B> ? B : never, at: number) => {
-  client.run('INSERT INTO contact_count_pause (id) VALUES (1)')
   for (const r of items) insert.run(listId, r.email, r.first_name, r.last_name, 'subscribed', JSON.stringify({ plan: r.plan, seats: r.seats }), at, at)
-  client.run('DELETE FROM contact_count_pause')
   addCount.run(listId, items.length)
 })
 

@@ -1,4 +1,3 @@
-import type { Statement } from 'bun:sqlite'
 import type { Deps } from '../../deps'
 import { CONTACT_STATUSES, type ContactStatus } from '../../db/schema'
 import { checkEmail } from '../../lib/email'
@@ -155,8 +154,11 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
     if (opts.emitEvents) emitStatusChange(deps.db, at, { id, email, listId: opts.listId, from, to, actorKeyId: opts.actorKeyId ?? null })
   }
 
-  // Counting inserts per batch (see batch()): statements prepared on first use.
-  let counting: { pause: Statement; resume: Statement; add: Statement } | null = null
+  // New contacts are counted here, in the inserting transaction (no insert trigger since
+  // migration 0010): one upsert per insert, or one per status at the end of a batch().
+  const addCount = client.prepare<unknown, [number, string, number]>(
+    'INSERT INTO contact_counts (list_id, status, n) VALUES (?, ?, ?) ON CONFLICT (list_id, status) DO UPDATE SET n = n + excluded.n',
+  )
   let pending: Map<ContactStatus, number> | null = null
 
   const writer = {
@@ -167,6 +169,8 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
 
     /** Writes a contact checkContact accepted (with the same definitions and `coerce`). */
     writeChecked(c: CheckedContact): WriteResult {
+      // The insert and its count must commit together.
+      if (!client.inTransaction) throw new Error('contact writer: write inside a transaction')
       const email = c.email
       const now = deps.clock.now()
       // Insert first: for a new address (the common case in imports) that is one index
@@ -179,6 +183,7 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
         if (inserted.changes === 1) {
           const id = Number(inserted.lastInsertRowid)
           if (pending) pending.set(chosen, (pending.get(chosen) ?? 0) + 1)
+          else addCount.run(opts.listId, chosen, 1)
           statusEvent(id, email, null, chosen, now)
           return { result: 'created', id, email }
         }
@@ -202,22 +207,14 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
     },
 
     /**
-     * Runs `fn` (which writes many contacts) with the per-row count trigger paused, then
-     * adds the new contacts to contact_counts in one statement per status. The trigger's
-     * upsert was a quarter of a bulk insert's time (measured). Must run inside the caller's
-     * transaction: the pause row is then never visible to another connection, and a
-     * rollback takes the pause, the rows and the counts back together. Status changes of
-     * existing contacts still go through the update trigger.
+     * Runs `fn` (which writes many contacts) and then adds its new contacts to
+     * contact_counts with one statement per status instead of one per row. Must run inside
+     * the caller's transaction, so a rollback takes the rows and the counts back together.
+     * Status changes of existing contacts go through the update trigger.
      */
     batch<T>(fn: () => T): T {
       if (!client.inTransaction) throw new Error('contact writer: batch() must run inside a transaction')
       if (pending) return fn()
-      counting ??= {
-        pause: client.prepare('INSERT INTO contact_count_pause (id) VALUES (1)'),
-        resume: client.prepare('DELETE FROM contact_count_pause'),
-        add: client.prepare('INSERT INTO contact_counts (list_id, status, n) VALUES (?, ?, ?) ON CONFLICT (list_id, status) DO UPDATE SET n = n + excluded.n'),
-      }
-      counting.pause.run()
       pending = new Map()
       try {
         return fn()
@@ -226,11 +223,8 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
         pending = null
         // Also after an error: the rows written so far are counted in the same transaction,
         // whether the caller rolls it back or not. When SQLite itself has already rolled it
-        // back (disk full, for one), the rows, the pause and the counts are all gone.
-        if (client.inTransaction) {
-          counting.resume.run()
-          for (const [status, n] of added) counting.add.run(opts.listId, status, n)
-        }
+        // back (disk full, for one), the rows and the counts are both gone.
+        if (client.inTransaction) for (const [status, n] of added) addCount.run(opts.listId, status, n)
       }
     },
   }

@@ -131,12 +131,16 @@ function keepOwnEnhancedCodes(server: SMTPServer, session: SMTPServerSession): v
   }
 }
 
-/** What a resubmission of the same message has in common with the first: the envelope and content, not Date or Message-ID. */
+/**
+ * What a resubmission of the same message has in common with the first: the envelope, the
+ * content and the control headers (tags, pool, tracking), not Date or Message-ID.
+ */
 function fingerprint(
   raw: Buffer,
   mailFrom: string,
   recipients: string[],
   prepared: { fromAddress: string; subject: string; tags: string[]; poolId: number | null },
+  tracking: { track_opens?: boolean; track_clicks?: boolean },
 ) {
   const split = raw.indexOf('\r\n\r\n')
   const body = split < 0 ? raw : raw.subarray(split + 4)
@@ -147,6 +151,8 @@ function fingerprint(
     subject: prepared.subject,
     tags: prepared.tags,
     pool_id: prepared.poolId,
+    track_opens: tracking.track_opens ?? null,
+    track_clicks: tracking.track_clicks ?? null,
     body_sha256: createHash('sha256').update(body).digest('hex'),
   }
 }
@@ -272,7 +278,7 @@ export async function startSubmissionListener(deps: Deps, sending: SendingRuntim
 
   /** Checks, queues and commits one message; resolves to the 250 text once it is on disk. */
   async function accept(bridge: BridgeIdentity, raw: Buffer, mailFrom: string, recipients: string[]): Promise<string> {
-    const { prepared, idempotencyKey, nodeId } = prepareRawMessage(deps, {
+    const { prepared, idempotencyKey, nodeId, requestedTracking } = prepareRawMessage(deps, {
       raw,
       mailFrom,
       recipients,
@@ -287,7 +293,7 @@ export async function startSubmissionListener(deps: Deps, sending: SendingRuntim
     // Idempotency records are scoped to an API key; a bridge whose key was deleted gets a
     // scope of its own (a negative id, which no key has).
     const scope = bridge.api_key_id ?? -bridge.id
-    const start = beginIdempotent(deps, idempotencyKey, scope, 'SMTP', fingerprint(raw, mailFrom, recipients, prepared))
+    const start = beginIdempotent(deps, idempotencyKey, scope, 'SMTP', fingerprint(raw, mailFrom, recipients, prepared, requestedTracking))
     if (start.kind === 'replay') return acceptedText(start.response)
     const claim = start.kind === 'claimed' ? start.claim : null
     try {

@@ -350,6 +350,9 @@ describe('smtp submission', () => {
     const other = await refusal(t.client().sendMail(mail({ headers, text: 'Another order' })))
     expect(other.code).toBe(550)
     expect(other.response).toContain('Idempotency-Key')
+    // The same message asking for other tracking is other content too.
+    const tracked = await refusal(t.client().sendMail(mail({ headers: { ...headers, 'X-Mailroom-Track-Opens': 'true' } })))
+    expect(tracked.code).toBe(550)
     expect(t.messages()).toHaveLength(1)
   })
 

@@ -47,6 +47,8 @@ export interface PreparedRaw {
   prepared: PreparedMessage
   idempotencyKey: string | null
   nodeId: number | null
+  /** The tracking the client's control headers asked for (undefined: not given), part of what a resubmission must repeat. */
+  requestedTracking: { track_opens?: boolean; track_clicks?: boolean }
 }
 
 /** The header block's fields; a line that is not a field refuses the message. */
@@ -106,10 +108,11 @@ export function prepareRawMessage(deps: Deps, sub: RawSubmission): PreparedRaw {
     if (value === 'true' || value === 'false') return value === 'true'
     throw new AppError('validation_failed', `${label} must be true or false.`, { [name]: ['must be true or false'] })
   }
-  const choice = trackingChoice(
-    { track_opens: flag(CONTROL_HEADERS.trackOpens, 'X-Mailroom-Track-Opens'), track_clicks: flag(CONTROL_HEADERS.trackClicks, 'X-Mailroom-Track-Clicks') },
-    [domain, sub.tracking],
-  )
+  const requestedTracking = {
+    track_opens: flag(CONTROL_HEADERS.trackOpens, 'X-Mailroom-Track-Opens'),
+    track_clicks: flag(CONTROL_HEADERS.trackClicks, 'X-Mailroom-Track-Clicks'),
+  }
+  const choice = trackingChoice(requestedTracking, [domain, sub.tracking])
 
   const id = newMessageId()
   const existingId = one('message-id')?.value.replace(/^<|>$/g, '')
@@ -154,5 +157,6 @@ export function prepareRawMessage(deps: Deps, sub: RawSubmission): PreparedRaw {
     },
     idempotencyKey,
     nodeId: sub.nodeId ?? null,
+    requestedTracking,
   }
 }

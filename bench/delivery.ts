@@ -9,9 +9,13 @@
  *
  *   bun bench/delivery.ts [--messages 20000] [--concurrency 64] [--dry-run]
  */
+import { generateKeyPairSync } from 'node:crypto'
+import { availableParallelism } from 'node:os'
 import { parseArgs } from 'node:util'
 import nodemailer from 'nodemailer'
+import { createSignerPool } from '../src/delivery/signer-pool'
 import { startDnsServer, type DnsServer } from '../test/support/dns-server'
+import { readProcCpuMs } from './support/proc'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
 import { startMailroom, startServer, stopAll, type MailroomInstance, type ServerProcess } from './support/servers'
 
@@ -55,9 +59,33 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs:
   }
 }
 
+/** CPU milliseconds each process spent per message over a run (`pid` null: not part of it). */
+interface CpuShare {
+  server: number | null
+  sink: number
+  client: number
+}
+
+/** Starts CPU accounting of the benchmark's processes; `per(n)` gives each one's CPU ms per message since. */
+function cpuMeter(sinkPid: number, serverPid: number | null) {
+  const read = () => ({ server: serverPid === null ? null : readProcCpuMs(serverPid), sink: readProcCpuMs(sinkPid) ?? 0, client: readProcCpuMs('self') ?? 0 })
+  const start = read()
+  return {
+    per(n: number): CpuShare {
+      const end = read()
+      return {
+        server: end.server === null || start.server === null ? null : (end.server - start.server) / n,
+        sink: (end.sink - start.sink) / n,
+        client: (end.client - start.client) / n,
+      }
+    },
+  }
+}
+
 /** The practical limit: nodemailer's pooled SMTP client sending prebuilt messages straight to the sink. */
-async function plainClient(sink: Sink, n: number, raw: string): Promise<number> {
+async function plainClient(sink: Sink, n: number, raw: string): Promise<{ s: number; cpu: CpuShare }> {
   const before = (await sink.count()).messages
+  const meter = cpuMeter(sink.pid, null)
   const transport = nodemailer.createTransport({
     pool: true,
     host: '127.0.0.1',
@@ -69,15 +97,42 @@ async function plainClient(sink: Sink, n: number, raw: string): Promise<number> 
   const t0 = performance.now()
   await Promise.all(Array.from({ length: n }, (_, i) => transport.sendMail({ envelope: { from: `ada@${DOMAIN}`, to: [`user${i}@${DOMAIN}`] }, raw })))
   const s = (performance.now() - t0) / 1000
+  const cpu = meter.per(n)
   transport.close()
   const after = (await sink.count()).messages
   if (after - before !== n) throw new Error(`plain client: the sink counted ${after - before} messages, expected ${n}`)
-  return s
+  return { s, cpu }
+}
+
+/**
+ * The ceiling DKIM alone puts on this machine: the server's own signer pool (one thread per
+ * core, src/delivery/signer-pool.ts) signing `n` copies of the message with a fresh RSA-2048
+ * key, 64 in flight, with nothing else running. Returns the time and this process's CPU per signature.
+ */
+async function signingAlone(n: number, raw: Buffer): Promise<{ s: number; cpuMs: number; threads: number }> {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  const key = { domain: DOMAIN, selector: 'bench', privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string }
+  const threads = Math.max(1, availableParallelism())
+  const pool = createSignerPool({ size: threads })
+  try {
+    await Promise.all(Array.from({ length: threads * 4 }, () => pool.sign(raw, key))) // threads started, key parsed
+    const cpu0 = readProcCpuMs('self') ?? 0
+    const t0 = performance.now()
+    let next = 0
+    const worker = async () => {
+      while (next++ < n) await pool.sign(raw, key)
+    }
+    await Promise.all(Array.from({ length: 64 }, worker))
+    return { s: (performance.now() - t0) / 1000, cpuMs: ((readProcCpuMs('self') ?? 0) - cpu0) / n, threads }
+  } finally {
+    await pool.close()
+  }
 }
 
 interface MailroomRun {
   acceptS: number
   deliverS: number
+  cpu: CpuShare
 }
 
 async function api(server: MailroomInstance, method: string, path: string, body?: unknown) {
@@ -125,6 +180,7 @@ async function mailroomRun(sink: Sink, dns: DnsServer, n: number, concurrency: n
     if (dkim) await verifyDomain(server, dns)
     const before = (await sink.count()).messages
     let next = 0
+    const meter = cpuMeter(sink.pid, server.pid)
     const t0 = performance.now()
     const worker = async () => {
       while (next < n) {
@@ -142,9 +198,10 @@ async function mailroomRun(sink: Sink, dns: DnsServer, n: number, concurrency: n
     const acceptS = (performance.now() - t0) / 1000
     await waitUntil(`${n} deliveries`, async () => (await sink.count()).messages - before >= n, 600_000)
     const deliverS = (performance.now() - t0) / 1000
+    const cpu = meter.per(n)
     const delivered = (await sink.count()).messages - before
     if (delivered !== n) throw new Error(`the sink counted ${delivered} messages, expected ${n}`)
-    return { acceptS, deliverS }
+    return { acceptS, deliverS, cpu }
   } finally {
     await server.dispose()
   }
@@ -171,29 +228,49 @@ export async function run(argv: string[], command: string): Promise<number> {
       .sendMail({ from: `ada@${DOMAIN}`, to: `user@${DOMAIN}`, subject: 'Benchmark message', html: HTML })
     const raw = (sample.message as Buffer).toString()
     process.stdout.write(`message size ${fmtInt(raw.length)} bytes; ${fmtInt(n)} messages per run\n`)
-    const plainS = await plainClient(sink, n, raw)
+    const plain = await plainClient(sink, n, raw)
+    const plainS = plain.s
     process.stdout.write(`plain SMTP client: ${fmtInt(n / plainS)}/s\n`)
     const unsigned = await mailroomRun(sink, dns, n, concurrency, false)
     process.stdout.write(`mailroom without DKIM: accepted ${fmtInt(n / unsigned.acceptS)}/s, delivered ${fmtInt(n / unsigned.deliverS)}/s\n`)
     const signed = await mailroomRun(sink, dns, n, concurrency, true)
     process.stdout.write(`mailroom with DKIM: accepted ${fmtInt(n / signed.acceptS)}/s, delivered ${fmtInt(n / signed.deliverS)}/s\n`)
+    const signing = await signingAlone(n, Buffer.from(raw))
+    process.stdout.write(`DKIM signing alone: ${fmtInt(n / signing.s)}/s, ${signing.cpuMs.toFixed(3)} CPU ms a signature\n`)
+    // What two cores allow once the signatures and the harness (sink, load client) are paid, with Mailroom's own work at zero.
+    const harnessMs = signed.cpu.sink + signed.cpu.client
+    const ceiling = 2000 / (signing.cpuMs + harnessMs)
 
+    const ms = (v: number | null) => (v === null ? '' : v.toFixed(3))
+    const cpuCells = (c: CpuShare) => [ms(c.server), ms(c.sink), ms(c.client), ms((c.server ?? 0) + c.sink + c.client)]
     const rows = [
-      ['plain SMTP client to the sink (the limit)', '', `${fmtInt(n / plainS)}/s (${plainS.toFixed(2)} s)`, ''],
+      ['plain SMTP client to the sink (the limit)', '', `${fmtInt(n / plainS)}/s (${plainS.toFixed(2)} s)`, '', ...cpuCells(plain.cpu)],
       [
         'Mailroom, no DKIM',
         `${fmtInt(n / unsigned.acceptS)}/s`,
         `${fmtInt(n / unsigned.deliverS)}/s (${unsigned.deliverS.toFixed(2)} s)`,
         `${(plainS / unsigned.deliverS).toFixed(2)}`,
+        ...cpuCells(unsigned.cpu),
       ],
       [
         'Mailroom, DKIM rsa-sha256 2048',
         `${fmtInt(n / signed.acceptS)}/s`,
         `${fmtInt(n / signed.deliverS)}/s (${signed.deliverS.toFixed(2)} s)`,
         `${(plainS / signed.deliverS).toFixed(2)}`,
+        ...cpuCells(signed.cpu),
+      ],
+      [
+        `DKIM signing alone (signer pool, ${signing.threads} threads)`,
+        '',
+        `${fmtInt(n / signing.s)}/s signed (${signing.s.toFixed(2)} s)`,
+        '',
+        ms(signing.cpuMs),
+        '',
+        '',
+        ms(signing.cpuMs),
       ],
     ]
-    const head = ['path', 'accepted (HTTP 202)', 'delivered end to end', 'share of the limit']
+    const head = ['path', 'accepted (HTTP 202)', 'delivered end to end', 'share of the limit', 'CPU ms/msg: Mailroom', 'sink', 'load client', 'all']
     process.stdout.write(`\n${textTable(head, rows)}\n`)
     const met = n / signed.deliverS >= AIM_DKIM_PER_S
     if (!values['dry-run']) {
@@ -207,9 +284,14 @@ ${markdownTable(head, rows)}
 
 Aim: at least ${fmtInt(AIM_DKIM_PER_S)} delivered/s end to end with DKIM: **${met ? 'met' : 'not met'}**.
 
+Ceiling in this run: a signature cost ${signing.cpuMs.toFixed(3)} ms of CPU and the harness (sink and load client) ${harnessMs.toFixed(3)} ms a message, so two cores
+(2,000 CPU ms a second) could deliver at most **${fmtInt(ceiling)} signed messages a second** if Mailroom's own work (HTTP, queue, commits, SMTP client) cost nothing.
+
 - Messages: ${fmtInt(raw.length)} bytes (HTML body), one recipient each, all at \`${DOMAIN}\` (one destination, so the per-destination connection limit applies: \`destination_concurrency\` 20 by default).
 - Mailroom: \`mailroom serve\` in its own process on a fresh data directory, access log off; ${concurrency} HTTP requests in flight, keep-alive. "Accepted" is the rate of 202 answers (each committed to disk); "delivered" is from the first request to the sink counting the last message, so it includes the accepting.
 - DNS: a DNS server on loopback (test/support/dns-server.ts) answers the MX and A lookups (TTL 60 s, cached by the engine); with DKIM, the sending domain was created, its records published there and verified over the API first.
+- CPU: user + system time of each process over the run (all its threads; /proc/PID/stat), divided by the messages. "Mailroom" is the server with its signing and checkpoint threads; "load client" is this benchmark process (the HTTP requests, or the plain SMTP client, and polling the sink's count). Two cores give at most 2,000 ms of CPU a second, so "all" bounds the rate at 2,000 / all messages a second.
+- Signing alone: the server's signer pool (\`src/delivery/signer-pool.ts\`, one worker thread per core) in this process, signing the same message with a fresh RSA-2048 key, 64 in flight; CPU is this process's over that loop.
 - Sink: smtp-server in its own process, no TLS, discards the bytes and counts (bench/support/counting-sink.ts). The plain client is nodemailer's pooled SMTP transport with 8 connections sending the same prebuilt message.
 - Machine: ${machine.nproc} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.kernel}, Bun ${machine.bun}; load average ${machine.loadAverage} at the start.`,
       )

@@ -67,3 +67,21 @@ export function sampleMemory(pid: number, everyMs = 100) {
 export function fmtMiB(kib: number): string {
   return (kib / 1024).toFixed(1)
 }
+
+/**
+ * CPU time a process has used so far (user + system, all its threads), in milliseconds, from
+ * /proc/<pid>/stat fields 14 and 15 (clock ticks; `getconf CLK_TCK` is 100 on Linux); null
+ * once it has gone. The difference of two readings is the CPU a run cost that process.
+ */
+export function readProcCpuMs(pid: number | 'self'): number | null {
+  let text: string
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  } catch {
+    return null
+  }
+  // The command name (field 2) may hold spaces; the fields after its closing parenthesis are plain.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S
+}
+const CLOCK_TICKS_PER_S = 100

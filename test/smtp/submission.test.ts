@@ -356,6 +356,16 @@ describe('smtp submission', () => {
     expect(t.messages()).toHaveLength(1)
   })
 
+  test('a non-ASCII subject is stored and shown decoded; the message keeps its encoded words', async () => {
+    const t = await setup()
+    const info = await t.client().sendMail(mail({ subject: 'Grüße aus Köln ✓ (order 7)' }))
+    const id = /^250 2\.6\.0 Queued as (\S+)$/.exec(info.response)?.[1]
+    const [stored] = t.messages()
+    expect(stored!.subject).toBe('Grüße aus Köln ✓ (order 7)')
+    expect(Buffer.from(stored!.raw).toString()).toMatch(/^Subject: =\?UTF-8\?/m)
+    expect((await t.call('GET', `/v1/emails/${id}`)).body.data.subject).toBe('Grüße aus Köln ✓ (order 7)')
+  })
+
   test('a suppressed recipient is accepted and recorded as suppressed, as on the send API', async () => {
     const t = await setup()
     await t.call('POST', '/api/v2/suppressions/batch', { type: 'email', reason: 'complaint', entries: ['angry@example.net'] })

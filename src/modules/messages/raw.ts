@@ -1,4 +1,5 @@
 import addressparser from 'nodemailer/lib/addressparser'
+import libmime from 'libmime'
 import type { Deps } from '../../deps'
 import { checkEmail, domainOf } from '../../lib/email'
 import { AppError } from '../../lib/errors'
@@ -65,6 +66,20 @@ function addresses(value: string | undefined): string[] {
     .map((a) => checkEmail(a.address))
     .filter((c) => c.ok)
     .map((c) => (c as { email: string }).email)
+}
+
+/**
+ * An unstructured header value as a reader sees it, for storing and showing (the message's
+ * bytes are not changed): raw UTF-8 (RFC 6532) read as UTF-8, encoded words (RFC 2047)
+ * decoded. `value` holds the header's bytes as latin1 code units.
+ */
+export function headerText(value: string): string {
+  const text = Buffer.from(value, 'latin1').toString('utf8')
+  try {
+    return libmime.decodeWords(text)
+  } catch {
+    return text
+  }
 }
 
 /** Checks a submitted message and turns it into a queueable one; errors are AppErrors the listener turns into SMTP replies. */
@@ -148,7 +163,7 @@ export function prepareRawMessage(deps: Deps, sub: RawSubmission): PreparedRaw {
       mailFrom: returnPath(id, domain, sub.mailFrom || from[0]!),
       messageIdHeader,
       fromAddress: from[0]!,
-      subject: one('subject')?.value ?? '',
+      subject: headerText(one('subject')?.value ?? ''),
       tags,
       recipients,
       domainId: domain?.id ?? null,

@@ -14,14 +14,19 @@ export interface ProcMemory {
   rssShmemKiB: number
 }
 
-/** The memory lines of /proc/<pid>/status (`self` for this process); null once it has gone. */
-export function readProcMemory(pid: number | 'self'): ProcMemory | null {
-  let text: string
+/** A file of /proc/<pid>/; null once the process has gone. */
+function procFile(pid: number | 'self', name: string): string | null {
   try {
-    text = readFileSync(`/proc/${pid}/status`, 'utf8')
+    return readFileSync(`/proc/${pid}/${name}`, 'utf8')
   } catch {
     return null
   }
+}
+
+/** The memory lines of /proc/<pid>/status (`self` for this process); null once it has gone. */
+export function readProcMemory(pid: number | 'self'): ProcMemory | null {
+  const text = procFile(pid, 'status')
+  if (text === null) return null
   const kib = (name: string) => {
     const m = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)
     return m ? Number(m[1]) : 0
@@ -74,12 +79,8 @@ export function fmtMiB(kib: number): string {
  * once it has gone. The difference of two readings is the CPU a run cost that process.
  */
 export function readProcCpuMs(pid: number | 'self'): number | null {
-  let text: string
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  } catch {
-    return null
-  }
+  const text = procFile(pid, 'stat')
+  if (text === null) return null
   // The command name (field 2) may hold spaces; the fields after its closing parenthesis are plain.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S

@@ -1,6 +1,14 @@
 import { expect, test } from 'bun:test'
+import type { Deps } from '../../src/deps'
 import { createContactWriter } from '../../src/modules/contacts/writer'
 import { testApp, testDeps } from '../support/app'
+
+/** contact_counts holds exactly the real number of contacts per list and status. */
+function expectCountsExact(deps: Deps): void {
+  const real = deps.db.$client.query('SELECT list_id, status, count(*) AS n FROM contacts GROUP BY list_id, status ORDER BY list_id, status').all()
+  const kept = deps.db.$client.query('SELECT list_id, status, n FROM contact_counts WHERE n > 0 ORDER BY list_id, status').all()
+  expect(kept).toEqual(real)
+}
 
 test('contact_counts stays equal to a real count through inserts, status and list changes, deletes and list deletion', async () => {
   const t = testApp()
@@ -8,11 +16,7 @@ test('contact_counts stays equal to a real count through inserts, status and lis
   const call = (method: string, path: string, body?: unknown) => t.call(method, path, { key: admin.key, body })
   const a = (await call('POST', '/api/v2/lists', { name: 'A' })).body.data.id
   const b = (await call('POST', '/api/v2/lists', { name: 'B' })).body.data.id
-  const check = () => {
-    const real = t.deps.db.$client.query('SELECT list_id, status, count(*) AS n FROM contacts GROUP BY list_id, status ORDER BY list_id, status').all()
-    const kept = t.deps.db.$client.query('SELECT list_id, status, n FROM contact_counts WHERE n > 0 ORDER BY list_id, status').all()
-    expect(kept).toEqual(real)
-  }
+  const check = () => expectCountsExact(t.deps)
   await call('POST', '/api/v2/contacts/batch', {
     list_id: a,
     contacts: Array.from({ length: 12 }, (_, i) => ({ email: `u${i}@example.com`, status: i % 4 === 0 ? 'unsubscribed' : 'subscribed' })),
@@ -79,11 +83,7 @@ test('imports count their new contacts once per batch and keep contact_counts ex
     await t.imports.idle()
     return (await call('GET', `/api/v2/imports/${id}`)).body.data
   }
-  const check = () => {
-    const real = t.deps.db.$client.query('SELECT list_id, status, count(*) AS n FROM contacts GROUP BY list_id, status ORDER BY list_id, status').all()
-    const kept = t.deps.db.$client.query('SELECT list_id, status, n FROM contact_counts WHERE n > 0 ORDER BY list_id, status').all()
-    expect(kept).toEqual(real)
-  }
+  const check = () => expectCountsExact(t.deps)
   const a = (await call('POST', '/api/v2/lists', { name: 'A' })).body.data.id
   await call('POST', '/api/v2/contacts', { list_id: a, email: 'old@example.com', status: 'unconfirmed' })
   await call('POST', '/api/v2/suppressions/batch', { type: 'email', reason: 'complaint', entries: ['angry@example.com'] })

@@ -73,9 +73,12 @@ export function fmtMiB(kib: number): string {
   return (kib / 1024).toFixed(1)
 }
 
+/** Clock ticks per second of /proc/<pid>/stat times (`getconf CLK_TCK`: 100 on Linux). */
+const CLOCK_TICKS_PER_S = 100
+
 /**
  * CPU time a process has used so far (user + system, all its threads), in milliseconds, from
- * /proc/<pid>/stat fields 14 and 15 (clock ticks; `getconf CLK_TCK` is 100 on Linux); null
+ * /proc/<pid>/stat fields 14 and 15 (clock ticks); null
  * once it has gone. The difference of two readings is the CPU a run cost that process.
  */
 export function readProcCpuMs(pid: number | 'self'): number | null {
@@ -85,4 +88,3 @@ export function readProcCpuMs(pid: number | 'self'): number | null {
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S
 }
-const CLOCK_TICKS_PER_S = 100

@@ -33,7 +33,7 @@ import {
   tokensInFields,
   typedValue,
 } from './mime'
-import { tokenFromAddress } from '../verp'
+import { tokenFromAddress } from '../../lib/return-path-token'
 
 export type DsnAction = 'failed' | 'delayed' | 'delivered' | 'relayed' | 'expanded'
 export type BounceClass = 'hard' | 'soft'

@@ -38,12 +38,28 @@ describe('POST /v1/send', () => {
     expect(events).toEqual([{ kind: 'message.queued', recipient: 'bob@example.net' }])
   })
 
-  test('needs html or text, a subject and valid addresses; every problem is named', async () => {
+  test('needs a subject and valid addresses; every problem is named', async () => {
     const { call, admin } = setup()
     const r = await call('POST', '/v1/send', { key: admin.key, body: { from: 'not an address', to: 'bob@', subject: '' } })
     expect(r.status).toBe(422)
     expect(r.body.error.code).toBe('validation_failed')
-    expect(Object.keys(r.body.error.details).sort()).toEqual(['from', 'html', 'subject', 'to.0'])
+    expect(Object.keys(r.body.error.details).sort()).toEqual(['from', 'subject', 'to.0'])
+    // /v1/emails still needs html or text (named with the rest).
+    const emails = await call('POST', '/v1/emails', { key: admin.key, body: { from: 'not an address', to: ['bob@'], subject: '' } })
+    expect(Object.keys(emails.body.error.details).sort()).toEqual(['from', 'html', 'subject', 'to.0'])
+  })
+
+  test("the spec's simple send, from, to and subject only: 202, with an empty text body", async () => {
+    const { call, admin, rawOf } = setup()
+    const r = await call('POST', '/v1/send', { key: admin.key, body: { from: 'ada@example.com', to: 'bob@example.net', subject: 'Ping' } })
+    expect(r.status).toBe(202)
+    expect(r.body.data.status).toBe('queued')
+    const raw = rawOf(r.body.data.id)
+    const mail = await simpleParser(raw)
+    expect(mail.subject).toBe('Ping')
+    expect((mail.text ?? '').trim()).toBe('')
+    expect(mail.html).toBe(false)
+    expect(raw.toString('latin1')).toContain('Content-Type: text/plain')
   })
 
   test('a key without transactional.send gets 403', async () => {

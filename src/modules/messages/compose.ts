@@ -199,7 +199,8 @@ export function checkMessage(input: SendInput): CheckedMessage {
 
   const html = input.html ?? null
   const text = input.text ?? null
-  if (!html && !text) problems.add('html', 'html or text is required')
+  // An empty string is a body (empty); only a request with neither field has none.
+  if (html === null && text === null) problems.add('html', 'html or text is required')
   for (const [field, body] of [
     ['html', html],
     ['text', text],
@@ -250,6 +251,14 @@ export function checkMessage(input: SendInput): CheckedMessage {
 
   if (problems.any || !from) throw new AppError('validation_failed', 'The request data is invalid.', problems.details)
   return { from, to, cc, bcc, replyTo, subject, html, text, headers, attachments, tags, recipients }
+}
+
+/**
+ * The body of the spec's simple send (POST /v1/send), whose request is from, to and subject:
+ * without html or text the message has an empty text body, where other endpoints ask for one.
+ */
+export function simpleSendBody(b: { html?: string; text?: string }): { html?: string; text?: string } {
+  return b.html === undefined && b.text === undefined ? { text: '' } : { html: b.html, text: b.text }
 }
 
 /** The domain whose sending-domain record decides signing and the return path. */

@@ -5,7 +5,7 @@ import { commonErrors, Envelope, ErrorEnvelope, ok, requires } from '../../http/
 import { AppError, invalidField } from '../../lib/errors'
 import { BridgeQuotaError, bridgeForApiKey, checkBridgeActive, checkBridgeSender } from '../bridges/service'
 import { renderForRecipient } from '../templates/service'
-import type { SendInput } from './compose'
+import { simpleSendBody, type SendInput } from './compose'
 import { beginIdempotent, IDEMPOTENCY_HEADER, type StoredResponse } from './idempotency'
 import { DynamicTemplateBody, EmailQueuedSchema, EmailSendBody, MessageIdParams, MessageSchema, QueuedSchema, SimpleSendBody } from './model'
 import { acceptMessages, getMessage, type AcceptContext, type AcceptedMessage, type SendingRuntime } from './service'
@@ -137,7 +137,7 @@ export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthO
             request,
             endpoint: 'POST /v1/send',
             body,
-            inputs: () => [{ from: body.from, to: [body.to], subject: body.subject, html: body.html, text: body.text, ...trackingOf(body) }],
+            inputs: () => [{ from: body.from, to: [body.to], subject: body.subject, ...simpleSendBody(body), ...trackingOf(body) }],
             ctx: { source: 'api', ...routing(body) },
             respond: ([a]) => ({ status: 202, body: ok(queued(a!)) }),
           },

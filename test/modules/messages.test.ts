@@ -347,6 +347,31 @@ describe('POST /api/v2/dynamicTemplate/{template_id}', () => {
     expect(refused.body.error.details).toHaveProperty('from')
   })
 
+  test("the spec's exact body (to, variables) sends from the template's from and reply_to, without default_from", async () => {
+    const { call, admin, rawOf, deps } = setup()
+    expect(deps.config.default_from).toBeFalsy()
+    const tpl = await call('POST', '/api/v2/templates', {
+      key: admin.key,
+      body: { name: 'receipt', subject: 'Your order, {{name}}', text: 'Thanks {{name}}', from: 'Acme Shop <shop@acme.example>', reply_to: 'help@acme.example' },
+    })
+    expect(tpl.status).toBe(201)
+    expect(tpl.body.data).toMatchObject({ from: 'Acme Shop <shop@acme.example>', reply_to: 'help@acme.example' })
+    const r = await call('POST', `/api/v2/dynamicTemplate/${tpl.body.data.id}`, { key: admin.key, body: { to: 'bob@example.net', variables: { name: 'Bob' } } })
+    expect(r.status).toBe(202)
+    const mail = await simpleParser(rawOf(r.body.data.id))
+    expect(mail.from?.value[0]).toEqual({ name: 'Acme Shop', address: 'shop@acme.example' })
+    expect(mail.replyTo?.value[0]?.address).toBe('help@acme.example')
+    expect(mail.subject).toBe('Your order, Bob')
+
+    // A from in the request still wins over the template's.
+    const own = await call('POST', `/api/v2/dynamicTemplate/${tpl.body.data.id}`, {
+      key: admin.key,
+      body: { to: 'bob@example.net', variables: { name: 'Bob' }, from: 'ada@example.com' },
+    })
+    expect(own.status).toBe(202)
+    expect((await simpleParser(rawOf(own.body.data.id))).from?.value[0]?.address).toBe('ada@example.com')
+  })
+
   test('an unknown template is 404', async () => {
     const { call, admin } = setup()
     const r = await call('POST', '/api/v2/dynamicTemplate/999', { key: admin.key, body: { to: 'bob@example.net', from: 'ada@example.com', variables: {} } })

@@ -157,6 +157,13 @@ function parseMailbox(value: unknown, field: string, problems: Problems): Mailbo
   return { name: parsed[0]!.name ?? '', address: check.email }
 }
 
+/** Why `value` is not one mailbox ("Name <a@b>" or "a@b"), or null: the rule of a send's from, for values stored ahead of a send (templates). */
+export function mailboxProblem(value: string): string | null {
+  const problems = new Problems()
+  parseMailbox(value, 'value', problems)
+  return problems.details.value?.[0] ?? null
+}
+
 function parseMailboxes(values: unknown, field: string, problems: Problems): Mailbox[] {
   if (values === undefined || values === null) return []
   const list = Array.isArray(values) ? values : [values]

@@ -9,23 +9,9 @@ import { compileAllowlist, type IpRule } from '../../lib/ip-allowlist'
 import { pageMeta, pageRequest } from '../../lib/pagination'
 import { isSubset } from '../permissions/catalog'
 import type { Actor } from '../roles/service'
+import type { ApiKeyView } from './model'
 
 type KeyRow = typeof apiKeys.$inferSelect
-
-export interface ApiKeyView {
-  id: number
-  name: string
-  prefix: string
-  role: { id: number; name: string }
-  rate_limit: number | null
-  allowed_ips: string[]
-  status: 'active' | 'inactive'
-  last_used_at: string | null
-  last_used_ip: string | null
-  created_at: string
-  updated_at: string
-  deleted_at: string | null
-}
 
 export interface ApiKeyInput {
   name: string

@@ -8,30 +8,12 @@ import { AppError, invalidField, notFound } from '../../lib/errors'
 import { pageMeta, pageRequest } from '../../lib/pagination'
 import { fieldDefinitions } from '../custom-fields/service'
 import { listExists } from '../lists/service'
+import type { ImportView } from './model'
 import { readCsvHeader, type ImportFormat } from './source'
 
 type Row = typeof imports.$inferSelect
 
-export interface ImportView {
-  id: number
-  list_id: number
-  format: ImportFormat
-  mode: 'skip' | 'update'
-  mapping: Record<string, string>
-  status: Row['status']
-  total_rows: number | null
-  rows_done: number
-  created: number
-  updated: number
-  skipped: number
-  invalid: number
-  error: string | null
-  file_bytes: number
-  created_at: string
-  started_at: string | null
-  finished_at: string | null
-}
-
+/** The wire form of an import row. */
 export function importView(r: Row): ImportView {
   return {
     id: r.id,

@@ -1,6 +1,6 @@
 import { count, eq, inArray, sql } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { assertNameFree, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { assertNameFree, bulkDeleteByIds, columnsOf, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { contacts, customFields, type CustomFieldType } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, notFound } from '../../lib/errors'
@@ -16,12 +16,7 @@ const KEY = /^[a-z][a-z0-9_]{0,62}$/
 
 function toView(r: Row): CustomFieldView {
   return {
-    id: r.id,
-    key: r.key,
-    name: r.name,
-    type: r.type,
-    options: r.options,
-    required: r.required,
+    ...columnsOf(r, ['id', 'key', 'name', 'type', 'options', 'required']),
     default_value: (r.default_value ?? null) as FieldValue,
     created_at: toIso(r.created_at)!,
     updated_at: toIso(r.updated_at)!,

@@ -1,5 +1,6 @@
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
+import { columnsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { toIso } from '../../lib/clock'
 import { invalidField, notFound } from '../../lib/errors'
@@ -61,14 +62,10 @@ const REPORT_COLUMNS = `r.id, r.domain, r.org_name, r.report_id, r.begin_at, r.e
 
 function toView(r: ReportRow): DmarcReportView {
   return {
-    id: r.id,
-    domain: r.domain,
-    org_name: r.org_name,
-    report_id: r.report_id,
+    ...columnsOf(r, ['id', 'domain', 'org_name', 'report_id', 'records']),
     begin_at: toIso(r.begin_at)!,
     end_at: toIso(r.end_at)!,
     policy: JSON.parse(r.policy) as Record<string, unknown>,
-    records: r.records,
     messages: r.messages ?? 0,
     received_at: toIso(r.received_at)!,
   }

@@ -1,5 +1,6 @@
 import { and, count, desc, eq, gte, lt, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { columnsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { suppressions, type PROGRAM_TYPES, type SUPPRESSION_SCOPES, type SUPPRESSION_TYPES } from '../../db/schema'
 import { toIso } from '../../lib/clock'
@@ -16,13 +17,7 @@ type SuppressionRow = typeof suppressions.$inferSelect
 
 function toView(row: SuppressionRow): SuppressionView {
   return {
-    id: row.id,
-    scope: row.scope,
-    list_id: row.list_id,
-    program_type: row.program_type,
-    program_id: row.program_id,
-    type: row.type,
-    value: row.value,
+    ...columnsOf(row, ['id', 'scope', 'list_id', 'program_type', 'program_id', 'type', 'value']),
     // Every write goes through SUPPRESSION_REASONS, so the stored text is one of them.
     reason: row.reason as SuppressionReason,
     created_at: toIso(row.created_at)!,

@@ -41,7 +41,7 @@ export function assertNameFree(
   table: TableWithId,
   column: SQLiteColumn,
   name: string,
-  options: { exceptId?: number | null; caseInsensitive?: boolean; message: string },
+  options: { exceptId?: number | null; caseInsensitive?: boolean; message: string | ((clashId: number) => string) },
 ): void {
   const same: SQL = options.caseInsensitive ? sql`lower(${column}) = lower(${name})` : eq(column, name)
   const clash = db
@@ -49,7 +49,7 @@ export function assertNameFree(
     .from(table)
     .where(and(same, options.exceptId ? ne(table.id, options.exceptId) : undefined))
     .get()
-  if (clash) throw new AppError('conflict', options.message)
+  if (clash) throw new AppError('conflict', typeof options.message === 'string' ? options.message : options.message(clash.id as number))
 }
 
 /**

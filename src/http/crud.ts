@@ -33,8 +33,10 @@ interface Operation {
 export interface CrudResource<View extends TSchema, Create extends TSchema, Update extends TSchema, Query extends TProperties, Item extends TSchema = View> {
   /** e.g. `/api/v2/lists`. */
   prefix: string
-  /** The permission group (`lists` -> `lists.read` ...); also the activity log's target type. */
+  /** The permission group (`lists` -> `lists.read` ...). */
   group: string
+  /** The activity log's target type of changes; defaults to the group. */
+  target?: string
   tags: string[]
   /** The record as the API shows it. */
   view: View
@@ -90,6 +92,11 @@ export function crudRoutes<
     [M in 'get' | 'post' | 'patch' | 'delete']: (path: string, handler: (ctx: any) => unknown, hooks: Record<string, unknown>) => unknown
   }
   const context = (request: Request): CrudContext => ({ request, auth: () => authOf(request) })
+  const targetType = resource.target ?? resource.group
+  // The activity log names the changed record; set here so a target type other than the group holds on every change.
+  const markTarget = (request: Request, id: number | string) => {
+    authOf(request).target = { type: targetType, id }
+  }
   const { create, list, get, update, remove, bulkDelete } = resource
 
   if (create) {
@@ -97,7 +104,7 @@ export function crudRoutes<
       '/',
       async ({ body, request, status }: { body: Static<Create>; request: Request; status: (code: 201, body: unknown) => unknown }) => {
         const record = await create.handle(body, context(request))
-        authOf(request).target = { type: resource.group, id: record.id }
+        markTarget(request, record.id)
         return status(201, ok(record))
       },
       {
@@ -135,8 +142,10 @@ export function crudRoutes<
   if (update) {
     routes.patch(
       '/:id',
-      async ({ params, body, request }: { params: { id: number }; body: Static<Update>; request: Request }) =>
-        ok(await update.handle(params.id, body, context(request))),
+      async ({ params, body, request }: { params: { id: number }; body: Static<Update>; request: Request }) => {
+        markTarget(request, params.id)
+        return ok(await update.handle(params.id, body, context(request)))
+      },
       {
         params: IdParams,
         body: update.body,
@@ -154,11 +163,18 @@ export function crudRoutes<
         await bulkDelete.handle([id], ctx)
         return record
       })
-    routes.delete('/:id', async ({ params, request }: { params: { id: number }; request: Request }) => ok(await removeOne(params.id, context(request))), {
-      params: IdParams,
-      response: { 200: Envelope(resource.view), ...errorsFor(remove, true) },
-      detail: detailOf(resource, remove, 'delete'),
-    })
+    routes.delete(
+      '/:id',
+      async ({ params, request }: { params: { id: number }; request: Request }) => {
+        markTarget(request, params.id)
+        return ok(await removeOne(params.id, context(request)))
+      },
+      {
+        params: IdParams,
+        response: { 200: Envelope(resource.view), ...errorsFor(remove, true) },
+        detail: detailOf(resource, remove, 'delete'),
+      },
+    )
   }
   return app
 }

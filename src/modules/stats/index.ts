@@ -6,7 +6,7 @@ import { queryStats, statsCsv } from './service'
 
 const tags = ['statistics']
 
-/** GET /api/v2/stats and its CSV export, both served from the hourly rollups (src/jobs/stats.ts). */
+/** GET /api/v2/stats and its CSV export, both served from the hourly rollups (rollup.ts). */
 export function statsRoutes(deps: Deps) {
   return new Elysia()
     .get('/api/v2/stats', ({ query }) => ok(queryStats(deps, query)), {

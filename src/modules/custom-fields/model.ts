@@ -1,4 +1,4 @@
-import { t } from 'elysia'
+import { t, type Static } from 'elysia'
 import { enumOf } from '../../http/schemas'
 import { CUSTOM_FIELD_TYPES } from '../../db/schema'
 
@@ -16,6 +16,7 @@ export const CustomFieldSchema = t.Object({
   created_at: t.String(),
   updated_at: t.String(),
 })
+export type CustomFieldView = Static<typeof CustomFieldSchema>
 
 export const CreateCustomFieldBody = t.Object({
   key: t.String({ minLength: 1, maxLength: 63, description: 'Lower snake case, unique; cannot change later.' }),

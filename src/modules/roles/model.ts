@@ -1,4 +1,4 @@
-import { t } from 'elysia'
+import { t, type Static } from 'elysia'
 
 const Permissions = t.Array(t.String({ maxLength: 100 }), {
   maxItems: 1000,
@@ -15,6 +15,7 @@ export const RoleSchema = t.Object({
   created_at: t.String({ format: 'date-time' }),
   updated_at: t.String({ format: 'date-time' }),
 })
+export type RoleView = Static<typeof RoleSchema>
 
 export const CreateRoleBody = t.Object({
   name: t.String({ minLength: 1, maxLength: 100 }),

@@ -1,4 +1,4 @@
-import { t } from 'elysia'
+import { t, type Static } from 'elysia'
 import { MAX_CONDITIONS, MAX_DEPTH } from './rules'
 
 /**
@@ -32,6 +32,7 @@ export const SegmentSchema = t.Object({
   created_at: t.String({ format: 'date-time' }),
   updated_at: t.String({ format: 'date-time' }),
 })
+export type SegmentView = Static<typeof SegmentSchema>
 
 export const CreateSegmentBody = t.Object({
   name: t.String({ minLength: 1, maxLength: 200 }),

@@ -19,6 +19,13 @@ function cli(argv: string[], env: Record<string, string> = {}) {
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'mailroom-cli-'))
 
+/** A data directory with a migrated database: commands other than serve and migrate need one. */
+async function migratedDir(): Promise<string> {
+  const dir = dataDir()
+  expect(await cli(['migrate', '--data-dir', dir]).done).toBe(0)
+  return dir
+}
+
 describe('command line', () => {
   test('--version and --help', async () => {
     const v = cli(['--version'])
@@ -42,7 +49,7 @@ describe('command line', () => {
       [['keys', 'create', '--role', 'Administrator', '--name', 'x', '--rate-limit', 'fast'], {}, /--rate-limit takes a whole number/],
       [['backup'], {}, /backup takes one PATH/],
     ] as Array<[string[], Record<string, string>, RegExp]>) {
-      const r = cli([...argv, '--data-dir', dataDir()], env)
+      const r = cli([...argv, '--data-dir', await migratedDir()], env)
       expect(await r.done).toBe(2)
       expect(r.err).toHaveLength(1)
       expect(r.err[0]).toMatch(message)
@@ -50,7 +57,7 @@ describe('command line', () => {
   })
 
   test('keys create prints the key once, keys list and roles list show it without the secret', async () => {
-    const dir = dataDir()
+    const dir = await migratedDir()
     const created = cli([
       'keys',
       'create',

@@ -147,7 +147,11 @@ function openStore(config: Config, clock: Clock, log: ReturnType<typeof createLo
     if (created) log.info('secret key file created', { path: resolve(config.secret_key_file), key_id: box.keyId })
     const deps: Deps = { db, clock, log, config, secrets: box }
     const sealed = sealStoredSecrets(deps, box)
-    if (sealed) log.info('stored secrets sealed', { count: sealed, key_id: box.keyId })
+    if (sealed) {
+      // The WAL still holds the pages as they were: fold it into the file and empty it.
+      db.$client.run('PRAGMA wal_checkpoint(TRUNCATE)')
+      log.info('stored secrets sealed', { count: sealed, key_id: box.keyId })
+    }
     ensureBuiltinRoles(deps)
     return deps
   } catch (e) {

@@ -107,8 +107,13 @@ function prepareDataDir(dir: string, log: ReturnType<typeof createLogger>): void
   if (mode & 0o022)
     throw new StopError(`the data directory ${dir} is writable by ${mode & 0o002 ? 'anyone' : 'its group'} (mode ${mode.toString(8)}); run chmod 700 ${dir}`)
   if (mode & 0o077) {
-    chmodSync(dir, 0o700)
-    log.warn('data directory narrowed to mode 700', { data_dir: dir, was: mode.toString(8) })
+    try {
+      chmodSync(dir, 0o700)
+      log.warn('data directory narrowed to mode 700', { data_dir: dir, was: mode.toString(8) })
+    } catch (e) {
+      // Not its owner: the files inside are 0600 all the same.
+      log.warn('data directory is readable by others; chmod 700 it', { data_dir: dir, mode: mode.toString(8), error: (e as Error).message })
+    }
   }
 }
 

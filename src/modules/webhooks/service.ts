@@ -349,7 +349,7 @@ export async function testWebhook(deps: Deps, id: number, input: { kinds?: strin
   let kinds = input.kinds !== undefined ? checkKinds(input.kinds) : w.kinds
   if (kinds.includes('*')) kinds = input.kinds !== undefined ? [...WEBHOOK_EVENT_KINDS] : ['contact.subscribed']
   const now = deps.clock.now()
-  const secrets = signingSecrets(w, now)
+  const secrets = signingSecrets(w, now).map(deps.secrets.open)
   return Promise.all(
     kinds.map(async (kind, i) => {
       const body = payloadOf(sampleEvent(kind, now))

@@ -85,7 +85,7 @@ describe('secrets at rest', () => {
       expect((await call('POST', '/api/v2/sending-nodes', node)).status).toBe(201)
       const fbl = { name: 'Yahoo', kind: 'imap', host: 'imap.example.net', username: 'fbl@example.net', password: IMAP_PASSWORD }
       expect((await call('POST', '/api/v2/feedback-loops', fbl)).status).toBe(201)
-      const hook = await call('POST', '/api/v2/webhooks', { url: 'http://127.0.0.1:9/hook', kinds: ['*'] })
+      const hook = await call('POST', '/api/v2/webhooks', { endpoint: 'http://127.0.0.1:9/hook', events: ['*'] })
       expect(hook.status).toBe(201)
       webhookSecret = hook.body.data.secret
       // The server opens what it sealed: rotating to the same secret is refused as "must differ".

@@ -60,7 +60,7 @@ export function hasSealedSecrets(deps: Pick<Deps, 'db'>): boolean {
 
 /**
  * A server secret kept in `system_state`, made on first use (32 random bytes), sealed like
- * the other secrets. Used for the HMAC of return-path tokens (src/smtp/verp.ts) and tracking
+ * the other secrets. Used for the HMAC of return-path tokens (src/lib/return-path-token.ts) and tracking
  * links. It lives in the database with the DKIM keys, so a restored backup (with its key)
  * keeps verifying the bounces of mail sent before it.
  */

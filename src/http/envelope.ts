@@ -30,7 +30,12 @@ export interface ErrorDialect {
 /** Turns a schema failure into field -> messages; `/allowed_ips/0` becomes `allowed_ips.0`. */
 export function validationDetails(error: ValidationError): ErrorDetails {
   const details: ErrorDetails = {}
-  const all = (error.all ?? []) as Array<{ path?: string; message?: string; summary?: string; schema?: { description?: string; enum?: unknown[]; error?: unknown } }>
+  const all = (error.all ?? []) as Array<{
+    path?: string
+    message?: string
+    summary?: string
+    schema?: { description?: string; enum?: unknown[]; error?: unknown }
+  }>
   for (const issue of all) {
     const field = (issue.path ?? '').replace(/^\//, '').replace(/\//g, '.') || error.type
     // TypeBox words an enum failure as "Expected kind 'UnionEnum'"; say what is allowed instead.

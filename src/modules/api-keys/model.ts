@@ -1,4 +1,5 @@
 import { t, type Static } from 'elysia'
+import { PageQuery, NameString } from '../../http/schemas'
 
 const RateLimit = t.Union([t.Integer({ minimum: 1, maximum: 1_000_000 }), t.Null()], {
   description: 'Requests per minute; null means unlimited. Omitted on create: the server default (600 unless configured).',
@@ -31,7 +32,7 @@ export const CreatedApiKeySchema = t.Composite([
 ])
 
 export const CreateApiKeyBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: NameString(),
   role_id: t.Integer({ minimum: 1 }),
   rate_limit: t.Optional(RateLimit),
   allowed_ips: t.Optional(AllowedIps),

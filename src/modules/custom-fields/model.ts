@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { enumOf } from '../../http/schemas'
+import { enumOf, NameString } from '../../http/schemas'
 import { CUSTOM_FIELD_TYPES } from '../../db/schema'
 
 const FieldType = enumOf(CUSTOM_FIELD_TYPES)
@@ -20,7 +20,7 @@ export type CustomFieldView = Static<typeof CustomFieldSchema>
 
 export const CreateCustomFieldBody = t.Object({
   key: t.String({ minLength: 1, maxLength: 63, description: 'Lower snake case, unique; cannot change later.' }),
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: NameString(),
   type: FieldType,
   options: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 200 }), { maxItems: 500 })),
   required: t.Optional(t.Boolean()),
@@ -28,7 +28,7 @@ export const CreateCustomFieldBody = t.Object({
 })
 
 export const UpdateCustomFieldBody = t.Object({
-  name: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
+  name: t.Optional(NameString()),
   options: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 200 }), { maxItems: 500 })),
   required: t.Optional(t.Boolean()),
   default_value: t.Optional(FieldValue),

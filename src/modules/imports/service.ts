@@ -75,7 +75,7 @@ export function resolveMapping(deps: Deps, header: string[] | null, explicit: Re
  * arrives; nothing of it is held in memory. Refusals remove the partial file.
  */
 async function storeUpload(body: ReadableStream<Uint8Array>, path: string, maxBytes: number): Promise<number> {
-  const out = createWriteStream(path)
+  const out = createWriteStream(path, { mode: 0o600 })
   const decoder = new TextDecoder('utf-8', { fatal: true })
   let bytes = 0
   try {
@@ -115,7 +115,7 @@ export async function createImport(deps: Deps, input: NewImport, body: ReadableS
   if (!listExists(deps, input.list_id)) throw invalidField('list_id', `No list with id ${input.list_id}.`)
   if (!body) throw invalidField('file', 'is missing: send the file as the request body')
   const dir = join(deps.config.data_dir, 'imports')
-  mkdirSync(dir, { recursive: true })
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
   const path = join(dir, `${crypto.randomUUID()}.${input.format}`)
   const bytes = await storeUpload(body, path, deps.config.max_import_bytes)
   try {

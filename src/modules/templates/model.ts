@@ -1,4 +1,5 @@
 import { t, type Static } from 'elysia'
+import { NameString } from '../../http/schemas'
 
 /** Each of html and text, in UTF-8 bytes. */
 export const MAX_PART_BYTES = 512 * 1024
@@ -66,7 +67,7 @@ const Mailbox = (what: string) =>
   )
 
 export const CreateTemplateBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: NameString(),
   description: t.Optional(t.String({ maxLength: 2000 })),
   subject: Subject,
   html: Part('HTML part'),
@@ -76,7 +77,7 @@ export const CreateTemplateBody = t.Object({
 })
 
 export const UpdateTemplateBody = t.Object({
-  name: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
+  name: t.Optional(NameString()),
   description: t.Optional(t.String({ maxLength: 2000 })),
   subject: t.Optional(Subject),
   html: Part('HTML part'),

@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { SERVER_BODY_CAP } from '../../src/http/body'
+import { UNLIMITED } from '../../src/lib/rate-limit'
+import { testApp } from '../support/app'
+
+/** Issue 13's HTTP findings, each through a real listener on loopback. */
+const t = testApp()
+let base = ''
+const admin = t.makeKey()
+
+beforeAll(() => {
+  t.app.listen({ hostname: '127.0.0.1', port: 0, maxRequestBodySize: SERVER_BODY_CAP })
+  base = `http://127.0.0.1:${t.app.server!.port}`
+})
+afterAll(() => t.app.stop(true))
+
+interface Answer {
+  status: number
+  headers: Headers
+  body: any
+}
+
+async function send(
+  method: string,
+  path: string,
+  opts: { key?: string | null; body?: string; type?: string; headers?: Record<string, string> } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...opts.headers }
+  const key = opts.key === undefined ? admin.key : opts.key
+  if (key) headers.authorization = `Bearer ${key}`
+  if (opts.body !== undefined) headers['content-type'] = opts.type ?? 'application/json'
+  const res = await fetch(base + path, { method, headers, body: opts.body })
+  const text = await res.text()
+  let body: unknown = text
+  try {
+    body = JSON.parse(text)
+  } catch {}
+  return { status: res.status, headers: res.headers, body }
+}
+
+describe('item 7: a key in the URL is refused even beside a valid header', () => {
+  for (const param of ['api_key', 'apikey', 'key', 'token', 'access_token']) {
+    test(`?${param}= with a valid Authorization header -> 401`, async () => {
+      const r = await send('GET', `/api/v2/roles?${param}=${admin.key}`)
+      expect(r.status).toBe(401)
+      expect(r.body.error.code).toBe('unauthorized')
+      expect(r.body.error.message).toMatch(/never in the URL/)
+    })
+  }
+  test('the same request without the URL key succeeds', async () => {
+    expect((await send('GET', '/api/v2/roles')).status).toBe(200)
+  })
+})
+
+describe('item 8: application/*+json bodies are parsed as JSON', () => {
+  for (const type of ['application/merge-patch+json', 'application/vnd.api+json', 'application/problem+json; charset=utf-8']) {
+    test(`${type}`, async () => {
+      const name = `list ${type}`
+      const created = await send('POST', '/api/v2/lists', { body: JSON.stringify({ name }), type })
+      expect(created.status).toBe(201)
+      expect(created.body.data.name).toBe(name)
+      const patched = await send('PATCH', `/api/v2/lists/${created.body.data.id}`, { body: JSON.stringify({ name: `${name} renamed` }), type })
+      expect(patched.status).toBe(200)
+      expect(patched.body.data.name).toBe(`${name} renamed`)
+    })
+  }
+  test('a +json body that is not JSON is a 400 like any other', async () => {
+    const r = await send('POST', '/api/v2/lists', { body: '{"name":', type: 'application/merge-patch+json' })
+    expect(r.status).toBe(400)
+    expect(r.body.error.code).toBe('bad_request')
+  })
+})
+
+describe('item 15: X-RateLimit-* on every authenticated response', () => {
+  const limited = t.makeKey({ rate_limit: 50, permissions: ['lists.read'] })
+  const unlimited = t.makeKey({ rate_limit: null, permissions: ['lists.read'] })
+  const cases: Array<[name: string, method: string, path: string, status: number]> = [
+    ['200', 'GET', '/api/v2/lists', 200],
+    ['404 of a record', 'GET', '/api/v2/lists/999999', 404],
+    ['404 of a path no route serves', 'GET', '/api/v2/no-such-thing', 404],
+    ['403 of a permission the role lacks', 'GET', '/api/v2/roles', 403],
+    ['422 of a bad query', 'GET', '/api/v2/lists?per_page=0', 422],
+  ]
+  for (const [name, method, path, status] of cases) {
+    test(`limited key, ${name}`, async () => {
+      const r = await send(method, path, { key: limited.key })
+      expect(r.status).toBe(status)
+      expect(r.headers.get('x-ratelimit-limit')).toBe('50')
+      expect(Number(r.headers.get('x-ratelimit-remaining'))).toBeLessThan(50)
+      expect(Number(r.headers.get('x-ratelimit-reset'))).toBeGreaterThan(0)
+    })
+    test(`unlimited key, ${name}`, async () => {
+      const r = await send(method, path, { key: unlimited.key })
+      expect(r.status).toBe(status)
+      expect(r.headers.get('x-ratelimit-limit')).toBe(String(UNLIMITED))
+      expect(r.headers.get('x-ratelimit-remaining')).toBe(String(UNLIMITED))
+      expect(Number(r.headers.get('x-ratelimit-reset'))).toBeGreaterThan(0)
+    })
+  }
+  test('a refusal before the limit applies (403) is not counted', async () => {
+    const k = t.makeKey({ rate_limit: 5, permissions: ['lists.read'] })
+    await send('GET', '/api/v2/lists', { key: k.key })
+    const refused = await send('GET', '/api/v2/roles', { key: k.key })
+    expect(refused.status).toBe(403)
+    expect(refused.headers.get('x-ratelimit-remaining')).toBe('4')
+    expect((await send('GET', '/api/v2/lists', { key: k.key })).headers.get('x-ratelimit-remaining')).toBe('3')
+  })
+})
+
+describe('item 1: deeply nested JSON is refused before validation', () => {
+  const deepObject = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth)
+  const deepArray = (depth: number) => '['.repeat(depth) + ']'.repeat(depth)
+  const bodies: Array<[name: string, path: string, body: string]> = [
+    ['120 KB of nested objects in a typed field', '/api/v2/contacts', `{"email":"a@example.org","list_id":1,"fields":${deepObject(24_000)}}`],
+    ['nested arrays of depth 10,000', '/api/v2/lists', `{"name":${deepArray(10_000)}}`],
+    ['a nested array as the whole body', '/api/v2/roles', deepArray(10_000)],
+    ['depth 33', '/api/v2/lists', `{"name":${deepArray(32)}}`],
+  ]
+  for (const [name, path, body] of bodies) {
+    test(`${name} -> 400 bad_request, while /health answers`, async () => {
+      const [deep, health] = await Promise.all([send('POST', path, { body }), send('GET', '/health', { key: null })])
+      expect(deep.status).toBe(400)
+      expect(deep.body.error.code).toBe('bad_request')
+      expect(deep.body.error.message).toMatch(/nested more than 32 levels/)
+      expect(health.status).toBe(200)
+    })
+  }
+
+  test('depth 32 passes the guard and reaches validation', async () => {
+    const r = await send('POST', '/api/v2/lists', { body: `{"name":${deepArray(31)}}` })
+    expect(r.status).toBe(422)
+    expect(r.body.error.code).toBe('validation_failed')
+    expect(Object.keys(r.body.error.details)).toEqual(['name'])
+  })
+
+  test('brackets inside strings, escaped quotes included, do not count', async () => {
+    const name = `\\"${'[{'.repeat(40)}`
+    const r = await send('POST', '/api/v2/lists', { body: `{"name":"${name}"}` })
+    expect(r.status).toBe(201)
+    expect(r.body.data.name).toBe(`"${'[{'.repeat(40)}`)
+  })
+
+  test('the same guard for a chunked body of undeclared length', async () => {
+    const body = `{"name":${deepArray(10_000)}}`
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode(body))
+        c.close()
+      },
+    })
+    const res = await fetch(`${base}/api/v2/lists`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin.key}`, 'content-type': 'application/json' },
+      body: stream,
+    })
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as any).error.message).toMatch(/nested more than 32 levels/)
+  })
+})

@@ -1,5 +1,5 @@
 import { t, type TSchema } from 'elysia'
-import { MAX_PER_PAGE, type PageMeta } from '../lib/pagination'
+import { MAX_PAGE, MAX_PER_PAGE, type PageMeta } from '../lib/pagination'
 
 /** `{ success: true, data }` around a record schema. */
 export const Envelope = <T extends TSchema>(data: T) => t.Object({ success: t.Literal(true), data })
@@ -26,13 +26,31 @@ export const ErrorEnvelope = t.Object(
   { $id: '#/components/schemas/Error' },
 )
 
-/** page and per_page, as the spec defines them; out-of-range values get 422. */
-export const PageQuery = {
-  page: t.Optional(t.Integer({ minimum: 1, default: undefined, description: 'Page number, from 1.' })),
-  per_page: t.Optional(t.Integer({ minimum: 1, maximum: MAX_PER_PAGE, description: `Records per page, default 25, at most ${MAX_PER_PAGE}.` })),
+/**
+ * A whole number in a query string, checked as text. Elysia's `t.Integer` accepts any
+ * string that `Number()` reads as an integer (" " is 0, "1e20" is 10^20) and checks the range
+ * only when decoding, where its error loses the field name ("property"). Here the digits and
+ * the range are one pattern, so the schema check itself fails, naming the field, and the
+ * handler gets a number. `minimum` and `maximum` (which TypeBox does not check on a string)
+ * tell readers of the OpenAPI document, and `humanMessage`, the range.
+ */
+function queryWholeNumber(pattern: string, minimum: number, maximum: number, description: string) {
+  return t
+    .Transform(t.String({ pattern, minimum, maximum, description }))
+    .Decode((text) => Number(text))
+    .Encode((n) => String(n))
 }
 
-export const IdParams = t.Object({ id: t.Integer({ minimum: 1, description: 'Record id.' }) })
+/** page and per_page, as the spec defines them; out-of-range values get 422 naming the field. */
+export const PageQuery = {
+  // 1 to 1,000,000,000: leading zeros, signs, exponents and spaces are refused.
+  page: t.Optional(queryWholeNumber('^(?:[1-9][0-9]{0,8}|1000000000)$', 1, MAX_PAGE, `Page number, from 1 to ${MAX_PAGE}.`)),
+  // 1 to 100 (MAX_PER_PAGE).
+  per_page: t.Optional(queryWholeNumber('^(?:[1-9][0-9]?|100)$', 1, MAX_PER_PAGE, `Records per page, default 25, at most ${MAX_PER_PAGE}.`)),
+}
+
+// Up to 15 digits: every id a table can hold, and never a float that SQLite would bind as one.
+export const IdParams = t.Object({ id: queryWholeNumber('^[1-9][0-9]{0,14}$', 1, 999_999_999_999_999, 'Record id.') })
 
 /** Wraps a record in the success envelope. */
 export function ok<T>(data: T): { success: true; data: T } {

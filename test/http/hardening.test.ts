@@ -157,3 +157,60 @@ describe('item 1: deeply nested JSON is refused before validation', () => {
     expect(((await res.json()) as any).error.message).toMatch(/nested more than 32 levels/)
   })
 })
+
+describe('item 2: pagination bounds on every paginated route', () => {
+  const routes = [
+    '/api/v2/roles',
+    '/api/v2/api-keys',
+    '/api/v2/contacts',
+    '/api/v2/lists',
+    '/api/v2/events',
+    '/api/v2/suppressions',
+    '/api/v2/templates',
+    '/api/v2/activity-logs',
+  ]
+  const refused: Array<[query: string, field: 'page' | 'per_page']> = [
+    ['per_page=-1', 'per_page'],
+    ['per_page=1000', 'per_page'],
+    ['per_page=101', 'per_page'],
+    ['per_page=0', 'per_page'],
+    ['per_page=%20', 'per_page'],
+    ['per_page=', 'per_page'],
+    ['per_page=1.5', 'per_page'],
+    ['per_page=1e2', 'per_page'],
+    ['per_page=abc', 'per_page'],
+    ['page=0', 'page'],
+    ['page=-1', 'page'],
+    ['page=1e20', 'page'],
+    ['page=1e308', 'page'],
+    ['page=1000000001', 'page'],
+    ['page=%2B1', 'page'],
+  ]
+  for (const path of routes) {
+    for (const [query, field] of refused) {
+      test(`${path}?${query} -> 422 naming ${field}`, async () => {
+        const r = await send('GET', `${path}?${query}`)
+        expect(r.status).toBe(422)
+        expect(r.body.error.code).toBe('validation_failed')
+        expect(Object.keys(r.body.error.details)).toEqual([field])
+        expect(r.body.error.details[field]).toEqual([
+          field === 'page' ? 'must be a whole number from 1 to 1,000,000,000' : 'must be a whole number from 1 to 100',
+        ])
+      })
+    }
+    test(`${path}: meta fields are integers at the bounds`, async () => {
+      for (const query of ['per_page=100', 'per_page=1&page=1000000000', 'page=2&per_page=3', '']) {
+        const r = await send('GET', `${path}?${query}`)
+        expect(r.status).toBe(200)
+        for (const k of ['current_page', 'per_page', 'total', 'last_page']) expect(Number.isInteger(r.body.meta[k])).toBe(true)
+      }
+    })
+  }
+  test('a record id in the path is checked the same way', async () => {
+    for (const id of ['0', '-1', '1e20', '1.5']) {
+      const r = await send('GET', `/api/v2/roles/${id}`)
+      expect(r.status).toBe(422)
+      expect(Object.keys(r.body.error.details)).toEqual(['id'])
+    }
+  })
+})

@@ -93,8 +93,7 @@ const E = {
 } as const
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`
-const joinOr = (words: string[]) =>
-  words.length <= 2 ? words.join(' or ') : `${words.slice(0, -1).join(', ')}, or ${words.at(-1)}`
+const joinOr = (words: string[]) => (words.length <= 2 ? words.join(' or ') : `${words.slice(0, -1).join(', ')}, or ${words.at(-1)}`)
 const FORMATS: Record<string, string> = {
   email: 'an email address',
   uri: 'a URL',

@@ -54,6 +54,27 @@ export function nestingBeyond(bytes: Uint8Array, max: number): number {
   return -1
 }
 
+/**
+ * Dotted paths of the `__proto__` keys below the top level of a parsed body. JSON.parse
+ * keeps such a key as an own property, but the framework's schema normalisation copies
+ * records (custom field values and the like) by assignment, which sets the copy's prototype
+ * instead: the key vanished silently (issue 13) where any other unknown key there gets a
+ * 422. No field of this API has that name, so below the top level it is refused. At the top
+ * level it is ignored like any unknown field (docs/api.md "Basics"). Recursion is bounded
+ * by MAX_JSON_DEPTH, checked before parsing.
+ */
+export function protoKeyPaths(value: unknown, path = ''): string[] {
+  if (value === null || typeof value !== 'object') return []
+  const found: string[] = []
+  for (const [key, child] of Object.entries(value)) {
+    if (key === '__proto__' && path === '' && !Array.isArray(value)) continue
+    const here = path ? `${path}.${key}` : key
+    if (key === '__proto__') found.push(here)
+    found.push(...protoKeyPaths(child, here))
+  }
+  return found
+}
+
 /** Reads a body, stopping as soon as it passes the limit (a declared length was checked already, a chunked one is counted here). */
 async function readLimited(body: ReadableStream<Uint8Array>, max: number): Promise<Buffer> {
   const reader = body.getReader()
@@ -107,10 +128,15 @@ export function bodyPlugin(maxBytes: number, routes: () => RouteTable) {
       if (nestingBeyond(bytes, MAX_JSON_DEPTH) !== -1) {
         throw new AppError('bad_request', `The request body is nested more than ${MAX_JSON_DEPTH} levels deep; send flatter JSON.`)
       }
+      let value: unknown
       try {
-        return JSON.parse(bytes.toString('utf8'))
+        value = JSON.parse(bytes.toString('utf8'))
       } catch {
         throw new AppError('bad_request', 'The request body could not be parsed; send valid JSON with Content-Type: application/json.')
       }
+      const proto = protoKeyPaths(value)
+      if (proto.length > 0)
+        throw new AppError('validation_failed', 'The request body is invalid.', Object.fromEntries(proto.map((p) => [p, ['is not a known field']])))
+      return value
     })
 }

@@ -1,6 +1,7 @@
 import { Elysia, ValidationError } from 'elysia'
 import { AppError, ERROR_CODES, type ErrorCode, type ErrorDetails } from '../lib/errors'
 import type { Logger } from '../lib/logger'
+import { NOT_BLANK, type SemanticCheck } from './schemas'
 
 /** A failure before it is written in a wire format. */
 export interface Failure {
@@ -50,6 +51,7 @@ interface Schema {
   exclusiveMaximum?: number
   minLength?: number
   maxLength?: number
+  pattern?: string
   minItems?: number
   maxItems?: number
   minProperties?: number
@@ -201,6 +203,7 @@ export function humanMessage(issue: SchemaIssue): string {
     case E.stringFormat:
       return s.format && FORMATS[s.format] ? `must be ${FORMATS[s.format]}` : `must be in the ${s.format} format`
     case E.stringPattern:
+      if (s.pattern === NOT_BLANK) return 'must not be blank'
       // A whole number checked as text (PageQuery) says so; other patterns are described in the OpenAPI document.
       return s.minimum !== undefined || s.maximum !== undefined ? `must be a whole number${bounds(s)}` : 'is not in the expected form'
     case E.arrayMinItems:
@@ -237,15 +240,46 @@ export function validationDetails(error: ValidationError): ErrorDetails {
 }
 
 /**
+ * Merges a route's semantic check into a schema failure of its body: the check runs on the
+ * top-level fields the schema did not refuse, and adds the fields it finds wrong that the
+ * schema did not already name. A check that throws is a bug; the schema's answer stands.
+ */
+export function mergeSemanticDetails(log: Logger, details: ErrorDetails, body: unknown, check: SemanticCheck | undefined): ErrorDetails {
+  if (!check || body === null || typeof body !== 'object' || Array.isArray(body)) return details
+  const refused = new Set(Object.keys(details).map((f) => f.split('.')[0]!))
+  const passed = Object.fromEntries(Object.entries(body).filter(([k]) => !refused.has(k)))
+  let more: ErrorDetails
+  try {
+    more = check(passed)
+  } catch (error) {
+    log.error('semantic check failed', { error: error instanceof Error ? (error.stack ?? error.message) : String(error) })
+    return details
+  }
+  const merged = { ...details }
+  for (const [field, messages] of Object.entries(more)) {
+    if (!refused.has(field.split('.')[0]!)) merged[field] = messages
+  }
+  return merged
+}
+
+/**
  * Maps every error to the spec's failure envelope. Registered first so it covers every
  * route; a 500 says only "internal" on the wire and the cause goes to the log with the
- * request id.
+ * request id. `checkOf` finds a route's SemanticCheck (by method and route pattern).
  */
-export function envelopePlugin(log: Logger, onFailure: (request: Request, status: number) => void = () => {}, dialects: ErrorDialect[] = []) {
+export function envelopePlugin(
+  log: Logger,
+  onFailure: (request: Request, status: number) => void = () => {},
+  dialects: ErrorDialect[] = [],
+  checkOf: (method: string, route: string) => SemanticCheck | undefined = () => undefined,
+) {
   // Destructured on purpose: Elysia reads a hook's parameter list to decide what to parse
   // for every request; a hook that takes the whole context makes it parse cookies and all.
-  return new Elysia({ name: 'envelope' }).onError({ as: 'global' }, ({ code, error, request, set }) => {
-    const failure = toFailure(log, { code, error, request, set })
+  return new Elysia({ name: 'envelope' }).onError({ as: 'global' }, ({ code, error, request, set, route, body }) => {
+    let failure = toFailure(log, { code, error, request, set })
+    if (code === 'VALIDATION' && (error as ValidationError).type === 'body' && failure.details) {
+      failure = { ...failure, details: mergeSemanticDetails(log, failure.details, body, checkOf(request.method, route)) }
+    }
     const status = ERROR_CODES[failure.code]
     const path = dialects.length > 0 ? new URL(request.url).pathname : ''
     const dialect = dialects.find((d) => path.startsWith(d.prefix))

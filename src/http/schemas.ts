@@ -1,4 +1,5 @@
 import { t, type TSchema } from 'elysia'
+import type { ErrorDetails } from '../lib/errors'
 import { MAX_PAGE, MAX_PER_PAGE, type PageMeta } from '../lib/pagination'
 
 /** `{ success: true, data }` around a record schema. */
@@ -50,6 +51,12 @@ export const PageQuery = {
 }
 
 // Up to 15 digits: every id a table can hold, and never a float that SQLite would bind as one.
+/**
+ * A name's pattern: at least one character that is not white space. Names are stored
+ * trimmed, so "   " would pass `minLength: 1` and be stored as "" (issue 13).
+ */
+export const NOT_BLANK = '\\S'
+
 export const IdParams = t.Object({ id: queryWholeNumber('^[1-9][0-9]{0,14}$', 1, 999_999_999_999_999, 'Record id.') })
 
 /** Wraps a record in the success envelope. */
@@ -71,10 +78,25 @@ export const commonErrors = {
 }
 
 /**
+ * A route's own checks of a request body (that a list exists, that an address is valid),
+ * as field -> messages. Its handler runs them too; the error envelope runs them when the
+ * schema refused the body, on the fields that passed, so that one 422 names every failing
+ * field (issue 13). It must not write anything and must accept any subset of the fields.
+ */
+export type SemanticCheck = (body: Record<string, unknown>) => ErrorDetails
+
+/** Where `requires` keeps a route's SemanticCheck in its `detail`: a symbol, so it stays out of the OpenAPI document. */
+export const SEMANTIC_CHECK = Symbol('semantic check')
+
+/**
  * Route metadata: the permission the route requires (read by the auth layer) and its
  * OpenAPI summary. Every /api/v2 and /v1 route declares one.
  */
-export function requires(permission: string, summary: string, extra: { description?: string; tags?: string[]; contentTypes?: string[] } = {}) {
+export function requires(
+  permission: string,
+  summary: string,
+  extra: { description?: string; tags?: string[]; contentTypes?: string[]; check?: SemanticCheck } = {},
+) {
   const group = permission.split('.')[0]!
   return {
     summary,
@@ -82,6 +104,7 @@ export function requires(permission: string, summary: string, extra: { descripti
     tags: extra.tags ?? [group],
     'x-permission': permission,
     ...(extra.contentTypes ? { 'x-content-types': extra.contentTypes } : {}),
+    ...(extra.check ? { [SEMANTIC_CHECK]: extra.check } : {}),
   }
 }
 

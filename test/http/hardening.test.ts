@@ -214,3 +214,112 @@ describe('item 2: pagination bounds on every paginated route', () => {
     }
   })
 })
+
+describe('item 9: address length, blank names, fields.__proto__', () => {
+  let listId = 0
+  beforeAll(async () => {
+    listId = (await send('POST', '/api/v2/lists', { body: JSON.stringify({ name: 'item 9' }) })).body.data.id
+  })
+  const label = (n: number) => 'd'.repeat(n)
+  test('an address of 255 octets is refused on email; 254 is accepted', async () => {
+    // 64 + 1 + 190 = 255 octets; every part within its own limit.
+    const long = `${'a'.repeat(64)}@${label(63)}.${label(63)}.${label(58)}.org`
+    expect(long.length).toBe(255)
+    const r = await send('POST', '/api/v2/contacts', { body: JSON.stringify({ email: long, list_id: listId }) })
+    expect(r.status).toBe(422)
+    expect(r.body.error.details.email).toEqual(['is longer than 254 characters'])
+    const ok = await send('POST', '/api/v2/contacts', { body: JSON.stringify({ email: long.slice(1), list_id: listId }) })
+    expect(ok.status).toBe(201)
+  })
+  test('a local part of 65 octets is refused', async () => {
+    const r = await send('POST', '/api/v2/contacts', { body: JSON.stringify({ email: `${'a'.repeat(65)}@example.org`, list_id: listId }) })
+    expect(r.status).toBe(422)
+    expect(Object.keys(r.body.error.details)).toEqual(['email'])
+  })
+  const blank: Array<[path: string, body: Record<string, unknown>]> = [
+    ['/api/v2/lists', {}],
+    ['/api/v2/roles', { permissions: [] }],
+    ['/api/v2/api-keys', { role_id: 1 }],
+    ['/api/v2/templates', { subject: 's', html: '<p>x</p>' }],
+    ['/api/v2/custom-fields', { key: 'k', type: 'text' }],
+    ['/api/v2/ip-pools', {}],
+  ]
+  for (const [path, body] of blank) {
+    for (const name of ['   ', '\t\n', '\u00a0']) {
+      test(`POST ${path} with name ${JSON.stringify(name)} -> 422 on name`, async () => {
+        const r = await send('POST', path, { body: JSON.stringify({ ...body, name }) })
+        expect(r.status).toBe(422)
+        expect(r.body.error.details.name).toEqual(['must not be blank'])
+      })
+    }
+  }
+  test('PATCH a list to a blank name -> 422', async () => {
+    const r = await send('PATCH', `/api/v2/lists/${listId}`, { body: JSON.stringify({ name: '  ' }) })
+    expect(r.status).toBe(422)
+    expect(r.body.error.details.name).toEqual(['must not be blank'])
+  })
+  test('a top-level __proto__ is ignored like any unknown field', async () => {
+    const r = await send('POST', '/api/v2/lists', { body: '{"name":"proto top","__proto__":{"x":1}}' })
+    expect(r.status).toBe(201)
+  })
+  for (const raw of ['"__proto__"', '"\\u005f_proto__"']) {
+    test(`fields.${raw} is refused like an unknown key`, async () => {
+      const r = await send('POST', '/api/v2/contacts', { body: `{"email":"proto@example.org","list_id":${listId},"fields":{${raw}:{"x":1}}}` })
+      expect(r.status).toBe(422)
+      expect(r.body.error.code).toBe('validation_failed')
+      expect(Object.keys(r.body.error.details)).toEqual(['fields.__proto__'])
+    })
+  }
+})
+
+describe('item 10: every failing field in one 422, in plain words', () => {
+  const cases: Array<[name: string, body: Record<string, unknown>, details: Record<string, string[]>]> = [
+    [
+      'the spec example: schema passes, two semantic failures',
+      { email: 'not-an-email', list_id: 999 },
+      { email: ['must look like name@example.com'], list_id: ['No list with id 999.'] },
+    ],
+    ['a schema failure beside a semantic one', { email: 5, list_id: 999 }, { email: ['must be a string'], list_id: ['No list with id 999.'] }],
+    [
+      'schema failures beside the custom field check',
+      { email: 'a@example.org', list_id: 'x', first_name: 7, fields: { nope: 1 } },
+      {
+        list_id: ['must be a whole number'],
+        first_name: ['must be a string or null'],
+        'fields.nope': ['is not a custom field; GET /api/v2/custom-fields lists them'],
+      },
+    ],
+    [
+      'a missing field beside semantic failures',
+      { list_id: 999, status: 'zz' },
+      { email: ['is required'], list_id: ['No list with id 999.'], status: ['must be one of: subscribed, unconfirmed, unsubscribed, bounced, complained'] },
+    ],
+  ]
+  for (const [name, body, details] of cases) {
+    test(name, async () => {
+      const r = await send('POST', '/api/v2/contacts', { body: JSON.stringify(body) })
+      expect(r.status).toBe(422)
+      expect(r.body.error.code).toBe('validation_failed')
+      expect(r.body.error.details).toEqual(details)
+    })
+  }
+
+  const words: Array<[path: string, body: Record<string, unknown>, field: string, message: string]> = [
+    ['/api/v2/roles', { permissions: [] }, 'name', 'is required'],
+    ['/api/v2/roles', { name: 5, permissions: [] }, 'name', 'must be a string'],
+    ['/api/v2/roles', { name: 'x', permissions: 'all' }, 'permissions', 'must be a list'],
+    ['/api/v2/roles', { name: 'x'.repeat(101), permissions: [] }, 'name', 'must be at most 100 characters long'],
+    ['/api/v2/api-keys', { name: 'k', role_id: 1, rate_limit: 0 }, 'rate_limit', 'must be a whole number from 1 to 1,000,000 or null'],
+    ['/api/v2/api-keys', { name: 'k', role_id: 1.5 }, 'role_id', 'must be a whole number of at least 1'],
+    ['/api/v2/api-keys', { name: 'k', role_id: 1, status: 'paused' }, 'status', 'must be one of: active, inactive'],
+    ['/v1/send', { from: 'a@example.org', to: 'b@example.org', subject: 5, text: 'x' }, 'subject', 'must be a string'],
+  ]
+  for (const [path, body, field, message] of words) {
+    test(`${path} ${JSON.stringify(body).slice(0, 60)} -> ${field}: ${message}`, async () => {
+      const r = await send('POST', path, { body: JSON.stringify(body) })
+      expect(r.status).toBe(422)
+      expect(r.body.error.details[field]).toEqual([message])
+      expect(JSON.stringify(r.body.error.details)).not.toMatch(/Expected|should be one of|'integer'/)
+    })
+  }
+})

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { PageQuery } from '../../http/schemas'
+import { PageQuery, NOT_BLANK } from '../../http/schemas'
 
 const RateLimit = t.Union([t.Integer({ minimum: 1, maximum: 1_000_000 }), t.Null()], {
   description: 'Requests per minute; null means unlimited. Omitted on create: the server default (600 unless configured).',
@@ -31,7 +31,7 @@ export const CreatedApiKeySchema = t.Composite([
 ])
 
 export const CreateApiKeyBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: t.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK }),
   role_id: t.Integer({ minimum: 1 }),
   rate_limit: t.Optional(RateLimit),
   allowed_ips: t.Optional(AllowedIps),

@@ -5,7 +5,7 @@ import { BulkDeleteBody, BulkDeleteResult, commonErrors, Envelope, ErrorEnvelope
 import { AppError, notFound } from '../../lib/errors'
 import { grants } from '../permissions/catalog'
 import { BatchAddBody, BatchAddResult, ContactSchema, CreateContactBody, ListContactsQuery, UpdateContactBody } from './model'
-import { batchAddContacts, createContact, deleteContacts, getContact, listContacts, updateContact } from './service'
+import { batchAddContacts, contactCreateProblems, createContact, deleteContacts, getContact, listContacts, updateContact } from './service'
 
 const tags = ['contacts']
 
@@ -26,6 +26,7 @@ export function contactRoutes(deps: Deps, authOf: AuthOf) {
         detail: requires('contacts.create', 'Create a contact', {
           tags,
           description: 'The address must be valid and the list must exist (422 otherwise); an address already on the list is 409.',
+          check: (body) => contactCreateProblems(deps, body),
         }),
       },
     )

@@ -15,6 +15,7 @@ import {
   Paged,
   PageQuery,
   requires,
+  NOT_BLANK,
 } from '../../http/schemas'
 import { createFeedbackLoop, deleteFeedbackLoops, getFeedbackLoop, listFeedbackLoops, MIN_POLL_SECONDS, updateFeedbackLoop } from './service'
 
@@ -41,7 +42,7 @@ const AccountSchema = t.Object({
 })
 
 const Fields = {
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: t.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK }),
   address: t.Optional(nullable(t.String({ maxLength: 320, description: "kind address: at this server's host name or a return-path host." }))),
   host: t.Optional(nullable(t.String({ maxLength: 253 }))),
   port: t.Optional(nullable(t.Integer({ minimum: 1, maximum: 65535, description: 'Default 993 with tls, 143 without.' }))),

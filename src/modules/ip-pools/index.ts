@@ -1,7 +1,20 @@
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
-import { BulkDeleteBody, BulkDeleteResult, commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from '../../http/schemas'
+import {
+  BulkDeleteBody,
+  BulkDeleteResult,
+  commonErrors,
+  Envelope,
+  ErrorEnvelope,
+  IdParams,
+  ok,
+  okPage,
+  Paged,
+  PageQuery,
+  requires,
+  NOT_BLANK,
+} from '../../http/schemas'
 import { createPool, deletePools, getPool, listPools, MAX_WEIGHT, updatePool } from './service'
 
 const tags = ['ip pools']
@@ -31,7 +44,7 @@ const MembersSchema = t.Array(
 )
 
 const CreatePoolBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: t.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK }),
   is_default: t.Optional(t.Boolean({ description: 'Make this the default pool (the previous default stops being one).' })),
   members: t.Optional(MembersSchema),
 })

@@ -1,7 +1,20 @@
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
-import { BulkDeleteBody, BulkDeleteResult, commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from '../../http/schemas'
+import {
+  BulkDeleteBody,
+  BulkDeleteResult,
+  commonErrors,
+  Envelope,
+  ErrorEnvelope,
+  IdParams,
+  ok,
+  okPage,
+  Paged,
+  PageQuery,
+  requires,
+  NOT_BLANK,
+} from '../../http/schemas'
 import { CONTACT_STATUSES } from '../../db/schema'
 import { createList, deleteLists, getList, listLists, updateList } from './service'
 
@@ -18,7 +31,10 @@ const ListSchema = t.Object({
   created_at: t.String(),
   updated_at: t.String(),
 })
-const CreateListBody = t.Object({ name: t.String({ minLength: 1, maxLength: 200 }), description: t.Optional(t.String({ maxLength: 2000 })) })
+const CreateListBody = t.Object({
+  name: t.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK }),
+  description: t.Optional(t.String({ maxLength: 2000 })),
+})
 
 /** /api/v2/lists */
 export function listRoutes(deps: Deps, authOf: AuthOf) {

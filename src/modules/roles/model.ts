@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { NOT_BLANK } from '../../http/schemas'
 
 const Permissions = t.Array(t.String({ maxLength: 100 }), {
   maxItems: 1000,
@@ -17,7 +18,7 @@ export const RoleSchema = t.Object({
 })
 
 export const CreateRoleBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 100 }),
+  name: t.String({ minLength: 1, maxLength: 100, pattern: NOT_BLANK }),
   description: t.Optional(t.String({ maxLength: 1000 })),
   permissions: Permissions,
 })

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { NOT_BLANK } from '../../http/schemas'
 import { MAX_CONDITIONS, MAX_DEPTH } from './rules'
 
 /**
@@ -34,7 +35,7 @@ export const SegmentSchema = t.Object({
 })
 
 export const CreateSegmentBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: t.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK }),
   description: t.Optional(t.String({ maxLength: 2000 })),
   rules: RulesSchema,
 })

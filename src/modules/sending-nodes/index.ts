@@ -15,6 +15,7 @@ import {
   Paged,
   PageQuery,
   requires,
+  NOT_BLANK,
 } from '../../http/schemas'
 import { createSendingNode, deleteSendingNodes, getSendingNode, listSendingNodes, updateSendingNode } from './service'
 
@@ -45,7 +46,7 @@ const SendingNodeSchema = t.Object({
 const NoControl = '^[^\\u0000-\\u001f\\u007f]*$'
 
 const NodeFields = {
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: t.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK }),
   kind: enumOf(NODE_KINDS),
   pool_id: t.Optional(Nullable(t.Integer({ minimum: 1 }), 'direct only.')),
   relay_host: t.Optional(Nullable(t.String({ minLength: 1, maxLength: 253 }), 'relay: host name or IP address of the smart host (required).')),

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { NOT_BLANK } from '../../http/schemas'
 import { MAX_PART_BYTES, MAX_SUBJECT_LENGTH } from './service'
 
 const summaryFields = {
@@ -41,7 +42,7 @@ const Part = (what: string) =>
   )
 
 export const CreateTemplateBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: t.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK }),
   description: t.Optional(t.String({ maxLength: 2000 })),
   subject: Subject,
   html: Part('HTML part'),
@@ -49,7 +50,7 @@ export const CreateTemplateBody = t.Object({
 })
 
 export const UpdateTemplateBody = t.Object({
-  name: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
+  name: t.Optional(t.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK })),
   description: t.Optional(t.String({ maxLength: 2000 })),
   subject: t.Optional(Subject),
   html: Part('HTML part'),

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config'
 import { openDatabase } from '../src/db/client'
 import { migrate } from '../src/db/migrate'
-import { createWebhookDispatcher } from '../src/jobs/webhooks'
+import { createWebhookDispatcher } from '../src/modules/webhooks/dispatcher'
 import { systemClock } from '../src/lib/clock'
 import { memoryLogger } from '../src/lib/logger'
 import { emitPrepared } from '../src/modules/events/service'
@@ -36,7 +36,7 @@ export async function run(argv: string[], command: string): Promise<number> {
   migrate(db, { now: systemClock.now() })
   const config = Object.freeze({ ...loadConfig({ env: {}, flags: { 'data-dir': dataDir, 'access-log': 'false' } }), webhooks_allow_private: true })
   const deps = { db, clock: systemClock, log: memoryLogger(), config }
-  await createWebhook(deps, { url: `http://127.0.0.1:${port}/hook`, kinds: ['*'] })
+  await createWebhook(deps, { endpoint: `http://127.0.0.1:${port}/hook`, events: ['*'] })
   const now = systemClock.now()
   db.$client.transaction(() => {
     for (let i = 0; i < n; i++)

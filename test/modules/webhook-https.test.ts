@@ -5,7 +5,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import type { TLSSocket } from 'node:tls'
 import { generate } from 'selfsigned'
 import { Webhook } from 'standardwebhooks'
-import { createWebhookDispatcher } from '../../src/jobs/webhooks'
+import { createWebhookDispatcher } from '../../src/modules/webhooks/dispatcher'
 import { emit } from '../../src/modules/events/service'
 import type { Lookup } from '../../src/modules/webhooks/address'
 import { generateSecret, postWebhook, signatureHeaders } from '../../src/modules/webhooks/post'
@@ -154,7 +154,7 @@ describe('webhooks to https://<name>', () => {
     const rx = await startReceiver(hooks)
     open.push(rx)
     const t = testApp({ webhooks_allow_private: true })
-    const hook = await createWebhook(t.deps, { url: rx.url, kinds: ['*'] })
+    const hook = await createWebhook(t.deps, { endpoint: rx.url, events: ['*'] })
     // The dispatcher's own agents trust the system's authorities only; a self-signed certificate is refused.
     const d = createWebhookDispatcher(t.deps, { lookup: lookupTo('127.0.0.1'), random: () => 0.5 })
     open.push({ close: () => d.stop() })
@@ -183,7 +183,7 @@ describe('webhooks to https://<name>', () => {
     // The same through the dispatcher, for a webhook created while the name resolved to a public
     // address and now answering with loopback (DNS rebinding): refused at connect time, and recorded.
     const t = testApp({ webhooks_allow_private: false })
-    const hook = await createWebhook(t.deps, { url: rx.url, kinds: ['*'] }, { lookup: lookupTo('8.8.8.8') })
+    const hook = await createWebhook(t.deps, { endpoint: rx.url, events: ['*'] }, { lookup: lookupTo('8.8.8.8') })
     const d = createWebhookDispatcher(t.deps, { lookup: lookupTo('127.0.0.1'), random: () => 0.5 })
     open.push({ close: () => d.stop() })
     emit(t.deps.db, t.deps.clock.now(), { kind: 'contact.subscribed', contact_id: 1, list_id: 1, data: { email: 'a@example.com' } })

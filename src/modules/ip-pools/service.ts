@@ -1,38 +1,16 @@
-import { asc, count, eq, inArray } from 'drizzle-orm'
+import { asc, eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
-import { pageMeta, pageRequest } from '../../lib/pagination'
-import { bumpPoolsVersion, poolsVersion } from './version'
+import { bumpPoolsVersion } from './version'
 
 type Row = typeof ipPools.$inferSelect
 
-export interface PoolMemberView {
-  ip_id: number
-  address: string
-  hostname: string
-  weight: number
-}
-
-export interface PoolView {
-  id: number
-  name: string
-  is_default: boolean
-  members: PoolMemberView[]
-  created_at: string
-  updated_at: string
-}
-
-export interface PoolInput {
-  name: string
-  is_default?: boolean
-  members?: Array<{ ip_id: number; weight?: number }>
-}
-
-export const MAX_WEIGHT = 1000
+import type { PoolInput, PoolMemberView, PoolView } from './model'
 
 function membersOf(deps: Deps, poolIds: number[]): Map<number, PoolMemberView[]> {
   const out = new Map<number, PoolMemberView[]>(poolIds.map((id) => [id, []]))
@@ -101,9 +79,8 @@ function checkMembers(deps: Deps, members: NonNullable<PoolInput['members']>): v
   if (Object.keys(details).length) throw new AppError('validation_failed', 'The request data is invalid.', details)
 }
 
-function assertNameFree(deps: Deps, name: string, except?: number): void {
-  const clash = deps.db.select({ id: ipPools.id }).from(ipPools).where(eq(ipPools.name, name)).get()
-  if (clash && clash.id !== except) throw new AppError('conflict', `An IP pool named "${name}" already exists.`)
+function assertNameFree(deps: Deps, name: string, exceptId?: number): void {
+  assertUnique(deps.db, ipPools, ipPools.name, name, { exceptId, message: `An IP pool named "${name}" already exists.` })
 }
 
 /** One pool with its members and their addresses. */
@@ -113,14 +90,13 @@ export function getPool(deps: Deps, id: number): PoolView {
 
 /** A page of pools, oldest first. */
 export function listPools(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(ipPools).get()!.n
-  const rows = deps.db.select().from(ipPools).orderBy(asc(ipPools.id)).limit(req.per_page).offset(req.offset).all()
-  const members = membersOf(
-    deps,
-    rows.map((r) => r.id),
-  )
-  return { items: rows.map((r) => toView(r, members.get(r.id)!)), meta: pageMeta(req, total) }
+  return pageOfTable(deps.db, ipPools, query, (rows: Row[]) => {
+    const members = membersOf(
+      deps,
+      rows.map((r) => r.id),
+    )
+    return rows.map((r) => toView(r, members.get(r.id)!))
+  })
 }
 
 /** Creates a pool; making it the default takes the flag from the previous default in the same transaction. */
@@ -173,106 +149,28 @@ export function updatePool(deps: Deps, id: number, input: Partial<PoolInput>): P
 }
 
 /** Deletes pools; domains, nodes and queued messages that named one fall back to the default pool (foreign keys set null). */
-export function deletePools(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  const found = unique.length
-    ? deps.db
-        .select({ id: ipPools.id })
-        .from(ipPools)
-        .where(inArray(ipPools.id, unique))
-        .all()
-        .map((r) => r.id)
-    : []
-  if (found.length) {
-    deps.db.delete(ipPools).where(inArray(ipPools.id, found)).run()
-    bumpPoolsVersion(deps.db)
-  }
-  return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
+export function deletePools(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, ipPools, ids, () => bumpPoolsVersion(deps.db))
 }
 
 // ---------------------------------------------------------------------------------------
-// Weighted rotation
+// For the delivery engine (src/delivery/ip-rotation.ts)
 // ---------------------------------------------------------------------------------------
 
-export interface SourceIp {
+export interface PoolMemberAddress {
+  pool_id: number
   address: string
   hostname: string
-  pool_id: number
+  weight: number
 }
 
-export interface IpRotation {
-  /** The next source address of a pool (null = the default pool); null when there is no such pool or it has no IPs. */
-  next(poolId: number | null): SourceIp | null
-  /** Forgets the loaded membership; the next call reads it again. */
-  invalidate(): void
-}
-
-interface PoolState {
-  members: Array<{ address: string; hostname: string; weight: number; current: number }>
-  total: number
-}
-
-/** Reload at least this often even when no write was seen here (e.g. `mailroom` CLI writes from another process). */
-const RELOAD_AFTER_MS = 60_000
-
-const rotationStatements = preparedFor((db: Db) => ({
-  members: db.$client.prepare<{ pool_id: number; address: string; hostname: string; weight: number }, []>(
+const memberStatements = preparedFor((db: Db) => ({
+  all: db.$client.prepare<PoolMemberAddress, []>(
     'SELECT m.pool_id, i.address, i.hostname, m.weight FROM ip_pool_members m JOIN ips i ON i.id = m.ip_id ORDER BY m.pool_id, i.id',
   ),
-  defaultPool: db.$client.prepare<{ id: number }, []>('SELECT id FROM ip_pools WHERE is_default = 1 LIMIT 1'),
 }))
 
-/**
- * Picks source addresses by smooth weighted round-robin (the algorithm of nginx's upstream
- * module): each pick adds every member's weight to its running score, takes the highest
- * score and subtracts the pool's total weight from it. Over any window of `total` picks each
- * address gets exactly its weight's share, and picks of one address are spread out instead
- * of coming in bursts (weights 3:1 give a a b a, not a a a b), which keeps the connection
- * rate per IP even.
- *
- * Called once per SMTP connection, so it answers from memory: membership is reloaded only
- * when the change counter of the IP and pool services moved, after invalidate(), or at most
- * every minute. Deterministic for a given membership; the state is per rotation instance.
- */
-export function createIpRotation(deps: Deps): IpRotation {
-  let loadedVersion = -1
-  let loadedAt = 0
-  let defaultId: number | null = null
-  let pools = new Map<number, PoolState>()
-
-  const load = () => {
-    const s = rotationStatements(deps.db)
-    const next = new Map<number, PoolState>()
-    for (const r of s.members.all()) {
-      let state = next.get(r.pool_id)
-      if (!state) next.set(r.pool_id, (state = { members: [], total: 0 }))
-      state.members.push({ address: r.address, hostname: r.hostname, weight: r.weight, current: 0 })
-      state.total += r.weight
-    }
-    pools = next
-    defaultId = s.defaultPool.get()?.id ?? null
-    loadedVersion = poolsVersion(deps.db)
-    loadedAt = deps.clock.now()
-  }
-
-  return {
-    next(poolId) {
-      const now = deps.clock.now()
-      if (loadedVersion !== poolsVersion(deps.db) || now - loadedAt >= RELOAD_AFTER_MS || now < loadedAt) load()
-      const id = poolId ?? defaultId
-      if (id === null) return null
-      const state = pools.get(id)
-      if (!state || state.members.length === 0) return null
-      let best = state.members[0]!
-      for (const m of state.members) {
-        m.current += m.weight
-        if (m.current > best.current) best = m
-      }
-      best.current -= state.total
-      return { address: best.address, hostname: best.hostname, pool_id: id }
-    },
-    invalidate() {
-      loadedVersion = -1
-    },
-  }
+/** Every member of every pool with its address, EHLO name and weight, by pool and then IP id: the rotation's snapshot. */
+export function allPoolMembers(deps: Deps): PoolMemberAddress[] {
+  return memberStatements(deps.db).all.all()
 }

@@ -1,12 +1,12 @@
-import { asc, count, eq, inArray } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import net from 'node:net'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { sendingNodes, type NodeKind, type RelayTlsMode } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
-import { pageMeta, pageRequest } from '../../lib/pagination'
 import { poolExists } from '../ip-pools/service'
 
 type Row = typeof sendingNodes.$inferSelect
@@ -19,41 +19,7 @@ const DAY = 86_400_000
 /** Relay ports by TLS mode when none is given: submission with STARTTLS (RFC 6409), implicit TLS (RFC 8314), plain SMTP. */
 const DEFAULT_RELAY_PORTS: Record<RelayTlsMode, number> = { starttls: 587, tls: 465, none: 25 }
 
-export interface SendingNodeView {
-  id: number
-  name: string
-  kind: NodeKind
-  pool_id: number | null
-  relay_host: string | null
-  relay_port: number | null
-  relay_tls: RelayTlsMode | null
-  relay_username: string | null
-  /** The password is never returned. */
-  has_password: boolean
-  hourly_cap: number | null
-  daily_cap: number | null
-  is_default: boolean
-  active: boolean
-  /** Deliveries counted against the caps in the current clock hour and UTC day. */
-  usage: { this_hour: number; today: number }
-  created_at: string
-  updated_at: string
-}
-
-export interface SendingNodeInput {
-  name: string
-  kind: NodeKind
-  pool_id?: number | null
-  relay_host?: string | null
-  relay_port?: number | null
-  relay_tls?: RelayTlsMode | null
-  relay_username?: string | null
-  relay_password?: string | null
-  hourly_cap?: number | null
-  daily_cap?: number | null
-  is_default?: boolean
-  active?: boolean
-}
+import type { SendingNodeInput, SendingNodeView } from './model'
 
 const statements = preparedFor((db: Db) => ({
   byId: db.$client.prepare<RawRow, [number]>('SELECT * FROM sending_nodes WHERE id = ?'),
@@ -69,7 +35,8 @@ const statements = preparedFor((db: Db) => ({
   prune: db.$client.prepare<never, [number, number]>('DELETE FROM sending_node_usage WHERE node_id = ? AND hour < ?'),
 }))
 
-function usageOf(deps: Deps, nodeId: number, now: number): { this_hour: number; today: number } {
+/** Deliveries counted for a node in the clock hour and the UTC day of `now` (the windows its caps apply to). */
+export function nodeUsage(deps: Deps, nodeId: number, now: number): { this_hour: number; today: number } {
   const s = statements(deps.db)
   const hour = Math.floor(now / HOUR) * HOUR
   const day = Math.floor(now / DAY) * DAY
@@ -91,7 +58,7 @@ function toView(deps: Deps, r: Row): SendingNodeView {
     daily_cap: r.daily_cap,
     is_default: r.is_default,
     active: r.active,
-    usage: usageOf(deps, r.id, deps.clock.now()),
+    usage: nodeUsage(deps, r.id, deps.clock.now()),
     created_at: toIso(r.created_at)!,
     updated_at: toIso(r.updated_at)!,
   }
@@ -167,9 +134,8 @@ function resolveFields(deps: Deps, current: Row | null, input: Partial<SendingNo
   return f
 }
 
-function assertNameFree(deps: Deps, name: string, except?: number): void {
-  const clash = deps.db.select({ id: sendingNodes.id }).from(sendingNodes).where(eq(sendingNodes.name, name)).get()
-  if (clash && clash.id !== except) throw new AppError('conflict', `A sending node named "${name}" already exists.`)
+function assertNameFree(deps: Deps, name: string, exceptId?: number): void {
+  assertUnique(deps.db, sendingNodes, sendingNodes.name, name, { exceptId, message: `A sending node named "${name}" already exists.` })
 }
 
 /** One sending node (without its password). */
@@ -179,10 +145,7 @@ export function getSendingNode(deps: Deps, id: number): SendingNodeView {
 
 /** A page of sending nodes, oldest first. */
 export function listSendingNodes(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(sendingNodes).get()!.n
-  const rows = deps.db.select().from(sendingNodes).orderBy(asc(sendingNodes.id)).limit(req.per_page).offset(req.offset).all()
-  return { items: rows.map((r) => toView(deps, r)), meta: pageMeta(req, total) }
+  return pageOfTable(deps.db, sendingNodes, query, (rows: Row[]) => rows.map((r) => toView(deps, r)))
 }
 
 /** Creates a node; making it the default takes the flag from the previous default in the same transaction. */
@@ -217,18 +180,8 @@ export function updateSendingNode(deps: Deps, id: number, input: Partial<Sending
 }
 
 /** Deletes nodes with their usage counters; queued messages that named one take the default route. */
-export function deleteSendingNodes(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  const found = unique.length
-    ? deps.db
-        .select({ id: sendingNodes.id })
-        .from(sendingNodes)
-        .where(inArray(sendingNodes.id, unique))
-        .all()
-        .map((r) => r.id)
-    : []
-  if (found.length) deps.db.delete(sendingNodes).where(inArray(sendingNodes.id, found)).run()
-  return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
+export function deleteSendingNodes(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, sendingNodes, ids)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -273,47 +226,16 @@ export function resolveNode(deps: Deps, nodeId: number | null): NodeRoute | null
   return row ? toRoute(row) : null
 }
 
-/**
- * How many of `wanted` deliveries the node's caps allow now, counted as used in the same
- * transaction (so two workers cannot both take the last slot). Usage is kept per clock hour;
- * the daily cap is the sum of the hours of the current UTC day. A node without caps allows
- * everything (and still counts, for the usage figures); an unknown node allows nothing.
- */
-export function takeNodeCapacity(deps: Deps, nodeId: number, wanted: number): number {
-  const s = statements(deps.db)
-  const now = deps.clock.now()
-  const hour = Math.floor(now / HOUR) * HOUR
-  const day = Math.floor(now / DAY) * DAY
-  return deps.db.$client
-    .transaction(() => {
-      const caps = s.caps.get(nodeId)
-      if (!caps || wanted <= 0) return 0
-      const hourRow = s.hourUsed.get(nodeId, hour)
-      let allowed = wanted
-      if (caps.hourly_cap !== null) allowed = Math.min(allowed, caps.hourly_cap - (hourRow?.count ?? 0))
-      if (caps.daily_cap !== null) allowed = Math.min(allowed, caps.daily_cap - s.dayUsed.get(nodeId, day, day + DAY)!.n)
-      allowed = Math.max(0, allowed)
-      if (allowed > 0) {
-        // A new hour: drop rows before yesterday, which no cap reads any more.
-        if (!hourRow) s.prune.run(nodeId, day - DAY)
-        s.addUsage.run(nodeId, hour, allowed)
-      }
-      return allowed
-    })
-    .immediate()
+/** A node's caps; null when there is no such node. The cap decisions are the engine's (src/delivery/node-caps.ts). */
+export function nodeCaps(deps: Deps, nodeId: number): { hourly_cap: number | null; daily_cap: number | null } | null {
+  return statements(deps.db).caps.get(nodeId) ?? null
 }
 
-/** When the node's caps allow deliveries again (ms since the epoch): now when they do already. */
-export function nextCapWindow(deps: Deps, nodeId: number): number {
+/** Counts `n` deliveries in the clock hour of `now`; the hour's first count drops the hours before yesterday, which no cap reads any more. */
+export function countNodeUsage(deps: Deps, nodeId: number, now: number, n: number): void {
   const s = statements(deps.db)
-  const now = deps.clock.now()
-  const caps = s.caps.get(nodeId)
-  if (!caps) return now
   const hour = Math.floor(now / HOUR) * HOUR
   const day = Math.floor(now / DAY) * DAY
-  const used = usageOf(deps, nodeId, now)
-  let at = now
-  if (caps.hourly_cap !== null && used.this_hour >= caps.hourly_cap) at = Math.max(at, hour + HOUR)
-  if (caps.daily_cap !== null && used.today >= caps.daily_cap) at = Math.max(at, day + DAY)
-  return at
+  if (!s.hourUsed.get(nodeId, hour)) s.prune.run(nodeId, day - DAY)
+  s.addUsage.run(nodeId, hour, n)
 }

@@ -204,7 +204,8 @@ export function humanMessage(issue: SchemaIssue): string {
       return s.format && FORMATS[s.format] ? `must be ${FORMATS[s.format]}` : `must be in the ${s.format} format`
     case E.stringPattern:
       if (s.pattern === NAME_PATTERN) {
-        return typeof issue.value === 'string' && CONTROL_CHARACTERS.test(issue.value) ? 'must be text without control characters' : 'must not be blank'
+        const value = typeof issue.value === 'string' ? issue.value : ''
+        return value.trim() !== '' && CONTROL_CHARACTERS.test(value) ? 'must be text without control characters' : 'must not be blank'
       }
       // A whole number checked as text (PageQuery) says so; other patterns are described in the OpenAPI document.
       return s.minimum !== undefined || s.maximum !== undefined ? `must be a whole number${bounds(s)}` : 'is not in the expected form'

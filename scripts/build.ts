@@ -2,14 +2,17 @@
  * Builds the single release executable: `npm run build` writes dist/mailroom.
  *
  * Everything the server needs at run time is imported by the source, so the bundler
- * embeds it: migrations (`with { type: 'text' }`), web/index.html (text) and the Scalar
- * docs bundle (`with { type: 'file' }`). The result runs from an empty directory.
+ * embeds it: migrations (`with { type: 'text' }`), web/index.html (text), the Scalar
+ * docs bundle (`with { type: 'file' }`) and the console (web/admin/index.html, an HTML
+ * import: Bun bundles its React code and Tailwind CSS for the browser). The result runs
+ * from an empty directory.
  *
  * Usage: bun run scripts/build.ts [--outfile PATH]
  */
 import { mkdirSync, rmSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import tailwind from 'bun-plugin-tailwind'
 
 const root = join(import.meta.dir, '..')
 
@@ -41,6 +44,8 @@ export async function buildBinary(outfile: string = DEFAULT_OUTFILE): Promise<Bu
     ],
     target: 'bun',
     minify: true,
+    // Tailwind v4 for the console's stylesheet (development uses it via bunfig.toml [serve.static]).
+    plugins: [tailwind],
     // In compile mode the map is embedded in the executable, so a stack trace names src/
     // files and lines even though the code is minified. Bun also writes a copy beside it,
     // removed below: the release is the one file.

@@ -7,7 +7,7 @@ import { envelopePlugin } from './http/envelope'
 import { openapiPlugin } from './http/openapi'
 import { requestLogPlugin } from './http/request-log'
 import { SEMANTIC_CHECK, type SemanticCheck } from './http/schemas'
-import { webPlugin } from './http/web'
+import { consoleDevRoutes, webPlugin } from './http/web'
 import { createRateLimiter } from './lib/rate-limit'
 import { createRouteTable, type RouteInfo, type RouteTable } from './lib/route-table'
 import { activityLogRoutes } from './modules/activity-logs'
@@ -83,7 +83,8 @@ export function buildApp(deps: Deps) {
     attach: (e) => (engine = e),
   }
 
-  const app = new Elysia()
+  // From source, Bun itself bundles and serves the console (hot reload); the binary serves it through webPlugin.
+  const app = new Elysia({ serve: { routes: consoleDevRoutes() } })
     .use(envelopePlugin(deps.log, auth.recordFailure, [resendErrorDialect], (method, route) => checks.get(`${method} ${route}`)))
     .use(requestLogPlugin(deps.log, deps.config.access_log))
     .use(auth.plugin)

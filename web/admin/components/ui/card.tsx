@@ -1,0 +1,32 @@
+import type * as React from 'react'
+import { cn } from '../../lib/utils'
+
+/** A surface that groups related content. */
+export function Card({ className, ...props }: React.ComponentProps<'div'>) {
+  return <div data-slot="card" className={cn('flex flex-col gap-4 rounded-xl border bg-card py-5 text-card-foreground shadow-xs', className)} {...props} />
+}
+
+/** The card's title row. */
+export function CardHeader({ className, ...props }: React.ComponentProps<'div'>) {
+  return <div data-slot="card-header" className={cn('flex flex-col gap-1 px-5', className)} {...props} />
+}
+
+/** The card's heading. */
+export function CardTitle({ className, ...props }: React.ComponentProps<'h3'>) {
+  return <h3 data-slot="card-title" className={cn('text-sm leading-none font-semibold', className)} {...props} />
+}
+
+/** A line under the card's heading. */
+export function CardDescription({ className, ...props }: React.ComponentProps<'p'>) {
+  return <p data-slot="card-description" className={cn('text-sm text-muted-foreground', className)} {...props} />
+}
+
+/** The card's body. */
+export function CardContent({ className, ...props }: React.ComponentProps<'div'>) {
+  return <div data-slot="card-content" className={cn('px-5', className)} {...props} />
+}
+
+/** The card's footer row (actions). */
+export function CardFooter({ className, ...props }: React.ComponentProps<'div'>) {
+  return <div data-slot="card-footer" className={cn('flex items-center gap-2 px-5', className)} {...props} />
+}

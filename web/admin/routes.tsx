@@ -1,0 +1,140 @@
+/**
+ * The console's page registry: every page with its path (under /admin), its sidebar entry
+ * (icon, label, group) and the permission that shows it. A page without a component is
+ * listed as coming: its route says so and does nothing else. To add a page, write
+ * pages/<name>.tsx and set `component` on its entry here.
+ */
+import {
+  BanIcon,
+  BracesIcon,
+  CableIcon,
+  ContactIcon,
+  FileTextIcon,
+  FilterIcon,
+  GlobeIcon,
+  HistoryIcon,
+  KeyRoundIcon,
+  LayoutDashboardIcon,
+  ListIcon,
+  MailIcon,
+  NetworkIcon,
+  SendIcon,
+  ServerIcon,
+  SettingsIcon,
+  ShieldCheckIcon,
+  ShieldIcon,
+  UploadIcon,
+  UsersIcon,
+  WebhookIcon,
+  type LucideIcon,
+} from 'lucide-react'
+import type { ComponentType } from 'react'
+import { DashboardPage } from './pages/dashboard'
+
+/** One page of the console. */
+export interface PageDef {
+  /** Path under /admin ("/" is the dashboard). */
+  path: string
+  label: string
+  icon: LucideIcon
+  /** The permission that shows it in the sidebar and lets it open; null for everyone signed in. */
+  permission: string | null
+  /** What the page is for, one line (the page header and the "coming" note use it). */
+  description: string
+  /** Unset while the page is still to be built. */
+  component?: ComponentType
+}
+
+/** A labelled group of pages in the sidebar. */
+export interface NavGroup {
+  label: string
+  icon: LucideIcon
+  items: PageDef[]
+}
+
+export type NavEntry = PageDef | NavGroup
+
+/** True for a group entry. */
+export function isGroup(e: NavEntry): e is NavGroup {
+  return 'items' in e
+}
+
+/** The sidebar, in order. */
+export const NAV: NavEntry[] = [
+  {
+    path: '/',
+    label: 'Dashboard',
+    icon: LayoutDashboardIcon,
+    permission: null,
+    description: 'Sending activity, the queue and what needs your attention.',
+    component: DashboardPage,
+  },
+  {
+    path: '/messages',
+    label: 'Messages',
+    icon: MailIcon,
+    permission: 'transactional.read',
+    description: 'Search sent messages and follow each one’s delivery timeline.',
+  },
+  {
+    label: 'Audience',
+    icon: UsersIcon,
+    items: [
+      { path: '/lists', label: 'Lists', icon: ListIcon, permission: 'lists.read', description: 'Mailing lists and their subscribers.' },
+      {
+        path: '/contacts',
+        label: 'Contacts',
+        icon: ContactIcon,
+        permission: 'contacts.read',
+        description: 'Everyone on your lists, with their fields and history.',
+      },
+      { path: '/imports', label: 'Imports', icon: UploadIcon, permission: 'contacts.import', description: 'Bring contacts in from CSV files.' },
+      { path: '/segments', label: 'Segments', icon: FilterIcon, permission: 'segments.read', description: 'Audiences defined by rules, counted live.' },
+      { path: '/custom-fields', label: 'Custom fields', icon: BracesIcon, permission: 'custom_fields.read', description: 'Extra data kept on each contact.' },
+      { path: '/suppressions', label: 'Suppressions', icon: BanIcon, permission: 'suppressions.read', description: 'Addresses that must never be mailed.' },
+    ],
+  },
+  { path: '/templates', label: 'Templates', icon: FileTextIcon, permission: 'templates.read', description: 'Message templates with versions and previews.' },
+  {
+    label: 'Sending',
+    icon: SendIcon,
+    items: [
+      {
+        path: '/domains',
+        label: 'Domains',
+        icon: GlobeIcon,
+        permission: 'sending_domains.read',
+        description: 'Sending domains and the DNS records that authenticate them.',
+      },
+      { path: '/ips', label: 'IPs & pools', icon: NetworkIcon, permission: 'ips.read', description: 'Sending addresses and the pools that group them.' },
+      { path: '/nodes', label: 'Nodes', icon: ServerIcon, permission: 'sending_nodes.read', description: 'The machines that deliver mail.' },
+      {
+        path: '/bridges',
+        label: 'Bridges',
+        icon: CableIcon,
+        permission: 'bridges.read',
+        description: 'SMTP credentials for applications that cannot call the API.',
+      },
+    ],
+  },
+  { path: '/webhooks', label: 'Webhooks', icon: WebhookIcon, permission: 'webhooks.read', description: 'Event deliveries to your endpoints.' },
+  {
+    label: 'Access',
+    icon: ShieldIcon,
+    items: [
+      {
+        path: '/api-keys',
+        label: 'API keys',
+        icon: KeyRoundIcon,
+        permission: 'api_keys.read',
+        description: 'Keys for the REST API, their limits and allowlists.',
+      },
+      { path: '/roles', label: 'Roles', icon: ShieldCheckIcon, permission: 'roles.read', description: 'What each key and administrator may do.' },
+      { path: '/activity', label: 'Activity log', icon: HistoryIcon, permission: 'activity_logs.read', description: 'Who changed what, and when.' },
+    ],
+  },
+  { path: '/settings', label: 'Settings', icon: SettingsIcon, permission: 'settings.read', description: 'Administrators, host names and defaults.' },
+]
+
+/** Every page, groups flattened. */
+export const PAGES: PageDef[] = NAV.flatMap((e) => (isGroup(e) ? e.items : [e]))

@@ -27,6 +27,7 @@ import { createImportRunner } from './modules/imports/runner'
 import { suppressionReasons } from './modules/imports/suppressed'
 import { listRoutes } from './modules/lists'
 import { messageRoutes } from './modules/messages'
+import { messageReadRoutes } from './modules/messages/reads'
 import { resendErrorDialect, resendRoutes } from './modules/messages/resend'
 import type { SendingRuntime } from './modules/messages/service'
 import { createKeyResolver, createUsageRecorder } from './modules/api-keys/service'
@@ -120,6 +121,7 @@ export function buildApp(deps: Deps) {
     // messages: sends, message reads, Resend-compatible surface (issue 4)
     .use(messageRoutes(deps, sending, auth.authOf))
     .use(resendRoutes(deps, sending, auth.authOf))
+    .use(messageReadRoutes(deps))
     // open and click tracking, one-click unsubscribe: public links in sent mail (issue 6)
     .use(trackingRoutes(deps, sending))
     // bridges (issue 5)

@@ -6,11 +6,14 @@ import { bodyPlugin } from './http/body'
 import { envelopePlugin } from './http/envelope'
 import { openapiPlugin } from './http/openapi'
 import { requestLogPlugin } from './http/request-log'
+import { sessionRoutes } from './http/session'
 import { SEMANTIC_CHECK, type SemanticCheck } from './http/schemas'
 import { consoleDevRoutes, webPlugin } from './http/web'
 import { createRateLimiter } from './lib/rate-limit'
 import { createRouteTable, type RouteInfo, type RouteTable } from './lib/route-table'
 import { activityLogRoutes } from './modules/activity-logs'
+import { adminRoutes } from './modules/admins'
+import { resolveSession } from './modules/admins/sessions'
 import { apiKeyRoutes } from './modules/api-keys'
 import { bridgeRoutes } from './modules/bridges'
 import { contactRoutes } from './modules/contacts'
@@ -24,6 +27,7 @@ import { createImportRunner } from './modules/imports/runner'
 import { suppressionReasons } from './modules/imports/suppressed'
 import { listRoutes } from './modules/lists'
 import { messageRoutes } from './modules/messages'
+import { messageReadRoutes } from './modules/messages/reads'
 import { resendErrorDialect, resendRoutes } from './modules/messages/resend'
 import type { SendingRuntime } from './modules/messages/service'
 import { createKeyResolver, createUsageRecorder } from './modules/api-keys/service'
@@ -69,6 +73,7 @@ export function buildApp(deps: Deps) {
   const auth = createAuth(deps, {
     routes: () => table!,
     resolveKey: createKeyResolver(deps),
+    resolveSession: (token) => resolveSession(deps, token),
     limiter: createRateLimiter(),
     usage,
   })
@@ -96,6 +101,9 @@ export function buildApp(deps: Deps) {
     .use(roleRoutes(deps, auth.authOf))
     .use(apiKeyRoutes(deps, auth.authOf, usage))
     .use(activityLogRoutes(deps))
+    // the console's sign-in and its administrators (issue 14)
+    .use(sessionRoutes(deps))
+    .use(adminRoutes(deps, auth.authOf))
     // audience (issue 3): one line per module below
     .use(listRoutes(deps, auth.authOf))
     .use(customFieldRoutes(deps, auth.authOf))
@@ -114,6 +122,7 @@ export function buildApp(deps: Deps) {
     // messages: sends, message reads, Resend-compatible surface (issue 4)
     .use(messageRoutes(deps, sending, auth.authOf))
     .use(resendRoutes(deps, sending, auth.authOf))
+    .use(messageReadRoutes(deps))
     // open and click tracking, one-click unsubscribe: public links in sent mail (issue 6)
     .use(trackingRoutes(deps, sending))
     // bridges (issue 5)
@@ -133,7 +142,9 @@ export function buildApp(deps: Deps) {
     const check = (r.hooks?.detail as Record<symbol, unknown> | undefined)?.[SEMANTIC_CHECK]
     if (typeof check === 'function') checks.set(`${r.method} ${r.path}`, check as SemanticCheck)
   }
-  return { app, usage, imports, sending }
+  // Typed as a plain instance: nothing reads the routes' inferred types (tests call app.handle),
+  // and that type had reached TypeScript's instantiation depth limit in the tests that hold it.
+  return { app: app as unknown as Elysia, usage, imports, sending }
 }
 
 export type App = ReturnType<typeof buildApp>['app']

@@ -15,8 +15,10 @@ import { publicHostNameWarning } from './lib/public-host-name'
 import { createSecretBox, generateSecretKey, loadKeyRing, parseSecretKey, SecretKeyError, writeKeyFile, type SecretBox } from './lib/secret-box'
 import { hasSealedSecrets, sealStoredSecrets } from './modules/system/secrets'
 import { recordActivity } from './modules/activity-logs/service'
+import { countAdmins, createAdmin, findAdminByEmail, issueSetupToken, listAdmins, passwordProblem, resetAdminPassword } from './modules/admins/service'
+import { checkEmail } from './lib/email'
 import { countLiveKeys, createApiKey, listApiKeys } from './modules/api-keys/service'
-import { CLI_ACTOR, ensureBuiltinRoles, findRoleByName, listRoles } from './modules/roles/service'
+import { ADMINISTRATOR, CLI_ACTOR, ensureBuiltinRoles, findRoleByName, listRoles } from './modules/roles/service'
 import { stopSegmentCountPool } from './modules/segments/count-pool'
 import { startInboundListener } from './smtp/inbound/listener'
 import { startStatsRollup } from './modules/stats/rollup'
@@ -35,6 +37,12 @@ Usage:
                                    create an API key and print it (shown once)
   mailroom keys list               list API keys
   mailroom roles list              list roles
+  mailroom admin create --email E [--role NAME]
+                                   create a console administrator (role Administrator unless named);
+                                   the password is read from stdin, or asked for on a terminal
+  mailroom admin reset-password --email E
+                                   set a new password (read the same way); ends the person's sessions
+  mailroom admin list              list console administrators
   mailroom backup PATH             write a consistent copy of the database to PATH
   mailroom secrets rotate-key      seal every stored secret under a new key (stop the server first)
   mailroom --version | --help
@@ -57,6 +65,11 @@ export interface CliEnv {
   stopSignal: Promise<string>
   /** How the operator runs this program, for the hints it prints: "./mailroom", "npx bun src/main.ts"; "mailroom" when absent. */
   program?: string
+  /**
+   * A password for `admin create` / `reset-password`: the first line of stdin when it is not
+   * a terminal, else asked for twice without echo. Never from argv: the process list shows it.
+   */
+  readPassword?: (prompt: string) => Promise<string>
 }
 
 const configOptions = Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'string' as const }]))
@@ -75,6 +88,9 @@ function parse(argv: string[]) {
       name: { type: 'string' },
       'rate-limit': { type: 'string' },
       allow: { type: 'string', multiple: true },
+      email: { type: 'string' },
+      // Declared only to refuse it with a reason (see adminCommand).
+      password: { type: 'string' },
     },
   })
 }
@@ -220,6 +236,17 @@ export async function runCli(io: CliEnv): Promise<number> {
           )
         return 0
       }
+      case 'admin': {
+        if (sub !== 'create' && sub !== 'reset-password' && sub !== 'list')
+          throw new UsageError(`unknown admin command "${sub ?? ''}"; use admin create, admin reset-password or admin list`)
+        if (rest.length) throw new UsageError(`unexpected argument "${rest[0]}"`)
+        if (values.password !== undefined)
+          throw new UsageError(
+            'passwords are never taken from the command line (the process list and shell history show them); pipe it on stdin or type it at the prompt',
+          )
+        if (sub !== 'list' && !values.email) throw new UsageError(`admin ${sub} needs --email E`)
+        return await adminCommand(openStore(config, io.clock, log, { create: false }), sub, values, io)
+      }
       case 'backup': {
         if (!sub || rest.length) throw new UsageError('backup takes one PATH')
         const target = resolve(sub)
@@ -292,6 +319,80 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
   io.out(`Created API key ${created.view.id} "${created.view.name}" with role ${printable(role.name)}. This is the only time the key is shown:`)
   io.out(created.key)
   return 0
+}
+
+/** Reads a password through the host's reader and checks it, as the API's schema would. */
+async function readPassword(io: CliEnv, prompt: string): Promise<string> {
+  if (!io.readPassword) throw new StopError('no way to read a password here')
+  let password: string
+  try {
+    password = await io.readPassword(prompt)
+  } catch (e) {
+    throw new StopError((e as Error).message)
+  }
+  if (password === '') throw new StopError('no password given: pipe it on stdin (one line) or type it at the prompt')
+  const problem = passwordProblem(password)
+  if (problem) throw new StopError(`the password ${problem}`)
+  return password
+}
+
+/** `admin create | reset-password | list`: console administrators from the command line (issue 14). */
+async function adminCommand(deps: Deps, sub: 'create' | 'reset-password' | 'list', values: ReturnType<typeof parse>['values'], io: CliEnv): Promise<number> {
+  const audit = (action: string, id: number, status: number) =>
+    recordActivity(deps, {
+      actor_key_id: null,
+      actor_name: CLI_ACTOR.name,
+      action,
+      target_type: 'admins',
+      target_id: String(id),
+      method: null,
+      path: null,
+      ip: null,
+      status,
+      outcome: 'success',
+    })
+  try {
+    if (sub === 'list') {
+      for (let page = 1, last = 1; page <= last; page++) {
+        const result = listAdmins(deps, { page, per_page: 100 })
+        last = result.meta.last_page
+        for (const a of result.items)
+          io.out(`${a.id}\t${printable(a.email)}\t${printable(a.role.name)}\t${a.status}\tlast sign-in ${a.last_sign_in_at ?? 'never'}`)
+      }
+      return 0
+    }
+    const email = values.email!
+    if (sub === 'create') {
+      const roleName = values.role ?? ADMINISTRATOR
+      const role = findRoleByName(deps, roleName)
+      if (!role) throw new UsageError(`no role named "${printable(roleName)}"; mailroom roles list shows them`)
+      const check = checkEmail(email)
+      if (!check.ok) throw new UsageError(`--email ${check.error}`)
+      if (findAdminByEmail(deps, check.email)) throw new StopError(`an administrator with the email ${check.email} already exists; use admin reset-password`)
+      const password = await readPassword(io, `Password for ${check.email}`)
+      const admin = await createAdmin(deps, CLI_ACTOR, { email: check.email, password, role_id: role.id })
+      audit('admins.create', admin.id, 201)
+      io.out(`Created administrator ${admin.id} ${admin.email} with role ${printable(role.name)}. Sign in at ${deps.config.public_url}/admin`)
+      return 0
+    }
+    if (!findAdminByEmail(deps, email)) throw new StopError(`no administrator with the email ${printable(email.trim())}; mailroom admin list shows them`)
+    const password = await readPassword(io, `New password for ${email.trim()}`)
+    const admin = await resetAdminPassword(deps, email, password)
+    audit('admins.update', admin.id, 200)
+    io.out(`Password of ${admin.email} changed; their console sessions have ended.`)
+    return 0
+  } catch (e) {
+    const details = (e as { details?: Record<string, string[]> }).details
+    if (details)
+      throw new StopError(
+        Object.entries(details)
+          .map(([field, messages]) => `${field} ${messages.join(', ')}`)
+          .join('; '),
+      )
+    throw e
+  } finally {
+    deps.db.$client.close()
+  }
 }
 
 /**
@@ -378,6 +479,14 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   io.out(`Mailroom ${VERSION} listening on ${url} (data in ${resolve(deps.config.data_dir)})`)
   if (submission?.port != null) io.out(`SMTP submission listening on ${at(deps.config.smtp_listen!.host, submission.port)} (STARTTLS)`)
   if (submission?.tlsPort != null) io.out(`SMTP submission listening on ${at(deps.config.smtp_tls_listen!.host, submission.tlsPort)} (implicit TLS)`)
+  if (countAdmins(deps) === 0) {
+    // A new link at each start while nobody has set the console up; the token is in the
+    // fragment, which browsers never send, so it stays out of access logs and proxies.
+    const { token } = issueSetupToken(deps)
+    io.out(
+      `No administrator yet. Open this link within 1 hour to create the first one (or run ${commandHint(io, deps.config, 'admin create --email YOU')}):\n  ${url}/admin/setup#token=${token}`,
+    )
+  }
   if (countLiveKeys(deps) === 0)
     io.out(`No API keys yet. Create the first one with:\n  ${commandHint(io, deps.config, 'keys create --role Administrator --name admin')}`)
 

@@ -21,6 +21,8 @@ export interface Config {
   max_import_bytes: number
   default_rate_limit: number | null
   trust_proxy: boolean
+  admin_session_idle_minutes: number
+  admin_session_max_hours: number
   dns_servers: string[]
   mx_port: number
   allow_unverified_domains: boolean
@@ -218,6 +220,22 @@ export const SETTINGS = [
     fallback: 'false',
     parse: parseBool,
     describe: 'Take the client address from the last X-Forwarded-For entry (only behind a reverse proxy you run).',
+  }),
+  setting({
+    key: 'admin_session_idle_minutes',
+    env: 'MAILROOM_ADMIN_SESSION_IDLE_MINUTES',
+    flag: 'admin-session-idle-minutes',
+    fallback: '60',
+    parse: parsePositiveInt,
+    describe: 'A console session ends after this many minutes without a request.',
+  }),
+  setting({
+    key: 'admin_session_max_hours',
+    env: 'MAILROOM_ADMIN_SESSION_MAX_HOURS',
+    flag: 'admin-session-max-hours',
+    fallback: '12',
+    parse: parsePositiveInt,
+    describe: 'A console session ends this many hours after sign-in, however active.',
   }),
   setting({
     key: 'dns_servers',

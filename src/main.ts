@@ -27,6 +27,41 @@ function programName(): string {
   return `${bun} ${shown(Bun.main, false)}`
 }
 
+/** One line typed at the terminal without echo (raw mode: the characters are never printed). */
+function promptHidden(prompt: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const stdin = process.stdin
+    process.stderr.write(prompt)
+    stdin.setRawMode(true)
+    stdin.setEncoding('utf8')
+    stdin.resume()
+    let value = ''
+    const finish = () => {
+      stdin.off('data', onData)
+      stdin.setRawMode(false)
+      stdin.pause()
+      process.stderr.write('\n')
+    }
+    const onData = (chunk: string) => {
+      for (const c of chunk) {
+        if (c === '\r' || c === '\n') return (finish(), resolve(value))
+        if (c === '\u0003' || c === '\u0004') return (finish(), reject(new Error('cancelled')))
+        if (c === '\u007f' || c === '\b') value = value.slice(0, -1)
+        else if (c >= ' ') value += c
+      }
+    }
+    stdin.on('data', onData)
+  })
+}
+
+/** A password: asked for twice on a terminal, else the first line of stdin (never argv). */
+async function readPassword(prompt: string): Promise<string> {
+  if (!process.stdin.isTTY) return (await Bun.stdin.text()).split('\n')[0]!.replace(/\r$/, '')
+  const first = await promptHidden(`${prompt}: `)
+  if (first !== (await promptHidden('Repeat it: '))) throw new Error('the two passwords differ')
+  return first
+}
+
 const code = await runCli({
   argv: process.argv.slice(2),
   env: processEnv(),
@@ -35,5 +70,6 @@ const code = await runCli({
   err: (line) => process.stderr.write(line + '\n'),
   stopSignal,
   program: programName(),
+  readPassword,
 })
 process.exit(code)

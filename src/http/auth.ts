@@ -1,17 +1,23 @@
 import { Elysia } from 'elysia'
 import type { Deps } from '../deps'
 import { AppError } from '../lib/errors'
+import { clientAddress } from '../lib/client-address'
 import { isAllowed } from '../lib/ip-allowlist'
 import type { RateDecision, RateLimiter } from '../lib/rate-limit'
 import { pathnameOf, pathParams, type RouteInfo, type RouteTable } from '../lib/route-table'
 import { recordActivity } from '../modules/activity-logs/service'
 import type { KeyIdentity, UsageRecorder } from '../modules/api-keys/service'
 import { grants } from '../modules/permissions/catalog'
+import type { SessionIdentity } from '../modules/admins/sessions'
 import type { Actor } from '../modules/roles/service'
+import { assertCsrf, sessionCookieOf } from './session'
 
-/** What a handler knows about the caller of an authenticated route. */
+/** What a handler knows about the caller of an authenticated route: an API key, or an administrator's console session. */
 export interface AuthContext {
-  key: KeyIdentity
+  /** Null when an administrator calls through the console (session cookie). */
+  key: KeyIdentity | null
+  /** The console session, when there is no key. */
+  admin: SessionIdentity | null
   actor: Actor
   ip: string | null
   route: RouteInfo
@@ -23,26 +29,21 @@ export interface AuthContext {
 export interface AuthOptions {
   routes: () => RouteTable
   resolveKey: (value: string) => KeyIdentity | null
+  /** The live console session a cookie value names (src/modules/admins/sessions.ts). */
+  resolveSession?: (token: string) => SessionIdentity | null
   limiter: RateLimiter
   usage: UsageRecorder
 }
+
+export { clientAddress }
 
 /** Path families where every request needs a key, even to learn that a route does not exist. */
 const PROTECTED_PREFIXES = ['/api/', '/v1/', '/compat/']
 const KEY_QUERY_PARAMS = ['api_key', 'apikey', 'key', 'token', 'access_token']
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
-/** The client address, taking X-Forwarded-For only when the operator says a proxy is in front (its last entry is the one the proxy saw). */
-export function clientAddress(request: Request, server: { requestIP(r: Request): { address: string } | null } | null, trustProxy: boolean): string | null {
-  if (trustProxy) {
-    const forwarded = request.headers.get('x-forwarded-for')
-    const last = forwarded?.split(',').pop()?.trim()
-    if (last) return last
-  }
-  return server?.requestIP(request)?.address ?? null
-}
-
-function bearerToken(request: Request): string {
+/** The Bearer value, or null when no Authorization header is sent (then a console session may stand in). */
+function bearerToken(request: Request): string | null {
   // A key in the URL is refused even when the header carries one too: the URL has already
   // leaked it into logs and histories, and answering would teach the client that it works.
   const query = new URL(request.url).searchParams
@@ -53,7 +54,7 @@ function bearerToken(request: Request): string {
     )
   }
   const header = request.headers.get('authorization')
-  if (!header) throw new AppError('unauthorized', 'Missing API key. Send the header "Authorization: Bearer <API_KEY>".')
+  if (!header) return null
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header)
   if (!m) throw new AppError('unauthorized', 'The Authorization header must be "Bearer <API_KEY>".')
   return m[1]!
@@ -70,8 +71,8 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
   const contexts = new WeakMap<Request, AuthContext>()
 
   /** Steps 1-3: the key exists, the address is allowed, the key is live. */
-  const identify = (request: Request, ip: string | null): KeyIdentity => {
-    const key = opts.resolveKey(bearerToken(request))
+  const identify = (request: Request, token: string, ip: string | null): KeyIdentity => {
+    const key = opts.resolveKey(token)
     if (!key) throw new AppError('unauthorized', 'The API key is not valid.')
     if (key.allow && !isAllowed(key.allow, ip)) throw new AppError('ip_not_allowed', `Requests from ${ip ?? 'this address'} are not allowed for this API key.`)
     if (key.deleted) throw new AppError('unauthorized', 'The API key has been deleted.')
@@ -112,6 +113,24 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
     }
   }
 
+  /**
+   * A console request (docs/api.md "Console sessions"): the session cookie names a live
+   * session, a change carries its CSRF token from this server's origin, and the
+   * administrator's role grants the route's permission exactly as a key's role would.
+   * Null for a path no route serves (the framework answers 404, as it does for a key).
+   */
+  const consoleSession = (request: Request, route: RouteInfo | null): SessionIdentity | null => {
+    const cookie = sessionCookieOf(request)
+    if (!cookie) throw new AppError('unauthorized', 'Missing API key. Send the header "Authorization: Bearer <API_KEY>".')
+    const session = opts.resolveSession?.(cookie) ?? null
+    if (!session) throw new AppError('unauthorized', 'The console session has ended; sign in again.')
+    if (!route) return null
+    if (MUTATING.has(request.method)) assertCsrf(request, deps, session)
+    if (!route.permission) throw new AppError('forbidden', 'This route declares no permission, so nobody may call it.')
+    if (!grants(session.permissions, route.permission)) throw new AppError('forbidden', `Your role does not grant the ${route.permission} permission.`)
+    return session
+  }
+
   const log = (request: Request, auth: AuthContext, status: number) => {
     if (auth.logged || !MUTATING.has(request.method)) return
     auth.logged = true
@@ -119,8 +138,9 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
     const id = pathParams(auth.route.path, path).id
     const target = auth.target ?? (id !== undefined ? { type: auth.route.permission!.split('.')[0]!, id } : null)
     recordActivity(deps, {
-      actor_key_id: auth.key.id,
-      actor_name: auth.key.name,
+      actor_key_id: auth.key?.id ?? null,
+      actor_admin_id: auth.admin?.admin_id ?? null,
+      actor_name: auth.actor.name,
       action: auth.route.permission!,
       target_type: target?.type ?? null,
       target_id: target ? String(target.id) : null,
@@ -138,12 +158,26 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
       const route = opts.routes().match(request.method, path)
       if (route?.permission || PROTECTED_PREFIXES.some((p) => path.startsWith(p))) {
         const ip = clientAddress(request, server, deps.config.trust_proxy)
-        const key = identify(request, ip)
+        const token = bearerToken(request)
+        if (token === null) {
+          // No Authorization header: the console's session cookie may stand in for a key.
+          const admin = consoleSession(request, route)
+          if (admin)
+            contexts.set(request, {
+              key: null,
+              admin,
+              actor: { key_id: null, admin_id: admin.admin_id, name: admin.email, permissions: admin.permissions },
+              ip,
+              route: route!,
+            })
+          return
+        }
+        const key = identify(request, token, ip)
         authorize(key, route, set.headers as Record<string, string>)
         // A path no route serves: the key was checked (no route discovery without one); the framework answers 404.
         if (!route) return
         opts.usage.record(key.id, deps.clock.now(), ip)
-        contexts.set(request, { key, actor: { key_id: key.id, name: key.name, permissions: key.permissions }, ip, route })
+        contexts.set(request, { key, admin: null, actor: { key_id: key.id, name: key.name, permissions: key.permissions }, ip, route })
       }
     })
     .onAfterHandle({ as: 'global' }, ({ request, set, responseValue }) => {

@@ -193,7 +193,11 @@ export const messages = sqliteTable(
     size: integer('size').notNull(),
     created_at: integer('created_at').notNull(),
   },
-  (t) => [index('messages_created_idx').on(t.created_at)],
+  (t) => [
+    index('messages_created_idx').on(t.created_at),
+    // The console's message search by bridge, newest first.
+    index('messages_bridge_idx').on(t.bridge_id, t.created_at),
+  ],
 )
 
 export const RECIPIENT_STATES = ['queued', 'sending', 'sent', 'deferred', 'bounced', 'failed', 'suppressed'] as const
@@ -241,6 +245,8 @@ export const messageRecipients = sqliteTable(
   },
   (t) => [
     index('message_recipients_message_idx').on(t.message_id),
+    // The console's message search by recipient, whatever the address's case.
+    index('message_recipients_address_idx').on(sql`lower(${t.address})`),
     // The scheduler's pick: due rows in time order. Partial, so final rows cost nothing here.
     index('message_recipients_due_idx')
       .on(t.next_attempt_at)

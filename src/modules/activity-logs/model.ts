@@ -4,7 +4,12 @@ import { PageQuery } from '../../http/schemas'
 export const ActivitySchema = t.Object({
   id: t.Integer(),
   created_at: t.String({ format: 'date-time' }),
-  actor: t.Object({ type: t.Union([t.Literal('api_key'), t.Literal('cli')]), key_id: t.Union([t.Integer(), t.Null()]), name: t.String() }),
+  actor: t.Object({
+    type: t.Union([t.Literal('api_key'), t.Literal('admin'), t.Literal('cli')]),
+    key_id: t.Union([t.Integer(), t.Null()]),
+    admin_id: t.Union([t.Integer(), t.Null()], { description: 'The administrator who acted in the console; null for keys and the command line.' }),
+    name: t.String({ description: 'The key\'s name, the administrator\'s email, or "command line".' }),
+  }),
   action: t.String({ description: 'The permission the call used, for example api_keys.create.' }),
   target: t.Union([t.Object({ type: t.String(), id: t.Union([t.String(), t.Null()]) }), t.Null()]),
   method: t.Union([t.String(), t.Null()]),
@@ -18,6 +23,7 @@ export type ActivityView = Static<typeof ActivitySchema>
 export const ActivityQuery = t.Object({
   ...PageQuery,
   key_id: t.Optional(t.Integer({ minimum: 1 })),
+  admin_id: t.Optional(t.Integer({ minimum: 1, description: 'Changes made by this administrator in the console.' })),
   action: t.Optional(t.String({ maxLength: 100 })),
   target_type: t.Optional(t.String({ maxLength: 100 })),
   target_id: t.Optional(t.String({ maxLength: 100 })),

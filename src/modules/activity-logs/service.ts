@@ -7,6 +7,8 @@ import type { ActivityView } from './model'
 
 export interface ActivityEntry {
   actor_key_id: number | null
+  /** The console administrator who acted (issue 14); absent or null otherwise. */
+  actor_admin_id?: number | null
   actor_name: string
   action: string
   target_type: string | null
@@ -30,6 +32,7 @@ export interface ActivityFilter {
   page?: number
   per_page?: number
   key_id?: number
+  admin_id?: number
   action?: string
   target_type?: string
   target_id?: string
@@ -45,6 +48,7 @@ export function listActivity(deps: Deps, filter: ActivityFilter): { items: Activ
   const req = pageRequest(filter)
   const conditions: Array<SQL | undefined> = [
     filter.key_id !== undefined ? eq(activityLogs.actor_key_id, filter.key_id) : undefined,
+    filter.admin_id !== undefined ? eq(activityLogs.actor_admin_id, filter.admin_id) : undefined,
     filter.action ? eq(activityLogs.action, filter.action) : undefined,
     filter.target_type ? eq(activityLogs.target_type, filter.target_type) : undefined,
     filter.target_id ? eq(activityLogs.target_id, filter.target_id) : undefined,
@@ -66,7 +70,12 @@ export function listActivity(deps: Deps, filter: ActivityFilter): { items: Activ
     items: rows.map((r) => ({
       id: r.id,
       created_at: toIso(r.created_at)!,
-      actor: { type: r.actor_key_id === null ? 'cli' : 'api_key', key_id: r.actor_key_id, name: r.actor_name },
+      actor: {
+        type: r.actor_admin_id !== null ? 'admin' : r.actor_key_id === null ? 'cli' : 'api_key',
+        key_id: r.actor_key_id,
+        admin_id: r.actor_admin_id,
+        name: r.actor_name,
+      },
       action: r.action,
       target: r.target_type ? { type: r.target_type, id: r.target_id } : null,
       method: r.method,

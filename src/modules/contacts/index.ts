@@ -22,7 +22,7 @@ export function contactRoutes(deps: Deps, authOf: AuthOf) {
       errors: [409],
       body: CreateContactBody,
       check: (body) => contactCreateProblems(deps, body),
-      handle: (body, ctx) => createContact(deps, body, ctx.auth().key.id),
+      handle: (body, ctx) => createContact(deps, body, ctx.auth().key?.id ?? null),
     },
     list: {
       summary: 'List contacts',
@@ -35,7 +35,7 @@ export function contactRoutes(deps: Deps, authOf: AuthOf) {
       summary: 'Update a contact',
       errors: [409],
       body: UpdateContactBody,
-      handle: (id, body, ctx) => updateContact(deps, id, body, ctx.auth().key.id),
+      handle: (id, body, ctx) => updateContact(deps, id, body, ctx.auth().key?.id ?? null),
     },
     remove: { summary: 'Delete a contact' },
     // The spec names this one batch-delete (beside /batch), not bulk-delete.
@@ -44,10 +44,10 @@ export function contactRoutes(deps: Deps, authOf: AuthOf) {
     '/batch',
     ({ body, request }) => {
       const auth = authOf(request)
-      if (body.mode === 'update' && !grants(auth.key.permissions, 'contacts.update')) {
+      if (body.mode === 'update' && !grants(auth.actor.permissions, 'contacts.update')) {
         throw new AppError('forbidden', 'mode update changes existing contacts, which needs the contacts.update permission.')
       }
-      return ok(batchAddContacts(deps, body, auth.key.id))
+      return ok(batchAddContacts(deps, body, auth.key?.id ?? null))
     },
     {
       body: BatchAddBody,

@@ -38,6 +38,8 @@ export async function sendThroughApi(deps: Deps, runtime: SendingRuntime, authOf
   // A send is recorded in its message row (api_key_id, source) and events, not also as an
   // activity-log row: that would be a second write, with its own fsync, per message.
   auth.logged = true
+  // Idempotency records and bridges belong to keys; a console session sends with a key like any client.
+  if (!auth.key) throw new AppError('forbidden', 'Sending mail needs an API key; a console session cannot send.')
   const apiKeyId = auth.key.id
   const bridge = bridgeForApiKey(deps, apiKeyId)
   if (call.bridgeOnly && !bridge)

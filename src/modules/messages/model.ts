@@ -113,3 +113,26 @@ export const MessageSchema = t.Object({
 })
 
 export const MessageIdParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) })
+
+// The console's message search (issue 14): GET /api/v2/messages and the raw download.
+
+export const MessageSearchQuery = {
+  recipient: t.Optional(t.String({ minLength: 1, maxLength: 320, description: 'A recipient address (to, cc or bcc), whatever its case.' })),
+  subject: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'Text the subject contains, whatever its case.' })),
+  id: t.Optional(t.String({ minLength: 1, maxLength: 64, description: 'The message id.' })),
+  bridge_id: t.Optional(t.Integer({ minimum: 1, description: 'Messages that came through this bridge.' })),
+  status: t.Optional(enumOf(RECIPIENT_STATES, { description: 'Messages with at least one recipient in this state.' })),
+}
+
+export const MessageSummarySchema = t.Object({
+  id: t.String(),
+  source: t.String(),
+  from: t.String(),
+  subject: t.String(),
+  bridge_id: t.Nullable(t.Integer()),
+  size: t.Integer(),
+  status: State,
+  recipients: t.Array(t.Object({ address: t.String(), state: State }), { description: 'Every recipient with its state.' }),
+  created_at: t.String({ format: 'date-time' }),
+})
+export type MessageSummary = typeof MessageSummarySchema.static

@@ -38,6 +38,8 @@ const GROUPS: Array<{ id: string; name: string; noun: string; actions: string[] 
   { id: 'activity_logs', name: 'Activity Logs', noun: 'activity logs', actions: ['read'] },
   { id: 'api_keys', name: 'API Keys', noun: 'API keys', actions: ['read', 'create', 'update', 'delete', 'restore'] },
   { id: 'roles', name: 'Roles', noun: 'roles', actions: ['read', 'create', 'update', 'delete'] },
+  { id: 'admins', name: 'Administrators', noun: 'console administrators', actions: ['read', 'create', 'update', 'delete'] },
+  { id: 'settings', name: 'Settings', noun: 'server settings', actions: ['read'] },
 ]
 
 export interface PermissionNode {

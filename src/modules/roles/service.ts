@@ -2,7 +2,7 @@ import { and, asc, count, eq, isNull, sql } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { assertNameFree } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
-import { apiKeys, roles } from '../../db/schema'
+import { admins, apiKeys, roles } from '../../db/schema'
 import { AppError, notFound } from '../../lib/errors'
 import { toIso } from '../../lib/clock'
 import { pageMeta, pageRequest } from '../../lib/pagination'
@@ -13,9 +13,11 @@ export const ADMINISTRATOR = 'Administrator'
 
 export type RoleRow = typeof roles.$inferSelect
 
-/** Whoever acts: an API key with its role's grants, or the command line with every grant. */
+/** Whoever acts: an API key or a console administrator with its role's grants, or the command line with every grant. */
 export interface Actor {
   key_id: number | null
+  /** The administrator signed in to the console (issue 14); absent for keys and the command line. */
+  admin_id?: number | null
   name: string
   permissions: readonly string[]
 }
@@ -170,6 +172,8 @@ export function deleteRole(deps: Deps, actor: Actor, id: number): RoleView {
   if (!isSubset(row.permissions, actor.permissions)) throw new AppError('forbidden', 'This role has permissions that your own key does not have.')
   const bound = deps.db.select({ n: count() }).from(apiKeys).where(eq(apiKeys.role_id, id)).get()!.n
   if (bound > 0) throw new AppError('conflict', `The role is bound to ${bound} API key(s), including deleted ones; move them to another role first.`)
+  const people = deps.db.select({ n: count() }).from(admins).where(eq(admins.role_id, id)).get()!.n
+  if (people > 0) throw new AppError('conflict', `The role is held by ${people} administrator(s); give them another role first.`)
   deps.db.delete(roles).where(eq(roles.id, id)).run()
   return toView(row, 0)
 }

@@ -1,8 +1,9 @@
 import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
-import { ErrorEnvelope, Envelope, ok, publicRoute } from '../../http/schemas'
+import { commonErrors, ErrorEnvelope, Envelope, ok, publicRoute, requires } from '../../http/schemas'
 import { VERSION } from '../../version'
-import { HealthSchema, ReadySchema } from './model'
+import { HealthSchema, OverviewSchema, ReadySchema, SettingsSchema } from './model'
+import { systemOverview, systemSettings } from './overview'
 import { assertWritable } from './service'
 
 /**
@@ -18,5 +19,13 @@ export function systemRoutes(deps: Deps) {
     .get('/ready', () => (assertWritable(deps), ok({ status: 'ready' as const })), {
       response: { 200: Envelope(ReadySchema), 503: ErrorEnvelope },
       detail: publicRoute('Readiness: the database takes writes'),
+    })
+    .get('/api/v2/system/overview', () => ok(systemOverview(deps)), {
+      response: { 200: Envelope(OverviewSchema), ...commonErrors },
+      detail: requires('statistics.read', 'Queue depth, oldest queued message and warnings', { tags: ['system'] }),
+    })
+    .get('/api/v2/system/settings', () => ok(systemSettings(deps)), {
+      response: { 200: Envelope(SettingsSchema), ...commonErrors },
+      detail: requires('settings.read', 'The effective server settings (no secrets)', { tags: ['system'] }),
     })
 }

@@ -1,0 +1,90 @@
+import { isNotNull, ne } from 'drizzle-orm'
+import type { Deps } from '../../deps'
+import { sendingDomains, webhooks } from '../../db/schema'
+import { toIso } from '../../lib/clock'
+import { publicHostNameProblem, publicHostNameWarning } from '../../lib/public-host-name'
+import { VERSION } from '../../version'
+import type { OverviewView, SettingsView, WarningView } from './model'
+
+type Warning = WarningView
+
+/** Warnings of one kind shown one by one up to here, then as one line with the count. */
+const LIST_LIMIT = 10
+
+/**
+ * The dashboard's state of the server: the delivery queue (through the partial indexes on
+ * due and leased rows, so it costs the queue's size, not the history's) and what needs an
+ * operator (issue 14): unverified sending domains, no public host name, disabled webhooks.
+ */
+export function systemOverview(deps: Deps): OverviewView {
+  const client = deps.db.$client
+  const waiting = client
+    .query<{ state: string; n: number; oldest: number | null }, []>(
+      `SELECT state, count(*) AS n, min(created_at) AS oldest FROM message_recipients WHERE state IN ('queued', 'deferred') GROUP BY state
+       UNION ALL SELECT state, count(*), min(created_at) FROM message_recipients WHERE state = 'sending' GROUP BY state`,
+    )
+    .all()
+  const of = (state: string) => waiting.find((w) => w.state === state)
+  const oldest = waiting.reduce<number | null>((min, w) => (w.oldest !== null && (min === null || w.oldest < min) ? w.oldest : min), null)
+  const queued = of('queued')?.n ?? 0
+  const deferred = of('deferred')?.n ?? 0
+  const sending = of('sending')?.n ?? 0
+
+  const warnings: Warning[] = []
+  const domains = deps.db
+    .select({ id: sendingDomains.id, name: sendingDomains.name, status: sendingDomains.status })
+    .from(sendingDomains)
+    .where(ne(sendingDomains.status, 'verified'))
+    .all()
+  for (const d of domains.slice(0, LIST_LIMIT))
+    warnings.push({
+      kind: 'domain_not_verified',
+      message: `The sending domain ${d.name} is not verified (${d.status}): its mail is refused or sent unsigned until its DNS records are published and checked.`,
+      href: `/admin/sending/domains/${d.id}`,
+    })
+  if (domains.length > LIST_LIMIT)
+    warnings.push({ kind: 'domain_not_verified', message: `${domains.length - LIST_LIMIT} more sending domains are not verified.`, href: '/admin/sending' })
+  const hostWarning = publicHostNameWarning(deps.config.hostname)
+  if (hostWarning) warnings.push({ kind: 'no_public_host_name', message: hostWarning, href: '/admin/settings' })
+  const disabled = deps.db
+    .select({ id: webhooks.id, url: webhooks.url, reason: webhooks.disabled_reason })
+    .from(webhooks)
+    .where(isNotNull(webhooks.disabled_at))
+    .all()
+  for (const w of disabled.slice(0, LIST_LIMIT))
+    warnings.push({
+      kind: 'webhook_disabled',
+      message: `The webhook to ${w.url} is disabled${w.reason === 'failures' ? ' after repeated failures' : w.reason === 'gone' ? ' (the endpoint answered 410 Gone)' : ''}; events for it wait until it is re-enabled.`,
+      href: `/admin/webhooks/${w.id}`,
+    })
+  if (disabled.length > LIST_LIMIT)
+    warnings.push({ kind: 'webhook_disabled', message: `${disabled.length - LIST_LIMIT} more webhooks are disabled.`, href: '/admin/webhooks' })
+
+  return { queue: { depth: queued + deferred + sending, queued, deferred, sending, oldest_queued_at: toIso(oldest) }, warnings }
+}
+
+const listen = (l: { host: string; port: number } | null) => (l ? `${l.host.includes(':') ? `[${l.host}]` : l.host}:${l.port}` : null)
+
+/** The effective settings an operator looks at in the console; never a secret (keys, key files, certificates' paths stay out). */
+export function systemSettings(deps: Deps): SettingsView {
+  const c = deps.config
+  return {
+    version: VERSION,
+    hostname: c.hostname,
+    hostname_is_public: publicHostNameProblem(c.hostname) === null,
+    public_url: c.public_url,
+    tracking_base_url: c.public_url,
+    listeners: { http: listen(c.http_listen)!, smtp: listen(c.smtp_listen), smtp_tls: listen(c.smtp_tls_listen), mx: listen(c.mx_listen) },
+    defaults: {
+      from: c.default_from || null,
+      rate_limit: c.default_rate_limit,
+      max_message_age_seconds: c.max_message_age_seconds,
+      delivery_concurrency: c.delivery_concurrency,
+      destination_concurrency: c.destination_concurrency,
+      allow_unverified_domains: c.allow_unverified_domains,
+      max_body_bytes: c.max_body_bytes,
+      smtp_max_message_bytes: c.smtp_max_message_bytes,
+    },
+    console: { session_idle_minutes: c.admin_session_idle_minutes, session_max_hours: c.admin_session_max_hours, trust_proxy: c.trust_proxy },
+  }
+}

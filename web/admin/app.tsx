@@ -2,7 +2,7 @@ import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
 import { CompassIcon, HammerIcon, LockIcon } from 'lucide-react'
 import { useEffect } from 'react'
 import { Toaster } from 'sonner'
-import { Link, Route, Router, Switch, useLocation } from 'wouter'
+import { Link, Redirect, Route, Router, Switch, useLocation } from 'wouter'
 import { PageHeader } from './components/page-header'
 import { EmptyState, ErrorState, LoadingState } from './components/states'
 import { Button } from './components/ui/button'
@@ -13,7 +13,7 @@ import { can, useSession, type Admin } from './lib/session'
 import { ThemeProvider, useTheme } from './lib/theme'
 import { SetupPage } from './pages/setup'
 import { SignInPage } from './pages/sign-in'
-import { PAGES, type PageDef } from './routes'
+import { GROUPS, PAGES, type PageDef } from './routes'
 
 /** One client for the whole console: reads stay fresh for 15 s; a 4xx is not retried. */
 export function makeQueryClient(): QueryClient {
@@ -78,6 +78,15 @@ function Pages({ admin }: { admin: Admin }) {
         return (
           <Route key={p.path} path={p.path} nest={p.path !== '/'}>
             {!can(admin, p.permission) ? <Forbidden page={p} /> : Page ? <Page /> : <Coming page={p} />}
+          </Route>
+        )
+      })}
+      {GROUPS.map((g) => {
+        // A group's own path (/admin/sending, linked from warnings) opens its first page the role may see.
+        const first = g.items.find((p) => can(admin, p.permission)) ?? g.items[0]!
+        return (
+          <Route key={g.path} path={g.path}>
+            <Redirect to={first.path} replace />
           </Route>
         )
       })}

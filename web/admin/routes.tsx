@@ -47,6 +47,8 @@ export interface PageDef {
 
 /** A labelled group of pages in the sidebar. */
 export interface NavGroup {
+  /** The group's own path: it opens the first page the role may see. */
+  path: string
   label: string
   icon: LucideIcon
   items: PageDef[]
@@ -77,39 +79,65 @@ export const NAV: NavEntry[] = [
     description: 'Search sent messages and follow each one’s delivery timeline.',
   },
   {
+    path: '/audience',
     label: 'Audience',
     icon: UsersIcon,
     items: [
-      { path: '/lists', label: 'Lists', icon: ListIcon, permission: 'lists.read', description: 'Mailing lists and their subscribers.' },
+      { path: '/audience/lists', label: 'Lists', icon: ListIcon, permission: 'lists.read', description: 'Mailing lists and their subscribers.' },
       {
-        path: '/contacts',
+        path: '/audience/contacts',
         label: 'Contacts',
         icon: ContactIcon,
         permission: 'contacts.read',
         description: 'Everyone on your lists, with their fields and history.',
       },
-      { path: '/imports', label: 'Imports', icon: UploadIcon, permission: 'contacts.import', description: 'Bring contacts in from CSV files.' },
-      { path: '/segments', label: 'Segments', icon: FilterIcon, permission: 'segments.read', description: 'Audiences defined by rules, counted live.' },
-      { path: '/custom-fields', label: 'Custom fields', icon: BracesIcon, permission: 'custom_fields.read', description: 'Extra data kept on each contact.' },
-      { path: '/suppressions', label: 'Suppressions', icon: BanIcon, permission: 'suppressions.read', description: 'Addresses that must never be mailed.' },
+      { path: '/audience/imports', label: 'Imports', icon: UploadIcon, permission: 'contacts.import', description: 'Bring contacts in from CSV files.' },
+      {
+        path: '/audience/segments',
+        label: 'Segments',
+        icon: FilterIcon,
+        permission: 'segments.read',
+        description: 'Audiences defined by rules, counted live.',
+      },
+      {
+        path: '/audience/custom-fields',
+        label: 'Custom fields',
+        icon: BracesIcon,
+        permission: 'custom_fields.read',
+        description: 'Extra data kept on each contact.',
+      },
+      {
+        path: '/audience/suppressions',
+        label: 'Suppressions',
+        icon: BanIcon,
+        permission: 'suppressions.read',
+        description: 'Addresses that must never be mailed.',
+      },
     ],
   },
   { path: '/templates', label: 'Templates', icon: FileTextIcon, permission: 'templates.read', description: 'Message templates with versions and previews.' },
   {
+    path: '/sending',
     label: 'Sending',
     icon: SendIcon,
     items: [
       {
-        path: '/domains',
+        path: '/sending/domains',
         label: 'Domains',
         icon: GlobeIcon,
         permission: 'sending_domains.read',
         description: 'Sending domains and the DNS records that authenticate them.',
       },
-      { path: '/ips', label: 'IPs & pools', icon: NetworkIcon, permission: 'ips.read', description: 'Sending addresses and the pools that group them.' },
-      { path: '/nodes', label: 'Nodes', icon: ServerIcon, permission: 'sending_nodes.read', description: 'The machines that deliver mail.' },
       {
-        path: '/bridges',
+        path: '/sending/ips',
+        label: 'IPs & pools',
+        icon: NetworkIcon,
+        permission: 'ips.read',
+        description: 'Sending addresses and the pools that group them.',
+      },
+      { path: '/sending/nodes', label: 'Nodes', icon: ServerIcon, permission: 'sending_nodes.read', description: 'The machines that deliver mail.' },
+      {
+        path: '/sending/bridges',
         label: 'Bridges',
         icon: CableIcon,
         permission: 'bridges.read',
@@ -119,22 +147,26 @@ export const NAV: NavEntry[] = [
   },
   { path: '/webhooks', label: 'Webhooks', icon: WebhookIcon, permission: 'webhooks.read', description: 'Event deliveries to your endpoints.' },
   {
+    path: '/access',
     label: 'Access',
     icon: ShieldIcon,
     items: [
       {
-        path: '/api-keys',
+        path: '/access/api-keys',
         label: 'API keys',
         icon: KeyRoundIcon,
         permission: 'api_keys.read',
         description: 'Keys for the REST API, their limits and allowlists.',
       },
-      { path: '/roles', label: 'Roles', icon: ShieldCheckIcon, permission: 'roles.read', description: 'What each key and administrator may do.' },
-      { path: '/activity', label: 'Activity log', icon: HistoryIcon, permission: 'activity_logs.read', description: 'Who changed what, and when.' },
+      { path: '/access/roles', label: 'Roles', icon: ShieldCheckIcon, permission: 'roles.read', description: 'What each key and administrator may do.' },
+      { path: '/access/activity', label: 'Activity log', icon: HistoryIcon, permission: 'activity_logs.read', description: 'Who changed what, and when.' },
     ],
   },
   { path: '/settings', label: 'Settings', icon: SettingsIcon, permission: 'settings.read', description: 'Administrators, host names and defaults.' },
 ]
+
+/** The groups. */
+export const GROUPS: NavGroup[] = NAV.filter(isGroup)
 
 /** Every page, groups flattened. */
 export const PAGES: PageDef[] = NAV.flatMap((e) => (isGroup(e) ? e.items : [e]))

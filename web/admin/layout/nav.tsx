@@ -21,7 +21,7 @@ function NavLink({ page, location, onNavigate, nested }: { page: PageDef; locati
         aria-current={active ? 'page' : undefined}
         className={cn(
           'flex h-8 items-center gap-2.5 rounded-md px-2.5 text-sm text-sidebar-foreground transition-colors outline-none hover:bg-sidebar-accent/70 hover:text-sidebar-accent-foreground focus-visible:ring-[3px] focus-visible:ring-ring/50',
-          nested && 'pl-8',
+          nested && 'pl-9',
           active && 'bg-sidebar-accent font-medium text-sidebar-accent-foreground',
         )}
       >

@@ -71,10 +71,13 @@ export function Shell({ admin, children }: { admin: Admin; children: ReactNode }
       <a href="#main" className="sr-only z-50 rounded-md bg-card px-3 py-2 focus:not-sr-only focus:fixed focus:top-2 focus:left-2">
         Skip to content
       </a>
-      <aside className="sticky top-0 hidden h-dvh flex-col gap-5 border-r border-sidebar-border bg-sidebar pt-5 md:flex">
-        <Brand />
-        <Nav admin={admin} />
-      </aside>
+      {/* The column paints the sidebar's colour all the way down; the sidebar itself stays in view. */}
+      <div className="hidden border-r border-sidebar-border bg-sidebar md:block">
+        <aside className="sticky top-0 flex h-dvh flex-col gap-5 pt-5">
+          <Brand />
+          <Nav admin={admin} />
+        </aside>
+      </div>
       <Sheet open={menuOpen} onOpenChange={setMenuOpen}>
         <SheetContent side="left" className="pt-5">
           <SheetTitle className="sr-only">Navigation</SheetTitle>

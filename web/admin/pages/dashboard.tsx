@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query'
 import { AlertTriangleIcon, ArrowRightIcon, BarChart3Icon, CheckCircle2Icon, ClockIcon, InboxIcon, LockIcon } from 'lucide-react'
-import { Area, AreaChart, Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts'
+import { Area, AreaChart, CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts'
 import { Link } from 'wouter'
 import { PageHeader } from '../components/page-header'
 import { EmptyState, ErrorState } from '../components/states'
@@ -47,13 +47,15 @@ interface StatsAnswer {
   totals: Array<{ counts: Record<string, number>; rates: Rates }>
 }
 
-/** Which rate sits under which figure. */
-const RATE_OF: Partial<Record<SeriesKey, keyof Rates>> = {
-  delivered: 'delivery_rate',
-  bounced: 'bounce_rate',
-  complained: 'complaint_rate',
-  opened: 'open_rate',
-  clicked: 'click_rate',
+/** The line under each figure: its rate (GET /api/v2/stats `rates`) or what it counts. */
+const NOTE_OF: Record<SeriesKey, { rate: keyof Rates; label: string } | string> = {
+  sent: 'accepted for delivery',
+  delivered: { rate: 'delivery_rate', label: 'delivery rate' },
+  deferred: 'attempts retried later',
+  bounced: { rate: 'bounce_rate', label: 'bounce rate' },
+  complained: { rate: 'complaint_rate', label: 'complaint rate' },
+  opened: { rate: 'open_rate', label: 'open rate' },
+  clicked: { rate: 'click_rate', label: 'click rate' },
 }
 
 type Point = { t: number } & Record<SeriesKey, number>
@@ -97,7 +99,7 @@ function tickLabel(bucket: 'hour' | 'day') {
       : new Date(t).toLocaleDateString(undefined, { month: 'short', day: 'numeric' })
 }
 
-function StatTile({ label, value, rate, color }: { label: string; value: number; rate?: number | null; color: string }) {
+function StatTile({ label, value, note, color }: { label: string; value: number; note: string; color: string }) {
   return (
     <Card className="gap-2 py-4">
       <CardContent className="grid gap-1.5 px-4">
@@ -106,7 +108,7 @@ function StatTile({ label, value, rate, color }: { label: string; value: number;
           {label}
         </div>
         <div className="text-2xl font-semibold tracking-tight tabular-nums">{formatNumber(value)}</div>
-        <div className="h-4 text-xs text-muted-foreground tabular-nums">{rate !== undefined ? `${formatRate(rate)} rate` : ''}</div>
+        <div className="min-h-[2lh] text-xs leading-snug text-muted-foreground tabular-nums">{note}</div>
       </CardContent>
     </Card>
   )
@@ -159,7 +161,7 @@ function DeliveryChart({ points, bucket }: { points: Point[]; bucket: 'hour' | '
         <XAxis dataKey="t" type="number" scale="time" domain={['dataMin', 'dataMax']} tickFormatter={tickLabel(bucket)} minTickGap={32} {...axis} />
         <YAxis allowDecimals={false} width={48} {...axis} />
         <Tooltip content={<ChartTooltip bucket={bucket} />} />
-        <Legend iconType="circle" iconSize={8} wrapperStyle={{ fontSize: 12 }} />
+        <Legend iconType="circle" iconSize={8} wrapperStyle={{ fontSize: 12 }} itemSorter={null} />
         {shown.map((s) => (
           <Area
             key={s.key}
@@ -181,16 +183,16 @@ function EngagementChart({ points, bucket }: { points: Point[]; bucket: 'hour' |
   const shown = SERIES.filter((s) => ['opened', 'clicked', 'complained'].includes(s.key))
   return (
     <ResponsiveContainer width="100%" height={280}>
-      <BarChart data={points} margin={{ top: 8, right: 8, left: -12, bottom: 0 }}>
+      <LineChart data={points} margin={{ top: 8, right: 8, left: -12, bottom: 0 }}>
         <CartesianGrid vertical={false} stroke="var(--color-border)" />
-        <XAxis dataKey="t" tickFormatter={tickLabel(bucket)} minTickGap={32} {...axis} />
+        <XAxis dataKey="t" type="number" scale="time" domain={['dataMin', 'dataMax']} tickFormatter={tickLabel(bucket)} minTickGap={32} {...axis} />
         <YAxis allowDecimals={false} width={48} {...axis} />
-        <Tooltip content={<ChartTooltip bucket={bucket} />} cursor={{ fill: 'var(--color-muted)', opacity: 0.5 }} />
-        <Legend iconType="circle" iconSize={8} wrapperStyle={{ fontSize: 12 }} />
+        <Tooltip content={<ChartTooltip bucket={bucket} />} />
+        <Legend iconType="circle" iconSize={8} wrapperStyle={{ fontSize: 12 }} itemSorter={null} />
         {shown.map((s) => (
-          <Bar key={s.key} dataKey={s.key} name={s.label} fill={s.color} radius={[3, 3, 0, 0]} isAnimationActive={false} />
+          <Line key={s.key} type="monotone" dataKey={s.key} name={s.label} stroke={s.color} strokeWidth={2} dot={false} isAnimationActive={false} />
         ))}
-      </BarChart>
+      </LineChart>
     </ResponsiveContainer>
   )
 }
@@ -203,7 +205,7 @@ function StatsSection({ range }: { range: RangeId }) {
         <span className="sr-only">Loading statistics…</span>
         <div className="grid grid-cols-2 gap-3 sm:grid-cols-4 xl:grid-cols-7">
           {SERIES.map((s) => (
-            <Skeleton key={s.key} className="h-[106px] rounded-xl" />
+            <Skeleton key={s.key} className="h-[122px] rounded-xl" />
           ))}
         </div>
         <div className="grid gap-6 lg:grid-cols-2">
@@ -221,8 +223,9 @@ function StatsSection({ range }: { range: RangeId }) {
     <div className="grid gap-6">
       <section aria-label="Totals" className="grid grid-cols-2 gap-3 sm:grid-cols-4 xl:grid-cols-7">
         {SERIES.map((s) => {
-          const rate = RATE_OF[s.key]
-          return <StatTile key={s.key} label={s.label} value={sumOf(totals.counts, s.kinds)} rate={rate ? totals.rates[rate] : undefined} color={s.color} />
+          const note = NOTE_OF[s.key]
+          const text = typeof note === 'string' ? note : `${formatRate(totals.rates[note.rate])} ${note.label}`
+          return <StatTile key={s.key} label={s.label} value={sumOf(totals.counts, s.kinds)} note={text} color={s.color} />
         })}
       </section>
       <div className="grid gap-6 lg:grid-cols-2">

@@ -26,7 +26,7 @@ export function SetupPage() {
   const [email, setEmail] = useState('')
   const [password, setPassword] = useState('')
   const [confirm, setConfirm] = useState('')
-  const [local, setLocal] = useState<{ password?: string; confirm?: string }>({})
+  const [local, setLocal] = useState<{ email?: string; password?: string; confirm?: string }>({})
   const status = useQuery({ queryKey: ['admin-setup'], queryFn: () => api<{ needed: boolean }>('GET', '/admin/api/setup'), retry: false })
   const create = useMutation({
     mutationFn: () => api<SessionAnswer>('POST', '/admin/api/setup', { token, email, password }),
@@ -39,10 +39,11 @@ export function SetupPage() {
   const submit = (e: FormEvent) => {
     e.preventDefault()
     const problems: typeof local = {}
+    if (!email.trim()) problems.email = 'Enter your email.'
     if (password.length < MIN_PASSWORD) problems.password = `Use at least ${MIN_PASSWORD} characters.`
     if (confirm !== password) problems.confirm = 'The two passwords differ.'
     setLocal(problems)
-    if (!problems.password && !problems.confirm) create.mutate()
+    if (!problems.email && !problems.password && !problems.confirm) create.mutate()
   }
 
   if (status.isPending) {
@@ -87,7 +88,7 @@ export function SetupPage() {
             <span>{tokenProblem}</span>
           </div>
         ) : null}
-        <FormField label="Email" error={fieldError(err, 'email')}>
+        <FormField label="Email" error={local.email ?? fieldError(err, 'email')}>
           <Input type="email" autoComplete="username" required autoFocus value={email} onChange={(e) => setEmail(e.target.value)} />
         </FormField>
         <FormField label="Password" hint={`At least ${MIN_PASSWORD} characters.`} error={local.password ?? fieldError(err, 'password')}>
@@ -96,7 +97,7 @@ export function SetupPage() {
         <FormField label="Confirm password" error={local.confirm}>
           <Input type="password" autoComplete="new-password" required value={confirm} onChange={(e) => setConfirm(e.target.value)} />
         </FormField>
-        <Button type="submit" className="mt-2 w-full" disabled={create.isPending || !email || !password}>
+        <Button type="submit" className="mt-2 w-full" disabled={create.isPending}>
           {create.isPending ? <LoaderCircleIcon className="animate-spin" aria-hidden="true" /> : null}
           Create administrator
         </Button>

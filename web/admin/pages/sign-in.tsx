@@ -25,6 +25,7 @@ export function SignInPage() {
   const setup = useQuery({ queryKey: ['admin-setup'], queryFn: () => api<{ needed: boolean }>('GET', '/admin/api/setup'), retry: false })
   const [email, setEmail] = useState('')
   const [password, setPassword] = useState('')
+  const [missing, setMissing] = useState<{ email?: string; password?: string }>({})
 
   useEffect(() => {
     if (session.data) navigate(nextPath(search), { replace: true })
@@ -39,7 +40,9 @@ export function SignInPage() {
   })
   const submit = (e: FormEvent) => {
     e.preventDefault()
-    signIn.mutate()
+    const empty = { email: email.trim() ? undefined : 'Enter your email.', password: password ? undefined : 'Enter your password.' }
+    setMissing(empty)
+    if (!empty.email && !empty.password) signIn.mutate()
   }
   const err = signIn.error
   // A wrong pair and a throttled address are answers about the whole form, not one field.
@@ -63,13 +66,13 @@ export function SignInPage() {
             <span>{formError}</span>
           </div>
         ) : null}
-        <FormField label="Email" error={fieldError(err, 'email')}>
+        <FormField label="Email" error={missing.email ?? fieldError(err, 'email')}>
           <Input type="email" name="email" autoComplete="username" required autoFocus value={email} onChange={(e) => setEmail(e.target.value)} />
         </FormField>
-        <FormField label="Password" error={fieldError(err, 'password')}>
+        <FormField label="Password" error={missing.password ?? fieldError(err, 'password')}>
           <Input type="password" name="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} />
         </FormField>
-        <Button type="submit" className="mt-2 w-full" disabled={signIn.isPending || !email || !password}>
+        <Button type="submit" className="mt-2 w-full" disabled={signIn.isPending}>
           {signIn.isPending ? <LoaderCircleIcon className="animate-spin" aria-hidden="true" /> : null}
           Sign in
         </Button>

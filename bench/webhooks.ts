@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config'
 import { openDatabase } from '../src/db/client'
 import { migrate } from '../src/db/migrate'
+import { createDeps } from '../src/deps'
 import { createWebhookDispatcher } from '../src/jobs/webhooks'
 import { systemClock } from '../src/lib/clock'
 import { memoryLogger } from '../src/lib/logger'
@@ -35,7 +36,7 @@ export async function run(argv: string[], command: string): Promise<number> {
   const db = openDatabase(join(dataDir, 'mailroom.db'))
   migrate(db, { now: systemClock.now() })
   const config = Object.freeze({ ...loadConfig({ env: {}, flags: { 'data-dir': dataDir, 'access-log': 'false' } }), webhooks_allow_private: true })
-  const deps = { db, clock: systemClock, log: memoryLogger(), config }
+  const deps = createDeps({ db, clock: systemClock, log: memoryLogger(), config })
   await createWebhook(deps, { url: `http://127.0.0.1:${port}/hook`, kinds: ['*'] })
   const now = systemClock.now()
   db.$client.transaction(() => {

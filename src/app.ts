@@ -1,6 +1,5 @@
 import { Elysia } from 'elysia'
 import type { Deps } from './deps'
-import { createGroupCommitter } from './db/group-commit'
 import { createAuth } from './http/auth'
 import { bodyPlugin } from './http/body'
 import { envelopePlugin } from './http/envelope'
@@ -24,7 +23,6 @@ import { suppressionReasons } from './modules/imports/suppressed'
 import { listRoutes } from './modules/lists'
 import { messageRoutes } from './modules/messages'
 import { resendErrorDialect, resendRoutes } from './modules/messages/resend'
-import type { SendingRuntime } from './modules/messages/service'
 import { createKeyResolver, createUsageRecorder } from './modules/api-keys/service'
 import { permissionRoutes } from './modules/permissions'
 import { roleRoutes } from './modules/roles'
@@ -70,16 +68,6 @@ export function buildApp(deps: Deps) {
     usage,
   })
 
-  // The send path's shared transaction batching, and the doorbell of the delivery engine
-  // (attached by the server process; tests attach one with their own transport).
-  const commits = createGroupCommitter(deps.db)
-  let engine: { wake(): void } | null = null
-  const sending: SendingRuntime & { attach(e: { wake(): void }): void } = {
-    commits,
-    wake: () => engine?.wake(),
-    attach: (e) => (engine = e),
-  }
-
   const app = new Elysia()
     .use(envelopePlugin(deps.log, auth.recordFailure, [resendErrorDialect]))
     .use(requestLogPlugin(deps.log, deps.config.access_log))
@@ -108,10 +96,10 @@ export function buildApp(deps: Deps) {
     .use(sendingDomainRoutes(deps, auth.authOf))
     .use(sendingNodeRoutes(deps, auth.authOf))
     // messages: sends, message reads, Resend-compatible surface (issue 4)
-    .use(messageRoutes(deps, sending, auth.authOf))
-    .use(resendRoutes(deps, sending, auth.authOf))
+    .use(messageRoutes(deps, auth.authOf))
+    .use(resendRoutes(deps, auth.authOf))
     // open and click tracking, one-click unsubscribe: public links in sent mail (issue 6)
-    .use(trackingRoutes(deps, sending))
+    .use(trackingRoutes(deps))
     // bridges (issue 5)
     .use(bridgeRoutes(deps, auth.authOf))
     // inbound: feedback-loop accounts, DMARC reports (issue 5)
@@ -125,7 +113,7 @@ export function buildApp(deps: Deps) {
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed
-  return { app, usage, imports, sending }
+  return { app, usage, imports }
 }
 
 export type App = ReturnType<typeof buildApp>['app']

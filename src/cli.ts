@@ -8,7 +8,7 @@ import { SERVER_BODY_CAP } from './http/body'
 import { ConfigError, loadConfig, readConfigFile, SETTINGS, type Config } from './config'
 import { backupDatabase, openDatabase } from './db/client'
 import { migrate } from './db/migrate'
-import type { Deps } from './deps'
+import { createDeps, type Deps } from './deps'
 import type { Clock } from './lib/clock'
 import { createLogger } from './lib/logger'
 import { recordActivity } from './modules/activity-logs/service'
@@ -18,7 +18,7 @@ import { stopSegmentCountPool } from './modules/segments/count-pool'
 import { startInboundListener } from './smtp/inbound'
 import { startStatsRollup } from './jobs/stats'
 import { startFeedbackLoopPoller } from './smtp/inbound/imap-poller'
-import { startSubmissionListener, type SubmissionListener } from './smtp/submission'
+import { startSubmissionListener, type SubmissionListener } from './smtp/submission/server'
 import { loadSmtpCertificate } from './smtp/tls'
 import { VERSION } from './version'
 import { startWebhooks } from './jobs/webhooks'
@@ -79,7 +79,7 @@ function openStore(config: Config, clock: Clock, log: ReturnType<typeof createLo
   const db = openDatabase(join(config.data_dir, 'mailroom.db'))
   const result = migrate(db, { backupDir: join(config.data_dir, 'backups'), now: clock.now() })
   if (result.applied.length) log.info('migrations applied', { applied: result.applied, backup: result.backup })
-  const deps: Deps = { db, clock, log, config }
+  const deps = createDeps({ db, clock, log, config })
   ensureBuiltinRoles(deps)
   return deps
 }
@@ -197,7 +197,7 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
 }
 
 async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEnv): Promise<number> {
-  const { app, usage, imports, sending } = buildApp(deps)
+  const { app, usage, imports } = buildApp(deps)
   const { host, port } = deps.config.http_listen
   app.listen({ hostname: host, port, maxRequestBodySize: SERVER_BODY_CAP })
   const bound = app.server!
@@ -210,13 +210,13 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   imports.kick()
   const checkpoints = startCheckpointer(join(deps.config.data_dir, 'mailroom.db'), log)
   // Recipients left mid-delivery by the last process go back in the queue, then delivery starts.
-  const delivery = startDelivery(deps, sending)
+  const delivery = startDelivery(deps)
   // SMTP listeners (issue 5): start here, stop below
   // Submission for bridges (smtp_listen STARTTLS, smtp_tls_listen implicit TLS); an address in use stops the start with one line.
   let submission: SubmissionListener | null = null
   if (deps.config.smtp_listen || deps.config.smtp_tls_listen) {
     try {
-      submission = await startSubmissionListener(deps, sending)
+      submission = await startSubmissionListener(deps)
     } catch (e) {
       io.err(`mailroom: ${(e as Error).message}`)
       await app.stop()
@@ -234,7 +234,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   const inbound = deps.config.mx_listen ? await startInboundListener(deps, { tls: await loadSmtpCertificate(deps) }) : null
   const feedbackLoops = startFeedbackLoopPoller(deps)
   // Background jobs of issue 6 (webhook dispatch, statistics rollups): start here, stop below
-  const webhooks = startWebhooks(deps, { commits: sending.commits })
+  const webhooks = startWebhooks(deps, { commits: deps.commits })
   const statsRollup = startStatsRollup(deps)
 
   const flusher = setInterval(() => {

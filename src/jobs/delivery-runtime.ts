@@ -4,7 +4,6 @@ import { createSignerPool } from '../delivery/signer-pool'
 import { createTransport } from '../delivery/transport'
 import { createResolver } from '../lib/dns'
 import { createIpRotation } from '../modules/ip-pools/service'
-import type { SendingRuntime } from '../modules/messages/service'
 import { createDeliveryEngine, type EngineParts } from './delivery'
 
 /**
@@ -12,7 +11,7 @@ import { createDeliveryEngine, type EngineParts } from './delivery'
  * SMTP transport with the configured limits, DKIM signing in worker threads (one per core,
  * so signing never sits on the thread that serves HTTP) and the IP pool rotation.
  */
-export function startDelivery(deps: Deps, sending: SendingRuntime & { attach(e: { wake(): void }): void }, overrides: Partial<EngineParts> = {}) {
+export function startDelivery(deps: Deps, overrides: Partial<EngineParts> = {}) {
   const transport = createTransport({
     resolver: createResolver(deps.config.dns_servers),
     mxPort: deps.config.mx_port,
@@ -22,8 +21,8 @@ export function startDelivery(deps: Deps, sending: SendingRuntime & { attach(e: 
     ehlo: deps.config.hostname,
   })
   const signer = createSignerPool({ size: Math.max(1, availableParallelism()) })
-  const engine = createDeliveryEngine(deps, { transport, signer, rotation: createIpRotation(deps), commits: sending.commits, ...overrides })
-  sending.attach(engine)
+  const engine = createDeliveryEngine(deps, { transport, signer, rotation: createIpRotation(deps), commits: deps.commits, ...overrides })
+  deps.doorbell.attach(engine)
   engine.start()
   return {
     engine,

@@ -6,7 +6,7 @@ import { createDeliveryEngine } from '../../src/jobs/delivery'
 import { createResolver } from '../../src/lib/dns'
 import { createIpRotation } from '../../src/modules/ip-pools/service'
 import { startInboundListener, type InboundListener } from '../../src/smtp/inbound'
-import { startSubmissionListener } from '../../src/smtp/submission'
+import { startSubmissionListener } from '../../src/smtp/submission/server'
 import { tokenFromAddress } from '../../src/smtp/verp'
 import { fixture, TOKENS } from '../smtp/reports/support'
 import { testApp } from '../support/app'
@@ -49,9 +49,9 @@ async function setup() {
     log: t.deps.log,
     ehlo: t.deps.config.hostname,
   })
-  const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.sending.commits, random: () => 0.5 })
+  const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.deps.commits, random: () => 0.5 })
   const inbound = await startInboundListener(t.deps, { host: '127.0.0.1', port: 0 })
-  const submission = await startSubmissionListener(t.deps, t.sending, { certificate: world.certificate })
+  const submission = await startSubmissionListener(t.deps, { certificate: world.certificate })
   open.push(transport, { close: () => engine.stop() }, inbound, submission)
 
   /** Drains the engine and returns the return path of the one transaction it made. */

@@ -5,7 +5,7 @@ import { buildApp } from '../../src/app'
 import { loadConfig, type Config } from '../../src/config'
 import { openDatabase, type Db } from '../../src/db/client'
 import { migrate } from '../../src/db/migrate'
-import type { Deps } from '../../src/deps'
+import { createDeps, type Deps } from '../../src/deps'
 import { fixedClock } from '../../src/lib/clock'
 import { memoryLogger } from '../../src/lib/logger'
 import { createApiKey } from '../../src/modules/api-keys/service'
@@ -22,7 +22,7 @@ export function testDeps(
   // Files (imports) go to a temporary data directory, never into the working tree.
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-test-'))
   const config = Object.freeze({ ...loadConfig({ env: {}, flags: { hostname: 'mailroom.test', 'access-log': 'false', 'data-dir': dataDir } }), ...overrides })
-  const deps = { db, clock, log: memoryLogger(), config }
+  const deps = createDeps({ db, clock, log: memoryLogger(), config })
   ensureBuiltinRoles(deps)
   return deps
 }
@@ -36,7 +36,7 @@ export interface Reply {
 /** A test application with helpers to make keys and call routes through app.handle. */
 export function testApp(overrides: Partial<Config> = {}) {
   const deps = testDeps(overrides)
-  const { app, usage, imports, sending } = buildApp(deps)
+  const { app, usage, imports } = buildApp(deps)
 
   const call = async (
     method: string,
@@ -76,5 +76,5 @@ export function testApp(overrides: Partial<Config> = {}) {
     return { id: view.id, key, role_id: roleId }
   }
 
-  return { deps, app, usage, imports, sending, call, makeKey }
+  return { deps, app, usage, imports, call, makeKey }
 }

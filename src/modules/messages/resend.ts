@@ -7,8 +7,8 @@ import type { ErrorDialect, Failure } from '../../http/envelope'
 import { requires } from '../../http/schemas'
 import { AppError, ERROR_CODES, type ErrorCode } from '../../lib/errors'
 import type { SendInput } from './compose'
-import { sendWithHeaders } from './index'
-import { getMessage, type AcceptedMessage, type SendingRuntime } from './service'
+import { sendOverHttp } from './http'
+import { getMessage, type AcceptedMessage } from './service'
 
 /**
  * A Resend-compatible surface (https://resend.com/docs/api-reference) under /compat/resend,
@@ -172,16 +172,15 @@ async function resendView(deps: Deps, id: string) {
   }
 }
 
-export function resendRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthOf) {
+export function resendRoutes(deps: Deps, authOf: AuthOf) {
   const tags = ['resend-compatible']
   const idOnly = (a: AcceptedMessage) => ({ id: a.id })
   return new Elysia({ prefix: RESEND_PREFIX })
     .post(
       '/emails',
       async ({ body, request, set }) => {
-        const r = await sendWithHeaders(
+        const r = await sendOverHttp(
           deps,
-          runtime,
           authOf,
           {
             request,
@@ -205,9 +204,8 @@ export function resendRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthOf
     .post(
       '/emails/batch',
       async ({ body, request, set }) => {
-        const r = await sendWithHeaders(
+        const r = await sendOverHttp(
           deps,
-          runtime,
           authOf,
           {
             request,

@@ -2,7 +2,6 @@ import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import { clientAddress } from '../../http/auth'
 import { publicRoute } from '../../http/schemas'
-import type { SendingRuntime } from '../messages/service'
 import { recordEngagement, senderOf, unsubscribeRecipient, type ClientInfo } from './service'
 import { verifyToken, type TrackingToken } from './tokens'
 
@@ -33,7 +32,7 @@ const invalidLink = () => page(404, 'Link not valid', '<p>This link is not valid
  * /t/u/{token} (unsubscribe page and RFC 8058 one-click unsubscribe). Each answers after the
  * event is committed.
  */
-export function trackingRoutes(deps: Deps, runtime: Pick<SendingRuntime, 'commits'>) {
+export function trackingRoutes(deps: Deps) {
   type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null }
   const clientOf = ({ request, server }: Ctx): ClientInfo => ({
     ip: clientAddress(request, server, deps.config.trust_proxy),
@@ -45,7 +44,7 @@ export function trackingRoutes(deps: Deps, runtime: Pick<SendingRuntime, 'commit
    */
   const record = async (token: TrackingToken, ctx: Ctx) => {
     try {
-      await recordEngagement(deps, runtime, token, clientOf(ctx))
+      await recordEngagement(deps, token, clientOf(ctx))
     } catch (e) {
       deps.log.error(`${token.kind} not recorded`, { message_id: token.messageId, error: (e as Error).message })
     }
@@ -94,7 +93,7 @@ export function trackingRoutes(deps: Deps, runtime: Pick<SendingRuntime, 'commit
         if (!token) return invalidLink()
         // Mail clients post "List-Unsubscribe=One-Click" (RFC 8058 section 3.2); our page posts source=page.
         const method = (ctx.body as Record<string, unknown> | undefined)?.source === 'page' ? 'page' : 'one_click'
-        const result = await unsubscribeRecipient(deps, runtime, token, method, clientOf(ctx))
+        const result = await unsubscribeRecipient(deps, token, method, clientOf(ctx))
         return page(200, 'Unsubscribed', `<p><strong>${escapeHtml(result.address)}</strong> is unsubscribed.</p>`)
       },
       {

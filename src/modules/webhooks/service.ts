@@ -1,5 +1,6 @@
-import { and, asc, count, desc, eq, inArray } from 'drizzle-orm'
+import { and, asc, count, desc, eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { webhookAttempts, webhookDeliveries, webhooks } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
@@ -7,31 +8,8 @@ import { pageMeta, pageRequest } from '../../lib/pagination'
 import { recordActivity } from '../activity-logs/service'
 import { emit } from '../events/service'
 import { resolveEndpoint, urlProblem, type Lookup } from './address'
+import { WEBHOOK_EVENT_KINDS, type TestResult, type WebhookInput, type WebhookView } from './model'
 import { generateSecret, postWebhook, secretProblem, signatureHeaders } from './post'
-
-/**
- * Every event kind a webhook can subscribe to ('*' = all of them, including kinds added
- * later). The spec's list (contacts, broadcasts) plus the message and webhook kinds this
- * server emits.
- */
-export const WEBHOOK_EVENT_KINDS = [
-  'contact.subscribed',
-  'contact.unsubscribed',
-  'contact.bounced',
-  'contact.complained',
-  'broadcast.sent',
-  'broadcast.opened',
-  'broadcast.clicked',
-  'message.queued',
-  'message.sent',
-  'message.deferred',
-  'message.delayed',
-  'message.bounced',
-  'message.failed',
-  'message.suppressed',
-  'message.complained',
-  'webhook.disabled',
-] as const
 
 /** Consecutive failed attempts after which a webhook is disabled (spec "Events" 4). */
 export const MAX_CONSECUTIVE_FAILURES = 10
@@ -41,23 +19,6 @@ export const ROTATION_GRACE_MS = 24 * 3600_000
 export const SYSTEM_ACTOR_NAME = 'system'
 
 type Row = typeof webhooks.$inferSelect
-
-export interface WebhookView {
-  id: number
-  url: string
-  description: string
-  kinds: string[]
-  enabled: boolean
-  disabled_reason: 'manual' | 'failures' | 'gone' | null
-  disabled_at: string | null
-  consecutive_failures: number
-  last_success_at: string | null
-  last_failure_at: string | null
-  /** Until when the previous secret still signs too, after a rotation; null when none. */
-  previous_secret_expires_at: string | null
-  created_at: string
-  updated_at: string
-}
 
 function toView(deps: Deps, r: Row): WebhookView {
   const rotating = r.previous_secret && r.previous_secret_until !== null && r.previous_secret_until > deps.clock.now()
@@ -121,18 +82,7 @@ export function getWebhook(deps: Deps, id: number): WebhookView {
 }
 
 export function listWebhooks(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(webhooks).get()!.n
-  const rows = deps.db.select().from(webhooks).orderBy(asc(webhooks.id)).limit(req.per_page).offset(req.offset).all()
-  return { items: rows.map((r) => toView(deps, r)), meta: pageMeta(req, total) }
-}
-
-export interface WebhookInput {
-  url: string
-  description?: string
-  kinds: string[]
-  secret?: string
-  enabled?: boolean
+  return pageOfTable(deps.db, webhooks, query, (rows: Row[]) => rows.map((r) => toView(deps, r)))
 }
 
 /** Creates a webhook; the answer is the only one that carries the secret. */
@@ -203,15 +153,8 @@ function parkPending(client: Deps['db']['$client'], webhookId: number, now: numb
 }
 
 /** Deletes webhooks with their deliveries and attempts. */
-export function deleteWebhooks(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  return deps.db.transaction((tx) => {
-    const found = tx.select({ id: webhooks.id }).from(webhooks).where(inArray(webhooks.id, unique)).all()
-    const deleted = found.map((r) => r.id)
-    if (deleted.length) tx.delete(webhooks).where(inArray(webhooks.id, deleted)).run()
-    const set = new Set(deleted)
-    return { deleted, not_found: unique.filter((i) => !set.has(i)) }
-  })
+export function deleteWebhooks(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, webhooks, ids)
 }
 
 /** New secret, returned once; the previous one keeps signing for ROTATION_GRACE_MS. */
@@ -325,17 +268,6 @@ function sampleEvent(kind: string, at: number): EventRow {
   if (group === 'message') return { ...base, message_id: '00000000-0000-0000-0000-000000000000', recipient: 'jane@example.com', data: { test: true } }
   if (group === 'broadcast') return { ...base, broadcast_id: 1, recipient: 'jane@example.com', data: { test: true } }
   return { ...base, data: { webhook_id: 0, reason: 'failures', test: true } }
-}
-
-export interface TestResult {
-  kind: string
-  webhook_id: string
-  ok: boolean
-  status: number | null
-  latency_ms: number
-  error: string | null
-  response_snippet: string | null
-  headers: Record<string, string>
 }
 
 /**

@@ -62,7 +62,7 @@ export function webhookRoutes(deps: Deps, authOf: AuthOf, opts: WebhookOptions =
     })
     .post('/:id/test', async ({ params, body }) => ok(await testWebhook(deps, params.id, body ?? {}, opts)), {
       params: IdParams,
-      body: t.Optional(t.Object({ kinds: t.Optional(Kinds) })),
+      body: t.Optional(t.Object({ events: t.Optional(Kinds) })),
       response: { 200: Envelope(t.Array(TestResultSchema)), 404: ErrorEnvelope, ...commonErrors },
       detail: requires('webhooks.test', 'Send sample events to the endpoint', {
         tags,

@@ -32,9 +32,9 @@ const StrOrNull = t.Union([t.String(), t.Null()])
 
 export const WebhookSchema = t.Object({
   id: t.Integer(),
-  url: t.String(),
+  endpoint: t.String({ description: 'The receiving URL.' }),
   description: t.String(),
-  kinds: t.Array(t.String()),
+  events: t.Array(t.String(), { description: 'The subscribed event kinds; * is every kind.' }),
   enabled: t.Boolean(),
   disabled_reason: t.Union([enumOf(['manual', 'failures', 'gone']), t.Null()]),
   disabled_at: Time,
@@ -49,16 +49,16 @@ export const WithSecret = t.Composite([WebhookSchema, t.Object({ secret: t.Strin
 
 export const Kinds = t.Array(t.String({ description: `An event kind, or * for every kind: ${WEBHOOK_EVENT_KINDS.join(', ')}` }), { minItems: 1, maxItems: 50 })
 export const CreateWebhookBody = t.Object({
-  url: t.String({ minLength: 1, maxLength: 2000 }),
+  endpoint: t.String({ minLength: 1, maxLength: 2000, description: 'The receiving URL (https, or http to a public address).' }),
   description: t.Optional(t.String({ maxLength: 2000 })),
-  kinds: Kinds,
+  events: Kinds,
   secret: t.Optional(t.String({ description: 'whsec_ + base64 of 24 to 64 bytes; generated when omitted.' })),
   enabled: t.Optional(t.Boolean()),
 })
 export const UpdateWebhookBody = t.Object({
-  url: t.Optional(t.String({ minLength: 1, maxLength: 2000 })),
+  endpoint: t.Optional(t.String({ minLength: 1, maxLength: 2000 })),
   description: t.Optional(t.String({ maxLength: 2000 })),
-  kinds: t.Optional(Kinds),
+  events: t.Optional(Kinds),
   enabled: t.Optional(t.Boolean({ description: 'true on a disabled webhook resets the failure count and sends its pending deliveries.' })),
 })
 

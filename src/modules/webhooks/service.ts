@@ -24,9 +24,9 @@ function toView(deps: Deps, r: Row): WebhookView {
   const rotating = r.previous_secret && r.previous_secret_until !== null && r.previous_secret_until > deps.clock.now()
   return {
     id: r.id,
-    url: r.url,
+    endpoint: r.url,
     description: r.description,
-    kinds: r.kinds,
+    events: r.kinds,
     enabled: r.enabled,
     disabled_reason: r.disabled_reason as WebhookView['disabled_reason'],
     disabled_at: toIso(r.disabled_at),
@@ -51,7 +51,7 @@ export function subscribes(kinds: readonly string[], kind: string): boolean {
 
 function checkKinds(kinds: string[]): string[] {
   const unknown = kinds.filter((k) => k !== '*' && !(WEBHOOK_EVENT_KINDS as readonly string[]).includes(k))
-  if (unknown.length) throw invalidField('kinds', `unknown kind(s): ${unknown.join(', ')}; known: *, ${WEBHOOK_EVENT_KINDS.join(', ')}`)
+  if (unknown.length) throw invalidField('events', `unknown kind(s): ${unknown.join(', ')}; known: *, ${WEBHOOK_EVENT_KINDS.join(', ')}`)
   return kinds.includes('*') ? ['*'] : [...new Set(kinds)]
 }
 
@@ -62,12 +62,12 @@ export interface WebhookOptions {
 
 async function checkUrl(deps: Deps, text: string, opts: WebhookOptions): Promise<string> {
   const problem = urlProblem(text)
-  if (problem) throw invalidField('url', problem)
+  if (problem) throw invalidField('endpoint', problem)
   // With private addresses allowed there is nothing to check in the answer, and a name that
   // does not resolve yet is the operator's business.
   if (deps.config.webhooks_allow_private) return text
   const r = await resolveEndpoint(new URL(text), false, opts.lookup)
-  if (!r.ok) throw invalidField('url', r.error)
+  if (!r.ok) throw invalidField('endpoint', r.error)
   return text
 }
 
@@ -87,12 +87,12 @@ export function listWebhooks(deps: Deps, query: { page?: number; per_page?: numb
 
 /** Creates a webhook; the answer is the only one that carries the secret. */
 export async function createWebhook(deps: Deps, input: WebhookInput, opts: WebhookOptions = {}): Promise<WebhookView & { secret: string }> {
-  const kinds = checkKinds(input.kinds)
+  const kinds = checkKinds(input.events)
   if (input.secret !== undefined) {
     const p = secretProblem(input.secret)
     if (p) throw invalidField('secret', p)
   }
-  const url = await checkUrl(deps, input.url, opts)
+  const url = await checkUrl(deps, input.endpoint, opts)
   const now = deps.clock.now()
   const enabled = input.enabled ?? true
   const r = deps.db
@@ -120,8 +120,8 @@ export async function createWebhook(deps: Deps, input: WebhookInput, opts: Webho
  */
 export async function updateWebhook(deps: Deps, id: number, input: Partial<Omit<WebhookInput, 'secret'>>, opts: WebhookOptions = {}): Promise<WebhookView> {
   const current = row(deps, id)
-  const kinds = input.kinds !== undefined ? checkKinds(input.kinds) : undefined
-  const url = input.url !== undefined ? await checkUrl(deps, input.url, opts) : undefined
+  const kinds = input.events !== undefined ? checkKinds(input.events) : undefined
+  const url = input.endpoint !== undefined ? await checkUrl(deps, input.endpoint, opts) : undefined
   const now = deps.clock.now()
   deps.db.transaction((tx) => {
     tx.update(webhooks)
@@ -275,10 +275,10 @@ function sampleEvent(kind: string, at: number): EventRow {
  * endpoint answered. Nothing is stored and the failure count is untouched: a test is not a
  * delivery. Works on a disabled webhook too (to check an endpoint before enabling it).
  */
-export async function testWebhook(deps: Deps, id: number, input: { kinds?: string[] }, opts: WebhookOptions = {}): Promise<TestResult[]> {
+export async function testWebhook(deps: Deps, id: number, input: { events?: string[] }, opts: WebhookOptions = {}): Promise<TestResult[]> {
   const w = row(deps, id)
-  let kinds = input.kinds !== undefined ? checkKinds(input.kinds) : w.kinds
-  if (kinds.includes('*')) kinds = input.kinds !== undefined ? [...WEBHOOK_EVENT_KINDS] : ['contact.subscribed']
+  let kinds = input.events !== undefined ? checkKinds(input.events) : w.kinds
+  if (kinds.includes('*')) kinds = input.events !== undefined ? [...WEBHOOK_EVENT_KINDS] : ['contact.subscribed']
   const now = deps.clock.now()
   const secrets = signingSecrets(w, now)
   return Promise.all(

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { createIpRotation } from '../../src/modules/ip-pools/service'
+import { createIpRotation } from '../../src/delivery/ip-rotation'
 import { testApp } from '../support/app'
 
 /** An app with an admin key and helpers for IPs and pools. 127.0.0.2 and .3 are bindable on Linux loopback; 192.0.2.1 (TEST-NET-1) is not. */

@@ -50,7 +50,7 @@ export function spfValue(addresses: readonly string[], hostname: string): string
   return ['v=spf1', ...mechanisms, '~all'].join(' ')
 }
 
-/** The local part of the address DMARC aggregate reports go to, at the domain's return-path host (src/smtp/inbound.ts accepts it). */
+/** The local part of the address DMARC aggregate reports go to, at the domain's return-path host (src/smtp/inbound/listener.ts accepts it). */
 export const DMARC_REPORT_LOCAL_PART = 'dmarc'
 
 /**

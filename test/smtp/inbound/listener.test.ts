@@ -1,14 +1,14 @@
 import { describe, expect, test } from 'bun:test'
 import SMTPConnection from 'nodemailer/lib/smtp-connection'
-import { createTransport } from '../../src/delivery/transport'
-import { createDeliveryEngine } from '../../src/jobs/delivery'
-import { createResolver } from '../../src/lib/dns'
-import { createIpRotation } from '../../src/modules/ip-pools/service'
-import { startInboundListener, type InboundListener } from '../../src/smtp/inbound'
-import { tokenFromAddress } from '../../src/smtp/verp'
-import { testApp } from '../support/app'
-import { useMailWorld } from '../support/mail-world'
-import { fixture, TOKENS } from './reports/support'
+import { createTransport } from '../../../src/delivery/transport'
+import { createDeliveryEngine } from '../../../src/delivery/scheduler'
+import { createResolver } from '../../../src/lib/dns'
+import { createIpRotation } from '../../../src/delivery/ip-rotation'
+import { startInboundListener, type InboundListener } from '../../../src/smtp/inbound/listener'
+import { tokenFromAddress } from '../../../src/lib/return-path-token'
+import { testApp } from '../../support/app'
+import { useMailWorld } from '../../support/mail-world'
+import { fixture, TOKENS } from '../reports/support'
 
 /**
  * The inbound listener end to end: a message is sent through the API and delivered by the

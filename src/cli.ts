@@ -11,6 +11,7 @@ import { migrate } from './db/migrate'
 import { createDeps, type Deps } from './deps'
 import type { Clock } from './lib/clock'
 import { createLogger } from './lib/logger'
+import { publicHostNameWarning } from './lib/public-host-name'
 import { recordActivity } from './modules/activity-logs/service'
 import { countLiveKeys, createApiKey, listApiKeys } from './modules/api-keys/service'
 import { CLI_ACTOR, ensureBuiltinRoles, findRoleByName, listRoles } from './modules/roles/service'
@@ -197,6 +198,9 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
 }
 
 async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEnv): Promise<number> {
+  // Loud, on stderr and in the log: DNS records and bridge hosts are built from this name (issue 13 item 17).
+  const hostWarning = publicHostNameWarning(deps.config.hostname)
+  if (hostWarning) (log.warn('no public host name', { hostname: deps.config.hostname }), io.err(`mailroom: WARNING: ${hostWarning}`))
   const { app, usage, imports } = buildApp(deps)
   const { host, port } = deps.config.http_listen
   app.listen({ hostname: host, port, maxRequestBodySize: SERVER_BODY_CAP })

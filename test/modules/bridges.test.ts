@@ -34,6 +34,16 @@ async function setup(overrides: Parameters<typeof testApp>[0] = {}) {
 }
 
 describe('bridges resource', () => {
+  test('with a host name that is not public ("vm"), the SMTP host is a marked placeholder with the warning', async () => {
+    const { createBridge } = await setup({ hostname: 'vm' })
+    const created = await createBridge()
+    expect(created.smtp.host).toBe('<public-host-name>')
+    expect((created.smtp as { warning?: string }).warning).toContain('"vm" is a short name')
+    const normal = await (await setup()).createBridge()
+    expect(normal.smtp.host).toBe('mailroom.test')
+    expect(normal.smtp).not.toHaveProperty('warning')
+  })
+
   test('create shows the SMTP password and API key once; at rest only their hashes exist', async () => {
     const { call, createBridge, deps } = await setup()
     const created = await createBridge({ hourly_quota: 100, track_opens: true })

@@ -212,6 +212,9 @@ describe('scope and body validation', () => {
     ],
     ['program without id', { scope: 'program', program_type: 'trigger' }, { program_id: /is required/ }],
     ['program with list_id', { scope: 'program', program_type: 'drip', program_id: 2, list_id: 1 }, { list_id: /must not be set when scope is program/ }],
+    // Until broadcasts, drips and triggers exist, any positive id is accepted; nothing else is (docs/api.md "Scopes").
+    ['program with id 0', { scope: 'program', program_type: 'drip', program_id: 0 }, { program_id: /./ }],
+    ['program with a negative id', { scope: 'program', program_type: 'broadcast', program_id: -3 }, { program_id: /./ }],
     ['an unknown scope', { scope: 'everywhere' }, { scope: /./ }],
     ['an unknown program type', { scope: 'program', program_type: 'newsletter', program_id: 1 }, { program_type: /./ }],
     ['a list_id that is not an integer', { scope: 'list', list_id: 'one' }, { list_id: /./ }],

@@ -255,6 +255,24 @@ describe('smtp submission', () => {
     expect(t.messages()).toHaveLength(0)
   })
 
+  test('a Sender header is refused as on the send API (550 5.6.0), whatever its case or domain; nothing is queued', async () => {
+    const t = await setup()
+    const foreign = await refusal(t.client().sendMail(mail({ sender: 'CEO <ceo@bank.example>' })))
+    expect(foreign.code).toBe(550)
+    expect(foreign.response).toStartWith('550 5.6.0 The message has a header that is not accepted.')
+    expect(foreign.response).toContain('Sender would name a mailbox other than the checked From')
+    const lower = await refusal(t.client().sendMail(mail({ headers: { sender: 'orders@example.com' } })))
+    expect(lower.code).toBe(550)
+    expect(t.messages()).toHaveLength(0)
+    // The send API refuses it with the same words, from the same rule.
+    const api = await t.call('POST', '/v1/emails', { ...mail({ to: ['ada@example.net'] }), headers: { Sender: 'ceo@bank.example' } })
+    expect(api.status).toBe(422)
+    expect(foreign.response).toContain(api.body.error.details['headers.Sender'][0])
+    // Without it the same message goes through.
+    await t.client().sendMail(mail())
+    expect(t.messages()).toHaveLength(1)
+  })
+
   test('oversized: 552 5.3.4 at MAIL when SIZE is declared, and after DATA when it is not', async () => {
     const t = await setup({ smtp_max_message_bytes: 2000, smtp_plain_auth_loopback: true })
     const big = mail({ text: 'x'.repeat(3000) })

@@ -34,6 +34,12 @@ const SmtpCredentials = t.Object(
     port: Nullable(t.Integer(), 'The submission port (STARTTLS), else the implicit-TLS port; null when both listeners are off.'),
     username: t.String(),
     password: t.String(),
+    warning: t.Optional(
+      t.String({
+        description:
+          "Present when `host` is the placeholder <public-host-name>: the server's host name is not public; give the application the server's real name.",
+      }),
+    ),
   },
   { description: 'SMTP submission credentials. The password is shown only in this response; store it now.' },
 )

@@ -11,6 +11,7 @@ import { checkEmail, domainOf, normaliseDomain } from '../../lib/email'
 import { AppError, invalidField, notFound, type ErrorDetails } from '../../lib/errors'
 import { compileAllowlist, isAllowed, type IpRule } from '../../lib/ip-allowlist'
 import { pageMeta, pageRequest } from '../../lib/pagination'
+import { PUBLIC_HOST_NAME_PLACEHOLDER, publicHostNameWarning } from '../../lib/public-host-name'
 import { createApiKey, deleteApiKey, getApiKey, updateApiKey } from '../api-keys/service'
 import { poolExists } from '../ip-pools/service'
 import { isSubset } from '../permissions/catalog'
@@ -93,7 +94,7 @@ export interface BridgeInput {
 
 /** Credentials in the one answer that shows them (create, rotate). */
 export interface BridgeSecrets {
-  smtp?: { host: string; port: number | null; username: string; password: string }
+  smtp?: { host: string; port: number | null; username: string; password: string; warning?: string }
   api_key?: string
 }
 
@@ -491,7 +492,10 @@ function newPassword(): { password: string; hash: string } {
 
 function smtpSecrets(deps: Deps, username: string, password: string): NonNullable<BridgeSecrets['smtp']> {
   const listen = deps.config.smtp_listen ?? deps.config.smtp_tls_listen
-  return { host: deps.config.hostname, port: listen?.port ?? null, username, password }
+  // A host name nobody can resolve is no host to give an application: a marked placeholder and why.
+  const warning = publicHostNameWarning(deps.config.hostname)
+  const host = warning ? PUBLIC_HOST_NAME_PLACEHOLDER : deps.config.hostname
+  return { host, port: listen?.port ?? null, username, password, ...(warning && { warning }) }
 }
 
 /** Creates a bridge with its SMTP credentials and API key; both secrets are in this answer only. */

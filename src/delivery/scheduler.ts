@@ -1,7 +1,7 @@
 import type { GroupCommitter } from '../db/group-commit'
 import { preparedFor } from '../db/prepared'
 import type { Deps } from '../deps'
-import { countBridge } from '../modules/bridges/service'
+import { countBridge } from '../modules/bridges/quotas'
 import { emitPrepared } from '../modules/events/service'
 import { purgeIdempotencyKeys } from '../modules/messages/idempotency'
 import { resolveNode } from '../modules/sending-nodes/service'

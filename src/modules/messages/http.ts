@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
-import { BridgeQuotaError } from '../bridges/service'
+import { BridgeQuotaError } from '../bridges/quotas'
 import type { SendInput } from './compose'
 import { IDEMPOTENCY_HEADER, type StoredResponse } from './idempotency'
 import { acceptMessages, apiSendContext, prepareMessages, type AcceptContext, type AcceptedMessage } from './service'

@@ -10,7 +10,7 @@
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
 import { preparedFor } from '../../db/prepared'
-import { countBridge } from '../../modules/bridges/service'
+import { countBridge } from '../../modules/bridges/quotas'
 import { storeDmarcReport } from '../../modules/dmarc/service'
 import { emit, emitPrepared } from '../../modules/events/service'
 import { suppressForFeedback } from '../../modules/suppressions/feedback'

@@ -4,7 +4,7 @@ import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMT
 import type { Deps } from '../../deps'
 import { checkEmail, domainOf } from '../../lib/email'
 import { AppError } from '../../lib/errors'
-import { authenticateBridge, bridgeAllowsAddress, type BridgeIdentity } from '../../modules/bridges/service'
+import { authenticateBridge, bridgeAllowsAddress, type BridgeIdentity } from '../../modules/bridges/identity'
 import { checkSubmittedHeaders } from '../../modules/messages/compose'
 import type { StoredResponse } from '../../modules/messages/idempotency'
 import { prepareRawMessage } from '../../modules/messages/raw'

@@ -85,7 +85,7 @@ export function buildApp(deps: Deps) {
     .use(customFieldRoutes(deps, auth.authOf))
     .use(contactRoutes(deps, auth.authOf))
     .use(importRoutes(deps, auth.authOf, imports))
-    .use(suppressionRoutes(deps))
+    .use(suppressionRoutes(deps, auth.authOf))
     .use(segmentRoutes(deps, auth.authOf))
     // templates and spin tags (issue 4)
     .use(templateRoutes(deps, auth.authOf))

@@ -4,6 +4,7 @@ import { createGroupCommitter, type GroupCommitter } from './db/group-commit'
 import type { Clock } from './lib/clock'
 import { createDoorbell, type Doorbell } from './lib/doorbell'
 import type { Logger } from './lib/logger'
+import type { SecretBox } from './lib/secret-box'
 
 /** What services receive as their first argument: no globals, so tests swap any part. */
 export interface Deps {
@@ -11,6 +12,7 @@ export interface Deps {
   clock: Clock
   log: Logger
   config: Readonly<Config>
+  secrets: SecretBox
   /**
    * The group committer of `db` (db/group-commit.ts): accepted mail, tracking events and
    * delivery outcomes share its transactions, so many writers pay for one fsync. One per
@@ -22,6 +24,6 @@ export interface Deps {
 }
 
 /** Deps around an open database: its group committer, and a doorbell no engine is attached to yet. */
-export function createDeps<B extends Pick<Deps, 'db' | 'clock' | 'log' | 'config'>>(base: B): B & Deps {
+export function createDeps<B extends Omit<Deps, 'commits' | 'doorbell'>>(base: B): B & Deps {
   return { ...base, commits: createGroupCommitter(base.db), doorbell: createDoorbell() }
 }

@@ -30,12 +30,19 @@ export interface ErrorDialect {
 /** Turns a schema failure into field -> messages; `/allowed_ips/0` becomes `allowed_ips.0`. */
 export function validationDetails(error: ValidationError): ErrorDetails {
   const details: ErrorDetails = {}
-  const all = (error.all ?? []) as Array<{ path?: string; message?: string; summary?: string; schema?: { description?: string; enum?: unknown[] } }>
+  const all = (error.all ?? []) as Array<{
+    path?: string
+    message?: string
+    summary?: string
+    schema?: { description?: string; enum?: unknown[]; error?: unknown }
+  }>
   for (const issue of all) {
     const field = (issue.path ?? '').replace(/^\//, '').replace(/\//g, '.') || error.type
     // TypeBox words an enum failure as "Expected kind 'UnionEnum'"; say what is allowed instead.
     const allowed = Array.isArray(issue.schema?.enum) ? `must be one of: ${issue.schema.enum.join(', ')}` : null
-    const message = allowed ?? (issue.summary || issue.message || 'is invalid')
+    // A schema may word its own failure (`error`, as NameString does).
+    const own = typeof issue.schema?.error === 'string' ? issue.schema.error : null
+    const message = own ?? allowed ?? (issue.summary || issue.message || 'is invalid')
     ;(details[field] ??= []).includes(message) || details[field]!.push(message)
   }
   if (Object.keys(details).length === 0) details[error.type] = ['is invalid']

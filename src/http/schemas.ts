@@ -34,6 +34,14 @@ export const PageQuery = {
 
 export const IdParams = t.Object({ id: t.Integer({ minimum: 1, description: 'Record id.' }) })
 
+/**
+ * A name a person gives a record (key, role, list, template...): 1 to `maxLength` characters
+ * without control characters (C0, DEL, C1), which would reach an operator's terminal
+ * through `mailroom keys list` and the logs (ESC sequences recolour, move the cursor, ring).
+ */
+export const NameString = (maxLength = 200, extra: { description?: string } = {}) =>
+  t.String({ minLength: 1, maxLength, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$', error: 'must be text without control characters', ...extra })
+
 /** Wraps a record in the success envelope. */
 export function ok<T>(data: T): { success: true; data: T } {
   return { success: true, data }

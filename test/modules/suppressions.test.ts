@@ -1,15 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { lists } from '../../src/db/schema'
 import { AppError } from '../../src/lib/errors'
-import {
-  checkRecipient,
-  checkRecipients,
-  MAX_BATCH_ENTRIES,
-  RECIPIENT_CHUNK,
-  RECIPIENT_SQL,
-  suppressionPageQuery,
-  type Recipient,
-} from '../../src/modules/suppressions/service'
+import { checkRecipient, checkRecipients, RECIPIENT_CHUNK, RECIPIENT_SQL, suppressionPageQuery, type Recipient } from '../../src/modules/suppressions/service'
+import { MAX_BATCH_ENTRIES } from '../../src/modules/suppressions/model'
 import { testApp } from '../support/app'
 
 type T = ReturnType<typeof testApp>

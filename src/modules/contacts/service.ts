@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, gte, inArray, lt, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { bulkDeleteByIds, type BulkDeleteOutcome } from '../../db/crud'
 import { contactCounts, contacts, lists, type ContactStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
@@ -8,19 +9,8 @@ import { pageMeta, pageRequest, pageWindow } from '../../lib/pagination'
 import { applyFieldValues } from '../custom-fields/values'
 import { fieldDefinitions } from '../custom-fields/service'
 import { listExists } from '../lists/service'
+import type { ContactView } from './model'
 import { checkName, checkStatus, createContactWriter, emitStatusChange, type ContactInput, type RawContact, type WriteResult } from './writer'
-
-export interface ContactView {
-  id: number
-  email: string
-  first_name: string | null
-  last_name: string | null
-  list_id: number
-  status: ContactStatus
-  fields: Record<string, string | number | boolean>
-  created_at: string
-  updated_at: string
-}
 
 type Row = typeof contacts.$inferSelect
 
@@ -144,19 +134,8 @@ export function updateContact(
 }
 
 /** Deletes contacts by id, answering which were found. */
-export function deleteContacts(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  const found = unique.length
-    ? deps.db
-        .select({ id: contacts.id })
-        .from(contacts)
-        .where(inArray(contacts.id, unique))
-        .all()
-        .map((r) => r.id)
-    : []
-  if (found.length) deps.db.delete(contacts).where(inArray(contacts.id, found)).run()
-  const foundSet = new Set(found)
-  return { deleted: found, not_found: unique.filter((id) => !foundSet.has(id)) }
+export function deleteContacts(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, contacts, ids)
 }
 
 export interface ContactFilter {

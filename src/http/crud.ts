@@ -3,7 +3,20 @@ import { Elysia, t, type Static, type TSchema } from 'elysia'
 import type { BulkDeleteOutcome } from '../db/crud'
 import type { PageMeta } from '../lib/pagination'
 import type { AuthContext, AuthOf } from './auth'
-import { BulkDeleteBody, BulkDeleteResult, commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from './schemas'
+import {
+  type SemanticCheck,
+  BulkDeleteBody,
+  BulkDeleteResult,
+  commonErrors,
+  Envelope,
+  ErrorEnvelope,
+  IdParams,
+  ok,
+  okPage,
+  Paged,
+  PageQuery,
+  requires,
+} from './schemas'
 
 type Awaitable<T> = T | Promise<T>
 
@@ -22,6 +35,8 @@ interface Operation {
   errors?: number[]
   /** Defaults to `<group>.<action>` (create, read, update, delete). */
   permission?: string
+  /** The route's own checks of a body, merged into a schema failure's 422 (see `requires`). */
+  check?: SemanticCheck
 }
 
 /**
@@ -71,7 +86,7 @@ function errorsFor(op: Operation, item: boolean): Record<number, TSchema> {
 }
 
 function detailOf(resource: { group: string; tags: string[] }, op: Operation, action: string) {
-  return requires(op.permission ?? `${resource.group}.${action}`, op.summary, { tags: resource.tags, description: op.description })
+  return requires(op.permission ?? `${resource.group}.${action}`, op.summary, { tags: resource.tags, description: op.description, check: op.check })
 }
 
 /**

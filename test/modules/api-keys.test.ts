@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { testApp } from '../support/app'
+import { UNLIMITED } from '../../src/lib/rate-limit'
 
 describe('API key lifecycle', () => {
   test('create shows the key once; reads never show it', async () => {
@@ -49,7 +50,8 @@ describe('API key lifecycle', () => {
     expect(b.body.data.rate_limit).toBeNull()
     const unlimited = await t.call('GET', '/api/v2/roles', { key: b.body.data.key })
     expect(unlimited.status).toBe(200)
-    expect(unlimited.headers.get('x-ratelimit-limit')).toBeNull()
+    // Issue 13 item 15: the headers are on every response; an unlimited key's say UNLIMITED.
+    expect(unlimited.headers.get('x-ratelimit-limit')).toBe(String(UNLIMITED))
   })
 
   const invalid: Array<[name: string, body: unknown, field: string, message: RegExp]> = [

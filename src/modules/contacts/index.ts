@@ -5,7 +5,7 @@ import { commonErrors, Envelope, ok, requires } from '../../http/schemas'
 import { AppError } from '../../lib/errors'
 import { grants } from '../permissions/catalog'
 import { BatchAddBody, BatchAddResult, ContactFilters, ContactSchema, CreateContactBody, UpdateContactBody } from './model'
-import { batchAddContacts, createContact, deleteContacts, getContact, listContacts, updateContact } from './service'
+import { batchAddContacts, contactCreateProblems, createContact, deleteContacts, getContact, listContacts, updateContact } from './service'
 
 const tags = ['contacts']
 
@@ -21,6 +21,7 @@ export function contactRoutes(deps: Deps, authOf: AuthOf) {
       description: 'The address must be valid and the list must exist (422 otherwise); an address already on the list is 409.',
       errors: [409],
       body: CreateContactBody,
+      check: (body) => contactCreateProblems(deps, body),
       handle: (body, ctx) => createContact(deps, body, ctx.auth().key.id),
     },
     list: {

@@ -383,7 +383,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
 
   const feedbackLoops = startFeedbackLoopPoller(deps)
   // Background jobs of issue 6 (webhook dispatch, statistics rollups): start here, stop below
-  const webhooks = startWebhooks(deps, { commits: deps.commits })
+  const webhooks = startWebhooks(deps)
   const statsRollup = startStatsRollup(deps)
 
   const flusher = setInterval(() => {

@@ -31,6 +31,8 @@ export interface Reply {
   status: number
   headers: Headers
   body: any
+  /** The body as received, for substring checks. */
+  text: string
 }
 
 /** A test application with helpers to make keys and call routes through app.handle. */
@@ -56,7 +58,7 @@ export function testApp(overrides: Partial<Config> = {}) {
     try {
       parsed = JSON.parse(text)
     } catch {}
-    return { status: res.status, headers: res.headers, body: parsed }
+    return { status: res.status, headers: res.headers, body: parsed, text }
   }
 
   /** Creates a key through the service; `permissions` makes a fresh role with exactly those grants. */
@@ -78,3 +80,5 @@ export function testApp(overrides: Partial<Config> = {}) {
 
   return { deps, app, usage, imports, sending, call, makeKey }
 }
+
+export type TestApp = ReturnType<typeof testApp>

@@ -16,6 +16,8 @@ export interface ScenarioContext<S = any> {
 }
 
 type Dyn<T, S> = T | ((ctx: ScenarioContext<S>) => T)
+/** A JSON value (not `unknown`, so a function in its place is typed from context). */
+type Json = Record<string, unknown> | unknown[] | string | number | boolean | null
 
 /** Which key the request carries: none, the Administrator key (default), a role, exact permissions, or a key made by the test. */
 export type ScenarioKey<S> = null | 'admin' | { role: string } | { permissions: string[] } | ((ctx: ScenarioContext<S>) => string | null)
@@ -27,7 +29,7 @@ export interface Scenario<S = any> {
   key?: ScenarioKey<S>
   headers?: Dyn<Record<string, string>, S>
   /** Sent as JSON (content-type application/json unless `headers` says otherwise). */
-  body?: Dyn<unknown, S>
+  body?: Dyn<Json, S>
   /** Sent as it is. */
   rawBody?: Dyn<string, S>
   /** Runs before the request; its result is `ctx.setup`. */
@@ -45,7 +47,7 @@ export interface Scenario<S = any> {
   /** A subset the JSON body must match (toMatchObject). */
   json?: Dyn<Record<string, unknown> | unknown[], S>
   /** The whole JSON body, exactly (toEqual). */
-  equals?: Dyn<unknown, S>
+  equals?: Dyn<Json, S>
   /** Substrings the raw body must contain, and must not. */
   expectedContent?: string[]
   notExpectedContent?: string[]

@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { getApiKey } from '../../src/modules/api-keys/service'
 import { findRoleByName } from '../../src/modules/roles/service'
 import { testApp } from '../support/app'
 import { runScenarios, type Scenario, type ScenarioContext } from '../support/scenarios'
@@ -127,8 +128,8 @@ describe('API key lifecycle', () => {
     t.deps.clock.advance(60_000)
     await t.call('GET', '/api/v2/permissions', { key: k.key })
     t.usage.flush()
-    const row = t.deps.db.$client.query('SELECT last_used_at FROM api_keys WHERE id = ?').get(k.id) as { last_used_at: number }
-    expect(new Date(row.last_used_at).toISOString()).toBe('2026-03-01T12:01:35.000Z')
+    // getApiKey reads the stored row, without the API's overlay of pending uses: this checks the flush wrote it.
+    expect(getApiKey(t.deps, k.id).last_used_at).toBe('2026-03-01T12:01:35.000Z')
   })
 
   test('a refused call does not count as a use of the key', async () => {
@@ -242,6 +243,7 @@ runScenarios('no privilege escalation through keys', [
 ])
 
 describe('cached key identities stay current', () => {
+  // The access version lives only in storage (no service reads it for callers): raw SQL on purpose.
   const version = (t: ReturnType<typeof testApp>) =>
     (t.deps.db.$client.query("SELECT value FROM system_state WHERE key = 'access_version'").get() as { value: string }).value
 

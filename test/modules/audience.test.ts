@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { listEvents } from '../../src/modules/events/service'
 import { testApp } from '../support/app'
 import { runScenarios, type Scenario, type ScenarioContext } from '../support/scenarios'
 
@@ -208,17 +209,14 @@ describe('contacts', () => {
     await call('PATCH', `/api/v2/contacts/${c.id}`, { status: 'unsubscribed' })
     await call('PATCH', `/api/v2/contacts/${c.id}`, { first_name: 'No status change' })
     await call('POST', '/api/v2/contacts/batch', { list_id: l, mode: 'update', contacts: [{ email: 'a@example.com', status: 'subscribed' }] })
-    const events = t.deps.db.$client.query('SELECT kind, contact_id, list_id, recipient, data FROM events ORDER BY id').all() as Array<{
-      kind: string
-      contact_id: number
-      data: string
-    }>
+    // The events service lists newest first; oldest first reads as the story.
+    const events = listEvents(t.deps, { per_page: 100 }).items.reverse()
     expect(events.map((e) => [e.kind, e.contact_id])).toEqual([
       ['contact.subscribed', c.id],
       ['contact.unsubscribed', c.id],
       ['contact.subscribed', c.id],
     ])
-    expect(JSON.parse(events[1]!.data)).toEqual({ email: 'a@example.com', list_id: l, previous_status: 'subscribed' })
+    expect(events[1]!.data).toEqual({ email: 'a@example.com', list_id: l, previous_status: 'subscribed' })
   })
 })
 

@@ -3,7 +3,10 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildApp } from '../../src/app'
+import { listContacts } from '../../src/modules/contacts/service'
 import { createImportRunner } from '../../src/modules/imports/runner'
+import { getImport, listImportErrors } from '../../src/modules/imports/service'
+import { createList } from '../../src/modules/lists/service'
 import { testApp, testDeps } from '../support/app'
 
 function setup(overrides = {}) {
@@ -200,9 +203,7 @@ describe('bulk import', () => {
     const { createApiKey } = await import('../../src/modules/api-keys/service')
     const { CLI_ACTOR } = await import('../../src/modules/roles/service')
     const key = createApiKey(first, CLI_ACTOR, { name: 'k', role_id: 1 }).key
-    const listId = first.db.$client.query("INSERT INTO lists (name, description, created_at, updated_at) VALUES ('L', '', 0, 0) RETURNING id").get() as {
-      id: number
-    }
+    const listId = createList(first, { name: 'L' })
     const rows = Array.from({ length: 23 }, (_, i) => `r${i}@example.com`).join('\n')
     const res = await app.handle(
       new Request(`http://mailroom.test/api/v2/imports?list_id=${listId.id}`, {
@@ -217,8 +218,7 @@ describe('bulk import', () => {
     const runner1 = createImportRunner(first, { batchRows: 5 })
     runner1.kick()
     await runner1.stop()
-    const mid = first.db.$client.query('SELECT status, rows_done, created FROM imports WHERE id = ?').get(id)
-    expect(mid).toEqual({ status: 'running', rows_done: 5, created: 5 })
+    expect(getImport(first, id)).toMatchObject({ status: 'running', rows_done: 5, created: 5 })
     first.db.$client.close()
 
     // A new process on the same database resumes.
@@ -226,10 +226,9 @@ describe('bulk import', () => {
     const runner2 = createImportRunner(second, { batchRows: 5 })
     runner2.kick()
     await runner2.idle()
-    const final = second.db.$client.query('SELECT status, total_rows, rows_done, created, skipped, invalid FROM imports WHERE id = ?').get(id)
-    expect(final).toEqual({ status: 'completed', total_rows: 24, rows_done: 24, created: 23, skipped: 0, invalid: 1 })
-    expect((second.db.$client.query('SELECT count(*) AS n FROM contacts').get() as { n: number }).n).toBe(23)
-    expect((second.db.$client.query('SELECT count(*) AS n FROM import_errors').get() as { n: number }).n).toBe(1)
+    expect(getImport(second, id)).toMatchObject({ status: 'completed', total_rows: 24, rows_done: 24, created: 23, skipped: 0, invalid: 1 })
+    expect(listContacts(second, {}).meta.total).toBe(23)
+    expect(listImportErrors(second, id, {}).meta.total).toBe(1)
     expect(readdirSync(join(dir, 'imports'))).toEqual([]) // the file is removed once done
   })
 

@@ -4,6 +4,7 @@ import nodemailer from 'nodemailer'
 import { createTransport } from '../../src/delivery/transport'
 import { createDeliveryEngine } from '../../src/jobs/delivery'
 import { createResolver } from '../../src/lib/dns'
+import { listEvents } from '../../src/modules/events/service'
 import { createIpRotation } from '../../src/modules/ip-pools/service'
 import { startInboundListener, type InboundListener } from '../../src/smtp/inbound'
 import { startSubmissionListener } from '../../src/smtp/submission'
@@ -160,7 +161,7 @@ describe('message events carry the bridge they came through', () => {
   test('SMTP submission: queued, deferred, sent and a delayed DSN carry the bridge id; a message sent with an ordinary key has none', async () => {
     const t = await setup()
     await t.smtpClient.sendMail({ from: 'orders@example.com', to: ['carol@example.net', 'tempfail@example.net'], subject: 'Receipt', text: 'Thanks' })
-    const id = (t.deps.db.$client.query('SELECT id FROM messages WHERE bridge_id = ?').get(t.bridge.id) as { id: string }).id
+    const id = listEvents(t.deps, { bridge_id: t.bridge.id, kind: 'message.queued' }).items[0]!.message_id!
     const returnPath = await t.deliver()
     expect(await report(t.inbound, returnPath, fromFixture('postfix-delayed.eml', returnPath, 'carol@example.net'))).toContain('dsn, applied')
     expect(story(await t.events(`bridge_id=${t.bridge.id}`), id)).toEqual([

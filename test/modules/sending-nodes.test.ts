@@ -183,6 +183,7 @@ describe('caps', () => {
     takeNodeCapacity(t.deps, node.id, 1)
     clock.set(Date.parse('2026-03-03T10:00:00Z'))
     takeNodeCapacity(t.deps, node.id, 1)
+    // Raw SQL on purpose: the test is about the rows kept in storage (the API shows only sums).
     const rows = t.deps.db.$client.query('SELECT hour, count FROM sending_node_usage WHERE node_id = ?').all(node.id)
     expect(rows).toEqual([{ hour: Date.parse('2026-03-03T10:00:00Z'), count: 1 }])
   })

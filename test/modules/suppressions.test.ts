@@ -4,6 +4,7 @@ import { AppError } from '../../src/lib/errors'
 import {
   checkRecipient,
   checkRecipients,
+  getSuppression,
   MAX_BATCH_ENTRIES,
   RECIPIENT_CHUNK,
   RECIPIENT_SQL,
@@ -28,6 +29,7 @@ function setup() {
     expect(r.status).toBe(200)
     return r.body.data as { added: number; skipped: number; invalid: Array<{ entry: string; reason: string }> }
   }
+  // Raw SQL on purpose: scope_key is the stored uniqueness key, which no view shows.
   const stored = () =>
     t.deps.db.$client.query('SELECT scope_key, type, value, reason FROM suppressions ORDER BY id').all() as Array<{
       scope_key: string
@@ -471,11 +473,7 @@ describe('checkRecipient: the decision every send makes', () => {
       else {
         expect(decision).toEqual({ allowed: false, suppression: { id: expect.any(Number), ...match } } as never)
         // The id names the row that matched.
-        if (!decision.allowed)
-          expect(t.deps.db.$client.query('SELECT value, scope FROM suppressions WHERE id = ?').get(decision.suppression.id)).toEqual({
-            value: match.value,
-            scope: match.scope,
-          })
+        if (!decision.allowed) expect(getSuppression(t.deps, decision.suppression.id)).toMatchObject({ value: match.value, scope: match.scope })
       }
     })
   }

@@ -108,6 +108,7 @@ describe('GET /api/v2/events', () => {
 describe('event filters are index lookups', () => {
   test('each subject filter, and its page total, uses its own index', () => {
     const { deps } = testApp()
+    // Raw SQL on purpose: query plans are about the indexes themselves.
     const plan = (sql: string) => (deps.db.$client.query(`EXPLAIN QUERY PLAN ${sql}`).all(1) as Array<{ detail: string }>).map((r) => r.detail).join(' | ')
     for (const [column, index] of [
       ['recipient', 'events_recipient_idx'],
@@ -150,6 +151,7 @@ describe('page totals over a large log come from the statistics rollups', () => 
     write(1500)
     drainStats({ db: deps.db, clock: deps.clock }, 400)
     write(300)
+    // Raw SQL on purpose: the rollup is checked against a count of the stored rows, not against the code under test.
     const direct = (where: string, params: Array<string | number>) =>
       (deps.db.$client.query(`SELECT count(*) AS n FROM events WHERE ${where || 'true'}`).get(...params) as { n: number }).n
     return { deps, direct }

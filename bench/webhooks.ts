@@ -36,7 +36,7 @@ export async function run(argv: string[], command: string): Promise<number> {
   migrate(db, { now: systemClock.now() })
   const config = Object.freeze({ ...loadConfig({ env: {}, flags: { 'data-dir': dataDir, 'access-log': 'false' } }), webhooks_allow_private: true })
   const deps = { db, clock: systemClock, log: memoryLogger(), config }
-  await createWebhook(deps, { url: `http://127.0.0.1:${port}/hook`, kinds: ['*'] })
+  await createWebhook(deps, { endpoint: `http://127.0.0.1:${port}/hook`, events: ['*'] })
   const now = systemClock.now()
   db.$client.transaction(() => {
     for (let i = 0; i < n; i++)

@@ -42,7 +42,7 @@ test('SIGKILL while deliveries are failing and pending: after a restart every ev
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
-  const hook = await call(first.base, 'POST', '/api/v2/webhooks', { url: rx.url, kinds: ['contact.subscribed'] })
+  const hook = await call(first.base, 'POST', '/api/v2/webhooks', { endpoint: rx.url, events: ['contact.subscribed'] })
   expect(hook.status).toBe(201)
   rx.secrets.push(hook.body.data.secret)
   const list = await call(first.base, 'POST', '/api/v2/lists', { name: 'hooks' })

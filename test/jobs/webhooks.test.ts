@@ -17,7 +17,7 @@ async function setup(overrides: Partial<Config> = {}, parts: DispatcherParts = {
   const rx = await startWebhookReceiver({ now: () => t.deps.clock.now() })
   open.push(rx)
   const { key } = t.makeKey()
-  const created = await t.call('POST', '/api/v2/webhooks', { key, body: { url: rx.url, kinds: ['*'] } })
+  const created = await t.call('POST', '/api/v2/webhooks', { key, body: { endpoint: rx.url, events: ['*'] } })
   expect(created.status).toBe(201)
   rx.secrets.push(created.body.data.secret)
   const hook = created.body.data as { id: number; secret: string }
@@ -220,7 +220,7 @@ test('the events before a webhook existed are not delivered to it; the cursor mo
   const rx = await startWebhookReceiver()
   open.push(rx)
   const { key } = t.makeKey()
-  await t.call('POST', '/api/v2/webhooks', { key, body: { url: rx.url, kinds: ['message.sent'] } })
+  await t.call('POST', '/api/v2/webhooks', { key, body: { endpoint: rx.url, events: ['message.sent'] } })
   emit(t.deps.db, t.deps.clock.now(), { kind: 'contact.subscribed', data: {} })
   emit(t.deps.db, t.deps.clock.now(), { kind: 'message.sent', data: {} })
   const d = createWebhookDispatcher(t.deps)

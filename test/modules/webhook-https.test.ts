@@ -154,7 +154,7 @@ describe('webhooks to https://<name>', () => {
     const rx = await startReceiver(hooks)
     open.push(rx)
     const t = testApp({ webhooks_allow_private: true })
-    const hook = await createWebhook(t.deps, { url: rx.url, kinds: ['*'] })
+    const hook = await createWebhook(t.deps, { endpoint: rx.url, events: ['*'] })
     // The dispatcher's own agents trust the system's authorities only; a self-signed certificate is refused.
     const d = createWebhookDispatcher(t.deps, { lookup: lookupTo('127.0.0.1'), random: () => 0.5 })
     open.push({ close: () => d.stop() })
@@ -180,7 +180,7 @@ describe('webhooks to https://<name>', () => {
     // The same through the dispatcher, for a webhook created while the name resolved to a public
     // address and now answering with loopback (DNS rebinding): refused at connect time, and recorded.
     const t = testApp({ webhooks_allow_private: false })
-    const hook = await createWebhook(t.deps, { url: rx.url, kinds: ['*'] }, { lookup: lookupTo('8.8.8.8') })
+    const hook = await createWebhook(t.deps, { endpoint: rx.url, events: ['*'] }, { lookup: lookupTo('8.8.8.8') })
     const d = createWebhookDispatcher(t.deps, { lookup: lookupTo('127.0.0.1'), random: () => 0.5 })
     open.push({ close: () => d.stop() })
     emit(t.deps.db, t.deps.clock.now(), { kind: 'contact.subscribed', contact_id: 1, list_id: 1, data: { email: 'a@example.com' } })

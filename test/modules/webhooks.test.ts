@@ -10,18 +10,33 @@ afterEach(async () => {
   for (const o of open.splice(0)) await o.close()
 })
 
+test("the spec's field names: endpoint and events in, endpoint and events out (issue 13 item 11)", async () => {
+  const t = testApp({ webhooks_allow_private: true })
+  const { key } = t.makeKey()
+  const old = await t.call('POST', '/api/v2/webhooks', { key, body: { url: 'http://127.0.0.1:9/x', kinds: ['*'] } })
+  expect(old.status).toBe(422)
+  expect(Object.keys(old.body.error.details)).toEqual(expect.arrayContaining(['endpoint', 'events']))
+  const c = await t.call('POST', '/api/v2/webhooks', { key, body: { endpoint: 'http://127.0.0.1:9/x', events: ['message.sent'] } })
+  expect(c.status).toBe(201)
+  expect(c.body.data).toMatchObject({ endpoint: 'http://127.0.0.1:9/x', events: ['message.sent'] })
+  expect(c.body.data.url).toBeUndefined()
+  expect(c.body.data.kinds).toBeUndefined()
+  const changed = await t.call('PATCH', `/api/v2/webhooks/${c.body.data.id}`, { key, body: { endpoint: 'http://127.0.0.1:10/y', events: ['*'] } })
+  expect(changed.body.data).toMatchObject({ endpoint: 'http://127.0.0.1:10/y', events: ['*'] })
+})
+
 test('CRUD: the secret is shown on create only; kinds are checked; bulk delete', async () => {
   const t = testApp({ webhooks_allow_private: true })
   const { key } = t.makeKey()
-  const bad = await t.call('POST', '/api/v2/webhooks', { key, body: { url: 'http://127.0.0.1:9/x', kinds: ['contact.exploded'] } })
+  const bad = await t.call('POST', '/api/v2/webhooks', { key, body: { endpoint: 'http://127.0.0.1:9/x', events: ['contact.exploded'] } })
   expect(bad.status).toBe(422)
-  expect(bad.body.error.details.kinds[0]).toContain('unknown kind')
-  const ftp = await t.call('POST', '/api/v2/webhooks', { key, body: { url: 'ftp://example.com/x', kinds: ['*'] } })
+  expect(bad.body.error.details.events[0]).toContain('unknown kind')
+  const ftp = await t.call('POST', '/api/v2/webhooks', { key, body: { endpoint: 'ftp://example.com/x', events: ['*'] } })
   expect(ftp.status).toBe(422)
-  const c = await t.call('POST', '/api/v2/webhooks', { key, body: { url: 'http://127.0.0.1:9/x', kinds: ['contact.subscribed', 'contact.subscribed'] } })
+  const c = await t.call('POST', '/api/v2/webhooks', { key, body: { endpoint: 'http://127.0.0.1:9/x', events: ['contact.subscribed', 'contact.subscribed'] } })
   expect(c.status).toBe(201)
   expect(c.body.data.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/)
-  expect(c.body.data.kinds).toEqual(['contact.subscribed'])
+  expect(c.body.data.events).toEqual(['contact.subscribed'])
   const id = c.body.data.id
   const got = await t.call('GET', `/api/v2/webhooks/${id}`, { key })
   expect(got.body.data.secret).toBeUndefined()
@@ -29,10 +44,10 @@ test('CRUD: the secret is shown on create only; kinds are checked; bulk delete',
   expect(list.body.data[0].secret).toBeUndefined()
   const own = await t.call('POST', '/api/v2/webhooks', {
     key,
-    body: { url: 'https://example.com/x', kinds: ['*'], secret: 'whsec_' + Buffer.alloc(32, 7).toString('base64') },
+    body: { endpoint: 'https://example.com/x', events: ['*'], secret: 'whsec_' + Buffer.alloc(32, 7).toString('base64') },
   })
   expect(own.status).toBe(201)
-  const weak = await t.call('POST', '/api/v2/webhooks', { key, body: { url: 'https://example.com/x', kinds: ['*'], secret: 'hunter2' } })
+  const weak = await t.call('POST', '/api/v2/webhooks', { key, body: { endpoint: 'https://example.com/x', events: ['*'], secret: 'hunter2' } })
   expect(weak.status).toBe(422)
   const off = await t.call('PATCH', `/api/v2/webhooks/${id}`, { key, body: { enabled: false } })
   expect(off.body.data).toMatchObject({ enabled: false, disabled_reason: 'manual' })
@@ -40,7 +55,7 @@ test('CRUD: the secret is shown on create only; kinds are checked; bulk delete',
   expect(del.body.data).toEqual({ deleted: [id], not_found: [999] })
   expect((await t.call('GET', `/api/v2/webhooks/${id}`, { key })).status).toBe(404)
   const reader = t.makeKey({ permissions: ['webhooks.read'] })
-  expect((await t.call('POST', '/api/v2/webhooks', { key: reader.key, body: { url: 'https://example.com/', kinds: ['*'] } })).status).toBe(403)
+  expect((await t.call('POST', '/api/v2/webhooks', { key: reader.key, body: { endpoint: 'https://example.com/', events: ['*'] } })).status).toBe(403)
 })
 
 test('private, loopback, link-local, unique-local, CGNAT, multicast and unspecified addresses are refused at create time', async () => {
@@ -65,18 +80,18 @@ test('private, loopback, link-local, unique-local, CGNAT, multicast and unspecif
     'http://2130706433/',
   ]
   for (const url of refused) {
-    const r = await t.call('POST', '/api/v2/webhooks', { key, body: { url, kinds: ['*'] } })
+    const r = await t.call('POST', '/api/v2/webhooks', { key, body: { endpoint: url, events: ['*'] } })
     expect([url, r.status]).toEqual([url, 422])
-    expect(r.body.error.details.url).toBeDefined()
+    expect(r.body.error.details.endpoint).toBeDefined()
   }
   // A name is judged by what it resolves to.
   await expect(
-    createWebhook(t.deps, { url: 'https://hooks.example.com/', kinds: ['*'] }, { lookup: async () => [{ address: '192.168.0.10', family: 4 }] }),
+    createWebhook(t.deps, { endpoint: 'https://hooks.example.com/', events: ['*'] }, { lookup: async () => [{ address: '192.168.0.10', family: 4 }] }),
   ).rejects.toThrow()
   await expect(
     createWebhook(
       t.deps,
-      { url: 'https://hooks.example.com/', kinds: ['*'] },
+      { endpoint: 'https://hooks.example.com/', events: ['*'] },
       {
         lookup: async () => [
           { address: '93.184.216.34', family: 4 },
@@ -87,11 +102,11 @@ test('private, loopback, link-local, unique-local, CGNAT, multicast and unspecif
   ).rejects.toThrow()
   const okHook = await createWebhook(
     t.deps,
-    { url: 'https://hooks.example.com/', kinds: ['*'] },
+    { endpoint: 'https://hooks.example.com/', events: ['*'] },
     { lookup: async () => [{ address: '93.184.216.34', family: 4 }] },
   )
   expect(okHook.id).toBeGreaterThan(0)
-  const literal = await t.call('POST', '/api/v2/webhooks', { key, body: { url: 'https://93.184.216.34/hook', kinds: ['*'] } })
+  const literal = await t.call('POST', '/api/v2/webhooks', { key, body: { endpoint: 'https://93.184.216.34/hook', events: ['*'] } })
   expect(literal.status).toBe(201)
 })
 
@@ -101,7 +116,7 @@ test('test operation, delivery log, attempts and replay', async () => {
   const rx = await startWebhookReceiver({ now: () => t.deps.clock.now() })
   open.push(rx)
   const { key } = t.makeKey()
-  const c = await t.call('POST', '/api/v2/webhooks', { key, body: { url: rx.url, kinds: ['contact.subscribed'] } })
+  const c = await t.call('POST', '/api/v2/webhooks', { key, body: { endpoint: rx.url, events: ['contact.subscribed'] } })
   rx.secrets.push(c.body.data.secret)
   const id = c.body.data.id
 
@@ -109,7 +124,7 @@ test('test operation, delivery log, attempts and replay', async () => {
     { status: 200, body: 'thanks' },
     { status: 500, body: 'boom' },
   ]
-  const tested = await t.call('POST', `/api/v2/webhooks/${id}/test`, { key, body: { kinds: ['contact.subscribed', 'message.sent'] } })
+  const tested = await t.call('POST', `/api/v2/webhooks/${id}/test`, { key, body: { events: ['contact.subscribed', 'message.sent'] } })
   expect(tested.status).toBe(200)
   expect(tested.body.data).toHaveLength(2)
   expect(tested.body.data.map((r: { status: number }) => r.status).sort()).toEqual([200, 500])

@@ -1,10 +1,11 @@
-import { asc, count, eq, inArray } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { feedbackLoopAccounts } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { normaliseEmail, domainOf, normaliseDomain } from '../../lib/email'
 import { AppError, type ErrorDetails, notFound } from '../../lib/errors'
-import { pageMeta, pageRequest } from '../../lib/pagination'
+import { MIN_POLL_SECONDS, type FeedbackLoopInput, type FeedbackLoopView } from './model'
 
 /**
  * Feedback-loop accounts: where mailbox providers send complaint reports (ARF, RFC 5965)
@@ -15,45 +16,9 @@ import { pageMeta, pageRequest } from '../../lib/pagination'
 type Row = typeof feedbackLoopAccounts.$inferSelect
 export type FeedbackLoopKind = Row['kind']
 
-/** The shortest allowed poll interval: providers send reports in batches; faster polling only loads their servers. */
-export const MIN_POLL_SECONDS = 60
 export const DEFAULT_POLL_SECONDS = 300
 /** Local parts the listener reserves: return paths and the DMARC report address. */
 export const RESERVED_LOCAL_PARTS = /^(bounces\+|dmarc$)/
-
-export interface FeedbackLoopView {
-  id: number
-  name: string
-  kind: FeedbackLoopKind
-  address: string | null
-  host: string | null
-  port: number | null
-  tls: boolean | null
-  username: string | null
-  /** The password is write-only; this says whether one is stored. */
-  password_set: boolean
-  mailbox: string | null
-  poll_interval_seconds: number | null
-  active: boolean
-  last_polled_at: string | null
-  last_error: string | null
-  created_at: string
-  updated_at: string
-}
-
-export interface FeedbackLoopInput {
-  name?: string
-  kind?: FeedbackLoopKind
-  address?: string | null
-  host?: string | null
-  port?: number | null
-  tls?: boolean | null
-  username?: string | null
-  password?: string | null
-  mailbox?: string | null
-  poll_interval_seconds?: number | null
-  active?: boolean
-}
 
 function toView(r: Row): FeedbackLoopView {
   return {
@@ -145,13 +110,8 @@ function checked(deps: Deps, current: Columns, input: FeedbackLoopInput): Column
   return next
 }
 
-function nameTaken(deps: Deps, name: string, except: number | null): boolean {
-  const row = deps.db.select({ id: feedbackLoopAccounts.id }).from(feedbackLoopAccounts).where(eq(feedbackLoopAccounts.name, name)).get()
-  return !!row && row.id !== except
-}
-
-function conflictOnName(name: string): AppError {
-  return new AppError('conflict', `A feedback-loop account named "${name}" already exists.`)
+function assertNameFree(deps: Deps, name: string, exceptId?: number): void {
+  assertUnique(deps.db, feedbackLoopAccounts, feedbackLoopAccounts.name, name, { exceptId, message: `A feedback-loop account named "${name}" already exists.` })
 }
 
 function getRow(deps: Deps, id: number): Row {
@@ -167,10 +127,7 @@ export function getFeedbackLoop(deps: Deps, id: number): FeedbackLoopView {
 
 /** Accounts in creation order, paginated. */
 export function listFeedbackLoops(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(feedbackLoopAccounts).get()!.n
-  const rows = deps.db.select().from(feedbackLoopAccounts).orderBy(asc(feedbackLoopAccounts.id)).limit(req.per_page).offset(req.offset).all()
-  return { items: rows.map(toView), meta: pageMeta(req, total) }
+  return pageOfTable(deps.db, feedbackLoopAccounts, query, (rows: Row[]) => rows.map(toView))
 }
 
 /** Creates an account after checking its fields as a whole (422) and its name (409). */
@@ -189,7 +146,7 @@ export function createFeedbackLoop(deps: Deps, input: FeedbackLoopInput & { name
     active: true,
   }
   const values = checked(deps, empty, input)
-  if (nameTaken(deps, values.name, null)) throw conflictOnName(values.name)
+  assertNameFree(deps, values.name)
   const now = deps.clock.now()
   const row = deps.db
     .insert(feedbackLoopAccounts)
@@ -207,7 +164,7 @@ export function updateFeedbackLoop(deps: Deps, id: number, input: FeedbackLoopIn
   }
   const { id: _id, created_at: _c, updated_at: _u, last_polled_at: _p, last_error: _e, ...current } = row
   const values = checked(deps, current, input)
-  if (nameTaken(deps, values.name, id)) throw conflictOnName(values.name)
+  assertNameFree(deps, values.name, id)
   // New connection settings deserve a fresh attempt: clear the last error and poll soon.
   const connectionChanged = ['host', 'port', 'tls', 'username', 'password', 'mailbox'].some((f) => input[f as keyof FeedbackLoopInput] !== undefined)
   deps.db
@@ -219,18 +176,8 @@ export function updateFeedbackLoop(deps: Deps, id: number, input: FeedbackLoopIn
 }
 
 /** Deletes accounts in one statement. */
-export function deleteFeedbackLoops(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  const found = unique.length
-    ? deps.db
-        .select({ id: feedbackLoopAccounts.id })
-        .from(feedbackLoopAccounts)
-        .where(inArray(feedbackLoopAccounts.id, unique))
-        .all()
-        .map((r) => r.id)
-    : []
-  if (found.length) deps.db.delete(feedbackLoopAccounts).where(inArray(feedbackLoopAccounts.id, found)).run()
-  return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
+export function deleteFeedbackLoops(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, feedbackLoopAccounts, ids)
 }
 
 /** What the poller needs of an IMAP account. */

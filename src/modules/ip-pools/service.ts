@@ -1,38 +1,16 @@
-import { asc, count, eq, inArray } from 'drizzle-orm'
+import { asc, eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
-import { pageMeta, pageRequest } from '../../lib/pagination'
 import { bumpPoolsVersion, poolsVersion } from './version'
 
 type Row = typeof ipPools.$inferSelect
 
-export interface PoolMemberView {
-  ip_id: number
-  address: string
-  hostname: string
-  weight: number
-}
-
-export interface PoolView {
-  id: number
-  name: string
-  is_default: boolean
-  members: PoolMemberView[]
-  created_at: string
-  updated_at: string
-}
-
-export interface PoolInput {
-  name: string
-  is_default?: boolean
-  members?: Array<{ ip_id: number; weight?: number }>
-}
-
-export const MAX_WEIGHT = 1000
+import type { PoolInput, PoolMemberView, PoolView } from './model'
 
 function membersOf(deps: Deps, poolIds: number[]): Map<number, PoolMemberView[]> {
   const out = new Map<number, PoolMemberView[]>(poolIds.map((id) => [id, []]))
@@ -101,9 +79,8 @@ function checkMembers(deps: Deps, members: NonNullable<PoolInput['members']>): v
   if (Object.keys(details).length) throw new AppError('validation_failed', 'The request data is invalid.', details)
 }
 
-function assertNameFree(deps: Deps, name: string, except?: number): void {
-  const clash = deps.db.select({ id: ipPools.id }).from(ipPools).where(eq(ipPools.name, name)).get()
-  if (clash && clash.id !== except) throw new AppError('conflict', `An IP pool named "${name}" already exists.`)
+function assertNameFree(deps: Deps, name: string, exceptId?: number): void {
+  assertUnique(deps.db, ipPools, ipPools.name, name, { exceptId, message: `An IP pool named "${name}" already exists.` })
 }
 
 /** One pool with its members and their addresses. */
@@ -113,14 +90,13 @@ export function getPool(deps: Deps, id: number): PoolView {
 
 /** A page of pools, oldest first. */
 export function listPools(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(ipPools).get()!.n
-  const rows = deps.db.select().from(ipPools).orderBy(asc(ipPools.id)).limit(req.per_page).offset(req.offset).all()
-  const members = membersOf(
-    deps,
-    rows.map((r) => r.id),
-  )
-  return { items: rows.map((r) => toView(r, members.get(r.id)!)), meta: pageMeta(req, total) }
+  return pageOfTable(deps.db, ipPools, query, (rows: Row[]) => {
+    const members = membersOf(
+      deps,
+      rows.map((r) => r.id),
+    )
+    return rows.map((r) => toView(r, members.get(r.id)!))
+  })
 }
 
 /** Creates a pool; making it the default takes the flag from the previous default in the same transaction. */
@@ -173,21 +149,8 @@ export function updatePool(deps: Deps, id: number, input: Partial<PoolInput>): P
 }
 
 /** Deletes pools; domains, nodes and queued messages that named one fall back to the default pool (foreign keys set null). */
-export function deletePools(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  const found = unique.length
-    ? deps.db
-        .select({ id: ipPools.id })
-        .from(ipPools)
-        .where(inArray(ipPools.id, unique))
-        .all()
-        .map((r) => r.id)
-    : []
-  if (found.length) {
-    deps.db.delete(ipPools).where(inArray(ipPools.id, found)).run()
-    bumpPoolsVersion(deps.db)
-  }
-  return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
+export function deletePools(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, ipPools, ids, () => bumpPoolsVersion(deps.db))
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,26 +1,16 @@
-import { asc, count, eq, inArray } from 'drizzle-orm'
+import { asc, eq, inArray } from 'drizzle-orm'
 import net from 'node:net'
 import ipaddr from 'ipaddr.js'
 import type { Deps } from '../../deps'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
 import { normaliseDomain } from '../../lib/email'
-import { pageMeta, pageRequest } from '../../lib/pagination'
 import { bumpPoolsVersion } from '../ip-pools/version'
+import type { IpView } from './model'
 
 type Row = typeof ips.$inferSelect
-
-export interface IpView {
-  id: number
-  address: string
-  family: 4 | 6
-  hostname: string
-  /** The pools this address belongs to, with its weight in each. */
-  pools: Array<{ id: number; name: string; weight: number }>
-  created_at: string
-  updated_at: string
-}
 
 function poolsOf(deps: Deps, ids: number[]): Map<number, IpView['pools']> {
   const out = new Map<number, IpView['pools']>(ids.map((id) => [id, []]))
@@ -112,14 +102,13 @@ export function getIp(deps: Deps, id: number): IpView {
 
 /** A page of IPs, oldest first. */
 export function listIps(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(ips).get()!.n
-  const rows = deps.db.select().from(ips).orderBy(asc(ips.id)).limit(req.per_page).offset(req.offset).all()
-  const pools = poolsOf(
-    deps,
-    rows.map((r) => r.id),
-  )
-  return { items: rows.map((r) => toView(r, pools.get(r.id)!)), meta: pageMeta(req, total) }
+  return pageOfTable(deps.db, ips, query, (rows: Row[]) => {
+    const pools = poolsOf(
+      deps,
+      rows.map((r) => r.id),
+    )
+    return rows.map((r) => toView(r, pools.get(r.id)!))
+  })
 }
 
 /** Registers a source address after checking that this host can bind it. */
@@ -161,19 +150,6 @@ export async function updateIp(deps: Deps, id: number, input: { address?: string
 }
 
 /** Deletes IPs; they leave their pools (foreign keys cascade). */
-export function deleteIps(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  const found = unique.length
-    ? deps.db
-        .select({ id: ips.id })
-        .from(ips)
-        .where(inArray(ips.id, unique))
-        .all()
-        .map((r) => r.id)
-    : []
-  if (found.length) {
-    deps.db.delete(ips).where(inArray(ips.id, found)).run()
-    bumpPoolsVersion(deps.db)
-  }
-  return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
+export function deleteIps(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, ips, ids, () => bumpPoolsVersion(deps.db))
 }

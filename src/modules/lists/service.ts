@@ -1,21 +1,12 @@
-import { asc, count, eq, inArray } from 'drizzle-orm'
+import { eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { CONTACT_STATUSES, contactCounts, lists, type ContactStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { notFound } from '../../lib/errors'
-import { pageMeta, pageRequest } from '../../lib/pagination'
+import type { ListView } from './model'
 
 type Row = typeof lists.$inferSelect
-
-export interface ListView {
-  id: number
-  name: string
-  description: string
-  /** Contacts by status, and their total. */
-  counts: Record<ContactStatus, number> & { total: number }
-  created_at: string
-  updated_at: string
-}
 
 /** Status counts for some lists, from the trigger-kept contact_counts table. */
 function countsFor(deps: Deps, ids: number[]): Map<number, ListView['counts']> {
@@ -50,15 +41,15 @@ export function getList(deps: Deps, id: number): ListView {
   return toView(row, countsFor(deps, [id]).get(id)!)
 }
 
+/** A page of lists, oldest first. */
 export function listLists(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(lists).get()!.n
-  const rows = deps.db.select().from(lists).orderBy(asc(lists.id)).limit(req.per_page).offset(req.offset).all()
-  const counts = countsFor(
-    deps,
-    rows.map((r) => r.id),
-  )
-  return { items: rows.map((r) => toView(r, counts.get(r.id)!)), meta: pageMeta(req, total) }
+  return pageOfTable(deps.db, lists, query, (rows: Row[]) => {
+    const counts = countsFor(
+      deps,
+      rows.map((r) => r.id),
+    )
+    return rows.map((r) => toView(r, counts.get(r.id)!))
+  })
 }
 
 export function createList(deps: Deps, input: { name: string; description?: string }): ListView {
@@ -85,17 +76,7 @@ export function updateList(deps: Deps, id: number, input: { name?: string; descr
   return getList(deps, id)
 }
 
-/** Deletes lists with their contacts, list suppressions and imports (foreign keys cascade), in one transaction. */
-export function deleteLists(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  const found = unique.length
-    ? deps.db
-        .select({ id: lists.id })
-        .from(lists)
-        .where(inArray(lists.id, unique))
-        .all()
-        .map((r) => r.id)
-    : []
-  if (found.length) deps.db.delete(lists).where(inArray(lists.id, found)).run()
-  return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
+/** Deletes lists with their contacts, list suppressions and imports (foreign keys cascade), in one statement. */
+export function deleteLists(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, lists, ids)
 }

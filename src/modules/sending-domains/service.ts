@@ -1,15 +1,15 @@
-import { asc, count, eq, inArray } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import { generateKeyPair } from 'node:crypto'
 import { domainToASCII } from 'node:url'
 import { promisify } from 'node:util'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { sendingDomains, type DomainStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
 import { normaliseDomain } from '../../lib/email'
-import { pageMeta, pageRequest } from '../../lib/pagination'
 import { defaultPoolId, poolAddresses, poolExists } from '../ip-pools/service'
 import { dkimSelector, expectedRecords, nextDomainStatus, type DnsRecordSpec, type RecordCheck, type RecordPurpose, type RecordState } from './records'
 import { checkRecords } from './verify'
@@ -22,27 +22,7 @@ interface StoredCheck extends RecordCheck {
   value: string
 }
 
-export interface DnsRecordView extends DnsRecordSpec {
-  state: RecordState
-  found?: string[]
-  message?: string
-}
-
-export interface SendingDomainView {
-  id: number
-  name: string
-  status: DomainStatus
-  pool_id: number | null
-  dkim_selector: string
-  return_path_host: string
-  track_opens: boolean
-  track_clicks: boolean
-  dns_records: DnsRecordView[]
-  checked_at: string | null
-  verified_at: string | null
-  created_at: string
-  updated_at: string
-}
+import type { DnsRecordView, SendingDomainSettings, SendingDomainView } from './model'
 
 const generateRsa = promisify(generateKeyPair)
 
@@ -113,8 +93,7 @@ function returnPathHost(domain: string, input: string | undefined): string {
 }
 
 function assertNameFree(deps: Deps, name: string): void {
-  const clash = deps.db.select({ id: sendingDomains.id }).from(sendingDomains).where(eq(sendingDomains.name, name)).get()
-  if (clash) throw new AppError('conflict', `The sending domain ${name} already exists (id ${clash.id}).`)
+  assertUnique(deps.db, sendingDomains, sendingDomains.name, name, { message: (id) => `The sending domain ${name} already exists (id ${id}).` })
 }
 
 /** One sending domain with the records to publish and their last checked state. */
@@ -125,11 +104,10 @@ export function getSendingDomain(deps: Deps, id: number): SendingDomainView {
 
 /** A page of sending domains, oldest first. */
 export function listSendingDomains(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(sendingDomains).get()!.n
-  const rows = deps.db.select().from(sendingDomains).orderBy(asc(sendingDomains.id)).limit(req.per_page).offset(req.offset).all()
-  const addresses = addressesFor(deps)
-  return { items: rows.map((r) => toView(deps, r, addresses(r.pool_id))), meta: pageMeta(req, total) }
+  return pageOfTable(deps.db, sendingDomains, query, (rows: Row[]) => {
+    const addresses = addressesFor(deps)
+    return rows.map((r) => toView(deps, r, addresses(r.pool_id)))
+  })
 }
 
 /**
@@ -137,14 +115,6 @@ export function listSendingDomains(deps: Deps, query: { page?: number; per_page?
  * least 1024 bits; 2048 is what receivers expect today). The key is generated off the event
  * loop (about 100 ms or more of CPU).
  */
-/** What a create or update may set besides the name. */
-export interface SendingDomainSettings {
-  pool_id?: number | null
-  return_path_host?: string
-  track_opens?: boolean
-  track_clicks?: boolean
-}
-
 export async function createSendingDomain(deps: Deps, input: SendingDomainSettings & { name: string }): Promise<SendingDomainView> {
   const name = normaliseDomain(input.name)
   if (!name) throw invalidField('name', 'must be a domain name such as example.com')
@@ -194,18 +164,8 @@ export function updateSendingDomain(deps: Deps, id: number, input: SendingDomain
 }
 
 /** Deletes sending domains; queued messages keep going out, unsigned (their domain_id is set null). */
-export function deleteSendingDomains(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  const found = unique.length
-    ? deps.db
-        .select({ id: sendingDomains.id })
-        .from(sendingDomains)
-        .where(inArray(sendingDomains.id, unique))
-        .all()
-        .map((r) => r.id)
-    : []
-  if (found.length) deps.db.delete(sendingDomains).where(inArray(sendingDomains.id, found)).run()
-  return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
+export function deleteSendingDomains(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, sendingDomains, ids)
 }
 
 /**

@@ -1,12 +1,12 @@
-import { asc, count, eq, inArray } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import net from 'node:net'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { sendingNodes, type NodeKind, type RelayTlsMode } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
-import { pageMeta, pageRequest } from '../../lib/pagination'
 import { poolExists } from '../ip-pools/service'
 
 type Row = typeof sendingNodes.$inferSelect
@@ -19,41 +19,7 @@ const DAY = 86_400_000
 /** Relay ports by TLS mode when none is given: submission with STARTTLS (RFC 6409), implicit TLS (RFC 8314), plain SMTP. */
 const DEFAULT_RELAY_PORTS: Record<RelayTlsMode, number> = { starttls: 587, tls: 465, none: 25 }
 
-export interface SendingNodeView {
-  id: number
-  name: string
-  kind: NodeKind
-  pool_id: number | null
-  relay_host: string | null
-  relay_port: number | null
-  relay_tls: RelayTlsMode | null
-  relay_username: string | null
-  /** The password is never returned. */
-  has_password: boolean
-  hourly_cap: number | null
-  daily_cap: number | null
-  is_default: boolean
-  active: boolean
-  /** Deliveries counted against the caps in the current clock hour and UTC day. */
-  usage: { this_hour: number; today: number }
-  created_at: string
-  updated_at: string
-}
-
-export interface SendingNodeInput {
-  name: string
-  kind: NodeKind
-  pool_id?: number | null
-  relay_host?: string | null
-  relay_port?: number | null
-  relay_tls?: RelayTlsMode | null
-  relay_username?: string | null
-  relay_password?: string | null
-  hourly_cap?: number | null
-  daily_cap?: number | null
-  is_default?: boolean
-  active?: boolean
-}
+import type { SendingNodeInput, SendingNodeView } from './model'
 
 const statements = preparedFor((db: Db) => ({
   byId: db.$client.prepare<RawRow, [number]>('SELECT * FROM sending_nodes WHERE id = ?'),
@@ -167,9 +133,8 @@ function resolveFields(deps: Deps, current: Row | null, input: Partial<SendingNo
   return f
 }
 
-function assertNameFree(deps: Deps, name: string, except?: number): void {
-  const clash = deps.db.select({ id: sendingNodes.id }).from(sendingNodes).where(eq(sendingNodes.name, name)).get()
-  if (clash && clash.id !== except) throw new AppError('conflict', `A sending node named "${name}" already exists.`)
+function assertNameFree(deps: Deps, name: string, exceptId?: number): void {
+  assertUnique(deps.db, sendingNodes, sendingNodes.name, name, { exceptId, message: `A sending node named "${name}" already exists.` })
 }
 
 /** One sending node (without its password). */
@@ -179,10 +144,7 @@ export function getSendingNode(deps: Deps, id: number): SendingNodeView {
 
 /** A page of sending nodes, oldest first. */
 export function listSendingNodes(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(sendingNodes).get()!.n
-  const rows = deps.db.select().from(sendingNodes).orderBy(asc(sendingNodes.id)).limit(req.per_page).offset(req.offset).all()
-  return { items: rows.map((r) => toView(deps, r)), meta: pageMeta(req, total) }
+  return pageOfTable(deps.db, sendingNodes, query, (rows: Row[]) => rows.map((r) => toView(deps, r)))
 }
 
 /** Creates a node; making it the default takes the flag from the previous default in the same transaction. */
@@ -217,18 +179,8 @@ export function updateSendingNode(deps: Deps, id: number, input: Partial<Sending
 }
 
 /** Deletes nodes with their usage counters; queued messages that named one take the default route. */
-export function deleteSendingNodes(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  const found = unique.length
-    ? deps.db
-        .select({ id: sendingNodes.id })
-        .from(sendingNodes)
-        .where(inArray(sendingNodes.id, unique))
-        .all()
-        .map((r) => r.id)
-    : []
-  if (found.length) deps.db.delete(sendingNodes).where(inArray(sendingNodes.id, found)).run()
-  return { deleted: found, not_found: unique.filter((id) => !found.includes(id)) }
+export function deleteSendingNodes(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, sendingNodes, ids)
 }
 
 // ---------------------------------------------------------------------------------------

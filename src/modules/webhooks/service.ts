@@ -1,5 +1,6 @@
-import { and, asc, count, desc, eq, inArray } from 'drizzle-orm'
+import { and, asc, count, desc, eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { webhookAttempts, webhookDeliveries, webhooks } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
@@ -7,31 +8,8 @@ import { pageMeta, pageRequest } from '../../lib/pagination'
 import { recordActivity } from '../activity-logs/service'
 import { emit } from '../events/service'
 import { resolveEndpoint, urlProblem, type Lookup } from './address'
+import { WEBHOOK_EVENT_KINDS, type TestResult, type WebhookInput, type WebhookView } from './model'
 import { generateSecret, postWebhook, secretProblem, signatureHeaders } from './post'
-
-/**
- * Every event kind a webhook can subscribe to ('*' = all of them, including kinds added
- * later). The spec's list (contacts, broadcasts) plus the message and webhook kinds this
- * server emits.
- */
-export const WEBHOOK_EVENT_KINDS = [
-  'contact.subscribed',
-  'contact.unsubscribed',
-  'contact.bounced',
-  'contact.complained',
-  'broadcast.sent',
-  'broadcast.opened',
-  'broadcast.clicked',
-  'message.queued',
-  'message.sent',
-  'message.deferred',
-  'message.delayed',
-  'message.bounced',
-  'message.failed',
-  'message.suppressed',
-  'message.complained',
-  'webhook.disabled',
-] as const
 
 /** Consecutive failed attempts after which a webhook is disabled (spec "Events" 4). */
 export const MAX_CONSECUTIVE_FAILURES = 10
@@ -42,30 +20,13 @@ export const SYSTEM_ACTOR_NAME = 'system'
 
 type Row = typeof webhooks.$inferSelect
 
-export interface WebhookView {
-  id: number
-  url: string
-  description: string
-  kinds: string[]
-  enabled: boolean
-  disabled_reason: 'manual' | 'failures' | 'gone' | null
-  disabled_at: string | null
-  consecutive_failures: number
-  last_success_at: string | null
-  last_failure_at: string | null
-  /** Until when the previous secret still signs too, after a rotation; null when none. */
-  previous_secret_expires_at: string | null
-  created_at: string
-  updated_at: string
-}
-
 function toView(deps: Deps, r: Row): WebhookView {
   const rotating = r.previous_secret && r.previous_secret_until !== null && r.previous_secret_until > deps.clock.now()
   return {
     id: r.id,
-    url: r.url,
+    endpoint: r.url,
     description: r.description,
-    kinds: r.kinds,
+    events: r.kinds,
     enabled: r.enabled,
     disabled_reason: r.disabled_reason as WebhookView['disabled_reason'],
     disabled_at: toIso(r.disabled_at),
@@ -90,7 +51,7 @@ export function subscribes(kinds: readonly string[], kind: string): boolean {
 
 function checkKinds(kinds: string[]): string[] {
   const unknown = kinds.filter((k) => k !== '*' && !(WEBHOOK_EVENT_KINDS as readonly string[]).includes(k))
-  if (unknown.length) throw invalidField('kinds', `unknown kind(s): ${unknown.join(', ')}; known: *, ${WEBHOOK_EVENT_KINDS.join(', ')}`)
+  if (unknown.length) throw invalidField('events', `unknown kind(s): ${unknown.join(', ')}; known: *, ${WEBHOOK_EVENT_KINDS.join(', ')}`)
   return kinds.includes('*') ? ['*'] : [...new Set(kinds)]
 }
 
@@ -101,12 +62,12 @@ export interface WebhookOptions {
 
 async function checkUrl(deps: Deps, text: string, opts: WebhookOptions): Promise<string> {
   const problem = urlProblem(text)
-  if (problem) throw invalidField('url', problem)
+  if (problem) throw invalidField('endpoint', problem)
   // With private addresses allowed there is nothing to check in the answer, and a name that
   // does not resolve yet is the operator's business.
   if (deps.config.webhooks_allow_private) return text
   const r = await resolveEndpoint(new URL(text), false, opts.lookup)
-  if (!r.ok) throw invalidField('url', r.error)
+  if (!r.ok) throw invalidField('endpoint', r.error)
   return text
 }
 
@@ -121,28 +82,17 @@ export function getWebhook(deps: Deps, id: number): WebhookView {
 }
 
 export function listWebhooks(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(webhooks).get()!.n
-  const rows = deps.db.select().from(webhooks).orderBy(asc(webhooks.id)).limit(req.per_page).offset(req.offset).all()
-  return { items: rows.map((r) => toView(deps, r)), meta: pageMeta(req, total) }
-}
-
-export interface WebhookInput {
-  url: string
-  description?: string
-  kinds: string[]
-  secret?: string
-  enabled?: boolean
+  return pageOfTable(deps.db, webhooks, query, (rows: Row[]) => rows.map((r) => toView(deps, r)))
 }
 
 /** Creates a webhook; the answer is the only one that carries the secret. */
 export async function createWebhook(deps: Deps, input: WebhookInput, opts: WebhookOptions = {}): Promise<WebhookView & { secret: string }> {
-  const kinds = checkKinds(input.kinds)
+  const kinds = checkKinds(input.events)
   if (input.secret !== undefined) {
     const p = secretProblem(input.secret)
     if (p) throw invalidField('secret', p)
   }
-  const url = await checkUrl(deps, input.url, opts)
+  const url = await checkUrl(deps, input.endpoint, opts)
   const now = deps.clock.now()
   const enabled = input.enabled ?? true
   const r = deps.db
@@ -170,8 +120,8 @@ export async function createWebhook(deps: Deps, input: WebhookInput, opts: Webho
  */
 export async function updateWebhook(deps: Deps, id: number, input: Partial<Omit<WebhookInput, 'secret'>>, opts: WebhookOptions = {}): Promise<WebhookView> {
   const current = row(deps, id)
-  const kinds = input.kinds !== undefined ? checkKinds(input.kinds) : undefined
-  const url = input.url !== undefined ? await checkUrl(deps, input.url, opts) : undefined
+  const kinds = input.events !== undefined ? checkKinds(input.events) : undefined
+  const url = input.endpoint !== undefined ? await checkUrl(deps, input.endpoint, opts) : undefined
   const now = deps.clock.now()
   deps.db.transaction((tx) => {
     tx.update(webhooks)
@@ -203,15 +153,8 @@ function parkPending(client: Deps['db']['$client'], webhookId: number, now: numb
 }
 
 /** Deletes webhooks with their deliveries and attempts. */
-export function deleteWebhooks(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  return deps.db.transaction((tx) => {
-    const found = tx.select({ id: webhooks.id }).from(webhooks).where(inArray(webhooks.id, unique)).all()
-    const deleted = found.map((r) => r.id)
-    if (deleted.length) tx.delete(webhooks).where(inArray(webhooks.id, deleted)).run()
-    const set = new Set(deleted)
-    return { deleted, not_found: unique.filter((i) => !set.has(i)) }
-  })
+export function deleteWebhooks(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, webhooks, ids)
 }
 
 /** New secret, returned once; the previous one keeps signing for ROTATION_GRACE_MS. */
@@ -327,26 +270,15 @@ function sampleEvent(kind: string, at: number): EventRow {
   return { ...base, data: { webhook_id: 0, reason: 'failures', test: true } }
 }
 
-export interface TestResult {
-  kind: string
-  webhook_id: string
-  ok: boolean
-  status: number | null
-  latency_ms: number
-  error: string | null
-  response_snippet: string | null
-  headers: Record<string, string>
-}
-
 /**
  * Sends one sample event per kind, signed like real deliveries, and reports what the
  * endpoint answered. Nothing is stored and the failure count is untouched: a test is not a
  * delivery. Works on a disabled webhook too (to check an endpoint before enabling it).
  */
-export async function testWebhook(deps: Deps, id: number, input: { kinds?: string[] }, opts: WebhookOptions = {}): Promise<TestResult[]> {
+export async function testWebhook(deps: Deps, id: number, input: { events?: string[] }, opts: WebhookOptions = {}): Promise<TestResult[]> {
   const w = row(deps, id)
-  let kinds = input.kinds !== undefined ? checkKinds(input.kinds) : w.kinds
-  if (kinds.includes('*')) kinds = input.kinds !== undefined ? [...WEBHOOK_EVENT_KINDS] : ['contact.subscribed']
+  let kinds = input.events !== undefined ? checkKinds(input.events) : w.kinds
+  if (kinds.includes('*')) kinds = input.events !== undefined ? [...WEBHOOK_EVENT_KINDS] : ['contact.subscribed']
   const now = deps.clock.now()
   const secrets = signingSecrets(w, now)
   return Promise.all(

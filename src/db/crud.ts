@@ -1,0 +1,69 @@
+import { and, asc, count, eq, inArray, ne, sql, type SQL } from 'drizzle-orm'
+import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core'
+import { AppError } from '../lib/errors'
+import { pageMeta, pageRequest, type PageMeta } from '../lib/pagination'
+import type { Db } from './client'
+
+/** A database handle or a transaction on it: both build and run the same queries. */
+export type DbOrTx = Pick<Db, 'select' | 'insert' | 'update' | 'delete'>
+
+/** A table with an integer primary key named `id`, the shape every CRUD resource has. */
+export type TableWithId = SQLiteTable & { id: SQLiteColumn }
+
+/** What every bulk delete answers (spec "Batch and bulk operations"). */
+export interface BulkDeleteOutcome {
+  deleted: number[]
+  not_found: number[]
+}
+
+/**
+ * Deletes the rows with these ids that exist and says which did not, in one statement
+ * (`DELETE ... RETURNING id`), so the answer is exactly what the delete removed. Foreign
+ * keys cascade as the schema says. `afterDelete` runs on the same handle (pass a transaction
+ * to make the side effects, such as a cache-version bump, commit with the delete).
+ */
+export function bulkDeleteByIds(db: DbOrTx, table: TableWithId, ids: number[], afterDelete?: (deleted: number[]) => void): BulkDeleteOutcome {
+  const unique = [...new Set(ids)]
+  if (unique.length === 0) return { deleted: [], not_found: [] }
+  const rows = db.delete(table).where(inArray(table.id, unique)).returning({ id: table.id }).all() as Array<{ id: number }>
+  const deleted = rows.map((r) => r.id).sort((a, b) => a - b)
+  if (deleted.length && afterDelete) afterDelete(deleted)
+  const gone = new Set(deleted)
+  return { deleted, not_found: unique.filter((id) => !gone.has(id)) }
+}
+
+/**
+ * 409 `conflict` when another row already uses this name. `caseInsensitive` compares with
+ * SQLite's `lower()` (ASCII case folding), for names people type in several spellings.
+ */
+export function assertNameFree(
+  db: DbOrTx,
+  table: TableWithId,
+  column: SQLiteColumn,
+  name: string,
+  options: { exceptId?: number | null; caseInsensitive?: boolean; message: string | ((clashId: number) => string) },
+): void {
+  const same: SQL = options.caseInsensitive ? sql`lower(${column}) = lower(${name})` : eq(column, name)
+  const clash = db
+    .select({ id: table.id })
+    .from(table)
+    .where(and(same, options.exceptId ? ne(table.id, options.exceptId) : undefined))
+    .get()
+  if (clash) throw new AppError('conflict', typeof options.message === 'string' ? options.message : options.message(clash.id as number))
+}
+
+/**
+ * A page of a whole table in id order, with the spec's `meta`. `toViews` turns the page's
+ * rows into their views at once, so views that need related rows fetch them in one query.
+ */
+export function pageOfTable<Row, View>(
+  db: DbOrTx,
+  table: TableWithId,
+  query: { page?: number; per_page?: number },
+  toViews: (rows: Row[]) => View[],
+): { items: View[]; meta: PageMeta } {
+  const req = pageRequest(query)
+  const total = db.select({ n: count() }).from(table).get()!.n
+  const rows = db.select().from(table).orderBy(asc(table.id)).limit(req.per_page).offset(req.offset).all() as Row[]
+  return { items: toViews(rows), meta: pageMeta(req, total) }
+}

@@ -1,0 +1,171 @@
+import type { TObject, TProperties } from '@sinclair/typebox'
+import { Elysia, t, type Static, type TSchema } from 'elysia'
+import type { BulkDeleteOutcome } from '../db/crud'
+import type { PageMeta } from '../lib/pagination'
+import type { AuthContext, AuthOf } from './auth'
+import { BulkDeleteBody, BulkDeleteResult, commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from './schemas'
+
+type Awaitable<T> = T | Promise<T>
+
+/** What a CRUD handler may know about its request besides its input. */
+export interface CrudContext {
+  request: Request
+  /** The authenticated caller (the auth layer has already checked the route's permission). */
+  auth(): AuthContext
+}
+
+/** The OpenAPI words of one operation, and the error statuses it can answer beyond the common ones. */
+interface Operation {
+  summary: string
+  description?: string
+  /** Extra error statuses, such as 409; item routes get 404 without asking. */
+  errors?: number[]
+  /** Defaults to `<group>.<action>` (create, read, update, delete). */
+  permission?: string
+}
+
+/**
+ * A resource's standard routes, declared once: list / get / create / update / delete /
+ * bulk-delete with the envelope, pagination, permission, activity-log target and OpenAPI
+ * details. A module passes its schemas and plain service functions; custom actions
+ * (`/rotate-secret`, `/test`) are ordinary routes added to the returned instance.
+ */
+export interface CrudResource<View extends TSchema, Create extends TSchema, Update extends TSchema, Query extends TProperties> {
+  /** e.g. `/api/v2/lists`. */
+  prefix: string
+  /** The permission group (`lists` -> `lists.read` ...). */
+  group: string
+  /** The activity log's target type of changes; defaults to the group. */
+  target?: string
+  tags: string[]
+  /** The record as the API shows it. */
+  view: View
+  create?: Operation & {
+    body: Create
+    /** What a create answers when it differs from the view (a secret shown once). */
+    response?: TSchema
+    handle(body: Static<Create>, ctx: CrudContext): Awaitable<{ id: number | string }>
+  }
+  list?: Operation & {
+    /** Filters beside page and per_page. */
+    query?: Query
+    handle(query: Static<TObject<Query>> & { page?: number; per_page?: number }, ctx: CrudContext): Awaitable<{ items: Static<View>[]; meta: PageMeta }>
+  }
+  get?: Operation & { handle(id: number, ctx: CrudContext): Awaitable<Static<View>> }
+  update?: Operation & { body: Update; handle(id: number, body: Static<Update>, ctx: CrudContext): Awaitable<Static<View>> }
+  /** Without `handle`: answers the record as it was (through `get`) and deletes it through `bulkDelete`. */
+  remove?: Operation & { handle?(id: number, ctx: CrudContext): Awaitable<Static<View>> }
+  bulkDelete?: Operation & { handle(ids: number[], ctx: CrudContext): Awaitable<BulkDeleteOutcome> }
+}
+
+function errorsFor(op: Operation, item: boolean): Record<number, TSchema> {
+  const out: Record<number, TSchema> = { ...commonErrors }
+  for (const status of [...(item ? [404] : []), ...(op.errors ?? [])]) out[status] = ErrorEnvelope
+  return out
+}
+
+function detailOf(resource: { group: string; tags: string[] }, op: Operation, action: string) {
+  return requires(op.permission ?? `${resource.group}.${action}`, op.summary, { tags: resource.tags, description: op.description })
+}
+
+/**
+ * Builds the standard routes of a resource (see `CrudResource`). Routes are registered in
+ * one order for every module: create, list, bulk-delete, get, update, delete.
+ */
+export function crudRoutes<View extends TSchema, Create extends TSchema = TSchema, Update extends TSchema = TSchema, Query extends TProperties = {}>(
+  authOf: AuthOf,
+  resource: CrudResource<View, Create, Update, Query>,
+) {
+  // Elysia mutates the instance on each route call; the loose type keeps the generic
+  // schemas from being re-inferred per call (the routes' types are not used by clients).
+  const app = new Elysia({ prefix: resource.prefix })
+  const routes = app as unknown as {
+    [M in 'get' | 'post' | 'patch' | 'delete']: (path: string, handler: (ctx: any) => unknown, hooks: Record<string, unknown>) => unknown
+  }
+  const context = (request: Request): CrudContext => ({ request, auth: () => authOf(request) })
+  const targetType = resource.target ?? resource.group
+  // The activity log names the changed record; set here so a target type other than the group holds on every change.
+  const markTarget = (request: Request, id: number | string) => {
+    authOf(request).target = { type: targetType, id }
+  }
+  const { create, list, get, update, remove, bulkDelete } = resource
+
+  if (create) {
+    routes.post(
+      '/',
+      async ({ body, request, status }: { body: Static<Create>; request: Request; status: (code: 201, body: unknown) => unknown }) => {
+        const record = await create.handle(body, context(request))
+        markTarget(request, record.id)
+        return status(201, ok(record))
+      },
+      {
+        body: create.body,
+        response: { 201: Envelope(create.response ?? resource.view), ...errorsFor(create, false) },
+        detail: detailOf(resource, create, 'create'),
+      },
+    )
+  }
+  if (list) {
+    routes.get('/', async ({ query, request }: { query: never; request: Request }) => okPage(await list.handle(query, context(request))), {
+      query: t.Object({ ...PageQuery, ...list.query }),
+      response: { 200: Paged(resource.view), ...errorsFor(list, false) },
+      detail: detailOf(resource, list, 'read'),
+    })
+  }
+  if (bulkDelete) {
+    routes.post(
+      '/bulk-delete',
+      async ({ body, request }: { body: { ids: number[] }; request: Request }) => ok(await bulkDelete.handle(body.ids, context(request))),
+      {
+        body: BulkDeleteBody,
+        response: { 200: Envelope(BulkDeleteResult), ...errorsFor(bulkDelete, false) },
+        detail: detailOf(resource, bulkDelete, 'delete'),
+      },
+    )
+  }
+  if (get) {
+    routes.get('/:id', async ({ params, request }: { params: { id: number }; request: Request }) => ok(await get.handle(params.id, context(request))), {
+      params: IdParams,
+      response: { 200: Envelope(resource.view), ...errorsFor(get, true) },
+      detail: detailOf(resource, get, 'read'),
+    })
+  }
+  if (update) {
+    routes.patch(
+      '/:id',
+      async ({ params, body, request }: { params: { id: number }; body: Static<Update>; request: Request }) => {
+        markTarget(request, params.id)
+        return ok(await update.handle(params.id, body, context(request)))
+      },
+      {
+        params: IdParams,
+        body: update.body,
+        response: { 200: Envelope(resource.view), ...errorsFor(update, true) },
+        detail: detailOf(resource, update, 'update'),
+      },
+    )
+  }
+  if (remove) {
+    const removeOne =
+      remove.handle ??
+      (async (id: number, ctx: CrudContext) => {
+        if (!get || !bulkDelete) throw new Error(`crudRoutes(${resource.prefix}): remove without handle needs get and bulkDelete`)
+        const record = await get.handle(id, ctx)
+        await bulkDelete.handle([id], ctx)
+        return record
+      })
+    routes.delete(
+      '/:id',
+      async ({ params, request }: { params: { id: number }; request: Request }) => {
+        markTarget(request, params.id)
+        return ok(await removeOne(params.id, context(request)))
+      },
+      {
+        params: IdParams,
+        response: { 200: Envelope(resource.view), ...errorsFor(remove, true) },
+        detail: detailOf(resource, remove, 'delete'),
+      },
+    )
+  }
+  return app
+}

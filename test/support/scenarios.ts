@@ -62,6 +62,8 @@ export interface ScenarioOptions {
   config?: Partial<Config>
   /** One app for every scenario instead of a fresh one each (when the table reads shared state). */
   app?: TestApp
+  /** The Administrator key already made on `app`, so the table does not add one. */
+  admin?: string
 }
 
 const resolve = <T, S>(v: Dyn<T, S> | undefined, ctx: ScenarioContext<S>): T | undefined =>
@@ -82,6 +84,7 @@ export function runScenarios(name: string, scenarios: Scenario[], options: Scena
 /** Runs one scenario; exported for tests that need a loop of their own. */
 export async function runScenario<S>(s: Scenario<S>, options: ScenarioOptions = {}): Promise<Reply> {
   const t = options.app ?? testApp(options.config)
+  if (options.app && options.admin) adminKeys.set(options.app, options.admin)
   const ctx = { t, setup: undefined as S } as ScenarioContext<S>
   // Made on first use, once per app, so a shared app does not gain a key per row.
   Object.defineProperty(ctx, 'admin', { get: () => adminKeyOf(t) })

@@ -60,8 +60,8 @@ export interface Scenario<S = any> {
 export interface ScenarioOptions {
   /** Config for the fresh app each scenario gets. */
   config?: Partial<Config>
-  /** One app for every scenario instead of a fresh one each (when the table reads shared state). */
-  app?: TestApp
+  /** One app for every scenario (when the table reads shared state), or a factory for a fresh, seeded one each. */
+  app?: TestApp | (() => TestApp)
   /** The Administrator key already made on `app`, so the table does not add one. */
   admin?: string
 }
@@ -83,8 +83,8 @@ export function runScenarios(name: string, scenarios: Scenario[], options: Scena
 
 /** Runs one scenario; exported for tests that need a loop of their own. */
 export async function runScenario<S>(s: Scenario<S>, options: ScenarioOptions = {}): Promise<Reply> {
-  const t = options.app ?? testApp(options.config)
-  if (options.app && options.admin) adminKeys.set(options.app, options.admin)
+  const t = typeof options.app === 'function' ? options.app() : (options.app ?? testApp(options.config))
+  if (options.admin) adminKeys.set(t, options.admin)
   const ctx = { t, setup: undefined as S } as ScenarioContext<S>
   // Made on first use, once per app, so a shared app does not gain a key per row.
   Object.defineProperty(ctx, 'admin', { get: () => adminKeyOf(t) })

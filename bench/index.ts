@@ -24,6 +24,10 @@ const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchma
     describe: 'GET /api/v2/stats over 5 million events (30 days by day, by domain, IP, ...) and the rollup job rate',
     load: async () => (await import('./stats')).run,
   },
+  'raw-mime': {
+    describe: 'tracking whole messages: raw-mime.ts against the same rewrite on mailsplit (byte-exactness, and speed as a ratio)',
+    load: async () => (await import('./raw-mime')).run,
+  },
   webhooks: { describe: 'webhook deliveries/s for 10,000 queued events to a receiver on loopback', load: async () => (await import('./webhooks')).run },
 }
 

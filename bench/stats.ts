@@ -1,9 +1,9 @@
 /**
  * Statistics over 5 million events: writes a realistic event log (90 days, several sending
  * domains, IPs, pools, bridges and lists) straight into a fresh data directory, runs the
- * rollup job over it (src/jobs/stats.ts, in this process), then times GET /api/v2/stats for
- * 30-day ranges and GET /api/v2/events with each of its filters against a real
- * `mailroom serve` on that data directory.
+ * rollup job over it (src/modules/stats/rollup.ts, in this process), then times
+ * GET /api/v2/stats for 30-day ranges and GET /api/v2/events with each of its filters
+ * against a real `mailroom serve` on that data directory.
  *
  *   bun bench/stats.ts [--events 5000000] [--runs 15] [--dry-run]
  */
@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { openDatabase } from '../src/db/client'
-import { drainStats, STATS_BATCH } from '../src/jobs/stats'
+import { drainStats, STATS_BATCH } from '../src/modules/stats/rollup'
 import { systemClock } from '../src/lib/clock'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
 import { mailroomEnv, ROOT, startServer, stopAll } from './support/servers'
@@ -277,7 +277,7 @@ export async function run(argv: string[], command: string): Promise<number> {
 
 Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command}\` (bench/stats.ts).
 
-- Rollup job (src/jobs/stats.ts, batches of ${fmtInt(STATS_BATCH)} events, one transaction each with the cursor): **${fmtInt(gen.events / rollS)} events/s** (${rollS.toFixed(1)} s for the whole log, ${fmtInt(statRows)} rows in \`stats_hourly\`).
+- Rollup job (src/modules/stats/rollup.ts, batches of ${fmtInt(STATS_BATCH)} events, one transaction each with the cursor): **${fmtInt(gen.events / rollS)} events/s** (${rollS.toFixed(1)} s for the whole log, ${fmtInt(statRows)} rows in \`stats_hourly\`).
 
 ${markdownTable(head, rows)}
 

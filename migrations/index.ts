@@ -10,6 +10,7 @@ import m7 from './0007_webhooks_stats.sql' with { type: 'text' }
 import m8 from './0008_event_filter_indexes.sql' with { type: 'text' }
 import m9 from './0009_tracking.sql' with { type: 'text' }
 import m10 from './0010_contact_insert_counts.sql' with { type: 'text' }
+import m11 from './0011_template_sender.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -29,4 +30,5 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0008_event_filter_indexes', createdAt: 1795366727856, sql: m8 },
   { tag: '0009_tracking', createdAt: 1795367645876, sql: m9 },
   { tag: '0010_contact_insert_counts', createdAt: 1795370937399, sql: m10 },
+  { tag: '0011_template_sender', createdAt: 1795555265978, sql: m11 },
 ]

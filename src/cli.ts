@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { buildApp } from './app'
 import { startCheckpointer } from './db/checkpointer'
-import { startDelivery } from './jobs/delivery-runtime'
+import { startDelivery } from './delivery/runtime'
 import { SERVER_BODY_CAP } from './http/body'
 import { ConfigError, loadConfig, readConfigFile, SETTINGS, type Config } from './config'
 import { backupDatabase, openDatabase } from './db/client'
@@ -11,17 +11,18 @@ import { migrate } from './db/migrate'
 import type { Deps } from './deps'
 import type { Clock } from './lib/clock'
 import { createLogger } from './lib/logger'
+import { publicHostNameWarning } from './lib/public-host-name'
 import { recordActivity } from './modules/activity-logs/service'
 import { countLiveKeys, createApiKey, listApiKeys } from './modules/api-keys/service'
 import { CLI_ACTOR, ensureBuiltinRoles, findRoleByName, listRoles } from './modules/roles/service'
 import { stopSegmentCountPool } from './modules/segments/count-pool'
-import { startInboundListener } from './smtp/inbound'
-import { startStatsRollup } from './jobs/stats'
+import { startInboundListener } from './smtp/inbound/listener'
+import { startStatsRollup } from './modules/stats/rollup'
 import { startFeedbackLoopPoller } from './smtp/inbound/imap-poller'
 import { startSubmissionListener, type SubmissionListener } from './smtp/submission'
 import { loadSmtpCertificate } from './smtp/tls'
 import { VERSION } from './version'
-import { startWebhooks } from './jobs/webhooks'
+import { startWebhooks } from './modules/webhooks/dispatcher'
 
 export const USAGE = `mailroom ${VERSION}: self-hosted email platform in one binary
 
@@ -197,6 +198,9 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
 }
 
 async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEnv): Promise<number> {
+  // Loud, on stderr and in the log: DNS records and bridge hosts are built from this name (issue 13 item 17).
+  const hostWarning = publicHostNameWarning(deps.config.hostname)
+  if (hostWarning) (log.warn('no public host name', { hostname: deps.config.hostname }), io.err(`mailroom: WARNING: ${hostWarning}`))
   const { app, usage, imports, sending } = buildApp(deps)
   const { host, port } = deps.config.http_listen
   app.listen({ hostname: host, port, maxRequestBodySize: SERVER_BODY_CAP })

@@ -126,6 +126,22 @@ describe('command line', () => {
     ).toBe('refused')
   })
 
+  test('serve warns loudly on stderr when the host name is not public, and not otherwise', async () => {
+    const cases: Array<[hostname: string, warned: boolean]> = [
+      ['vm', true],
+      ['mail.example.com', false],
+    ]
+    for (const [hostname, warned] of cases) {
+      const s = cli(['--http-listen', '127.0.0.1:0', '--hostname', hostname, '--data-dir', dataDir()])
+      for (let i = 0; i < 100 && !s.out.some((l) => l.includes('listening on')); i++) await Bun.sleep(20)
+      s.stop('SIGTERM')
+      expect(await s.done).toBe(0)
+      const warning = s.err.find((l) => l.startsWith('mailroom: WARNING:'))
+      if (warned) expect(warning).toContain('"vm" is a short name')
+      else expect(warning).toBeUndefined()
+    }
+  })
+
   test('serve stops with exit 1 and one line when the SMTP port is taken', async () => {
     const holder = createServer()
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))

@@ -2,27 +2,30 @@
  * Worker thread body of the checkpointer (checkpointer.ts): its own connection to the
  * database file, copying committed WAL pages back into the database and syncing it, so that
  * work (and its fsyncs) never runs on the thread that serves HTTP and delivers mail.
- * Messages in: { path } once, then 'checkpoint' or 'truncate'; out: { done, busy, log, checkpointed } or { error }.
+ * Requests (worker-client.ts): { open: path } once, then 'checkpoint' or 'truncate', answered
+ * with SQLite's { busy, log, checkpointed }.
  */
 import { Database } from 'bun:sqlite'
+import { serveRequests } from '../lib/worker-serve'
 
-declare const self: Worker
+export type CheckpointRequest = { open: string } | 'checkpoint' | 'truncate'
+export interface CheckpointResult {
+  busy: number
+  log: number
+  checkpointed: number
+}
 
 let db: Database | null = null
 
-self.onmessage = (event: MessageEvent<{ path: string } | 'checkpoint' | 'truncate'>) => {
-  try {
-    if (typeof event.data === 'object') {
-      db = new Database(event.data.path)
-      db.run('PRAGMA busy_timeout = 5000')
-      db.run('PRAGMA synchronous = FULL')
-      return
-    }
-    // PASSIVE never waits for readers or the writer; TRUNCATE (at shutdown) also empties the WAL file.
-    const mode = event.data === 'truncate' ? 'TRUNCATE' : 'PASSIVE'
-    const row = db!.query(`PRAGMA wal_checkpoint(${mode})`).get() as { busy: number; log: number; checkpointed: number }
-    self.postMessage({ done: true, ...row })
-  } catch (e) {
-    self.postMessage({ error: (e as Error).message })
+serveRequests<CheckpointRequest, CheckpointResult | null>((req) => {
+  if (typeof req === 'object') {
+    db = new Database(req.open)
+    db.run('PRAGMA busy_timeout = 5000')
+    db.run('PRAGMA synchronous = FULL')
+    return null
   }
-}
+  if (!db) throw new Error('the checkpoint worker has no database open')
+  // PASSIVE never waits for readers or the writer; TRUNCATE (at shutdown) also empties the WAL file.
+  const mode = req === 'truncate' ? 'TRUNCATE' : 'PASSIVE'
+  return db.query(`PRAGMA wal_checkpoint(${mode})`).get() as CheckpointResult
+})

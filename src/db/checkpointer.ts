@@ -1,5 +1,7 @@
 import type { Logger } from '../lib/logger'
+import { startWorker } from '../lib/worker-client'
 import { workerUrl } from '../lib/worker-url'
+import type { CheckpointRequest, CheckpointResult } from './checkpoint-worker'
 
 /**
  * WAL checkpoints off the main thread.
@@ -13,26 +15,21 @@ import { workerUrl } from '../lib/worker-url'
  * what no reader still needs without blocking the writer (https://sqlite.org/wal.html).
  */
 export function startCheckpointer(path: string, log: Logger, everyMs = 1000) {
-  const worker = new Worker(workerUrl(import.meta.url, './checkpoint-worker.ts', './db/checkpoint-worker.ts')) as Worker & { unref(): void }
-  worker.postMessage({ path })
-  type Outcome = { done?: boolean; error?: string; checkpointed?: number }
-  let waiting: ((outcome: Outcome) => void) | null = null
-  worker.onmessage = (event: MessageEvent<Outcome>) => {
-    if (event.data.error) log.warn('WAL checkpoint failed', { error: event.data.error })
-    waiting?.(event.data)
-    waiting = null
-  }
-  worker.onerror = (event) => {
+  const worker = startWorker<CheckpointRequest, CheckpointResult | null>(workerUrl(import.meta.url, './checkpoint-worker.ts', './db/checkpoint-worker.ts'), {
+    name: 'the WAL checkpoint worker',
     // The backstop (wal_autocheckpoint) keeps the WAL bounded without the worker; say so loudly.
-    log.error('the WAL checkpoint worker failed', { error: event.message })
-    waiting?.({ error: event.message })
-    waiting = null
+    onFailure: (error) => log.error('the WAL checkpoint worker failed', { error: error.message }),
+  })
+  /** One checkpoint; null when it failed (logged). */
+  const run = async (req: CheckpointRequest): Promise<CheckpointResult | null> => {
+    try {
+      return await worker.request(req)
+    } catch (e) {
+      if (!worker.failure) log.warn('WAL checkpoint failed', { error: (e as Error).message })
+      return null
+    }
   }
-  const run = (what: 'checkpoint' | 'truncate') =>
-    new Promise<Outcome>((resolve) => {
-      waiting = resolve
-      worker.postMessage(what)
-    })
+  void run({ open: path })
   let busy = false
   const timer = setInterval(() => {
     if (busy) return
@@ -40,14 +37,13 @@ export function startCheckpointer(path: string, log: Logger, everyMs = 1000) {
     void run('checkpoint').finally(() => (busy = false))
   }, everyMs)
   timer.unref()
-  worker.unref()
   return {
     /** A last TRUNCATE checkpoint, then the worker ends. */
     async stop(): Promise<void> {
       clearInterval(timer)
       while (busy) await Bun.sleep(5)
       const last = await run('truncate')
-      if (last.done) log.info('WAL checkpointed', { pages: last.checkpointed })
+      if (last) log.info('WAL checkpointed', { pages: last.checkpointed })
       worker.terminate()
     },
   }

@@ -1,12 +1,14 @@
 /**
  * One SMTP session to one server address, as promises over nodemailer's SMTPConnection:
  * open (connect, greeting, EHLO, STARTTLS, AUTH), then any number of transactions whose
- * results are per recipient, then close. No retries, pools or DNS here: transport.ts owns
- * those. Errors never escape as exceptions; they come back as ReplyInput values for classify.
+ * results are per recipient, then close. No retries, pools or DNS here: transport.ts and
+ * connection-pool.ts own those. Errors never escape as exceptions; they come back as
+ * ReplyInput values for classify.
  */
 import { isAscii } from 'node:buffer'
 import SMTPConnection from 'nodemailer/lib/smtp-connection'
-import { parseReply, type FailureKind, type ReplyInput } from './classify'
+import { parseReply } from '../lib/smtp-replies'
+import type { FailureKind, ReplyInput } from './classify'
 
 export type TlsMode = 'opportunistic' | 'none' | 'starttls' | 'tls'
 

@@ -4,7 +4,8 @@ import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMT
 import type { Deps } from '../deps'
 import { checkEmail, domainOf } from '../lib/email'
 import { AppError } from '../lib/errors'
-import { authenticateBridge, bridgeAllowsAddress, type BridgeIdentity } from '../modules/bridges/service'
+import { authenticateBridge, bridgeAllowsAddress, type BridgeIdentity } from '../modules/bridges/identity'
+import { checkSubmittedHeaders } from '../modules/messages/compose'
 import { beginIdempotent, type StoredResponse } from '../modules/messages/idempotency'
 import { prepareRawMessage } from '../modules/messages/raw'
 import { commitMessages, type SendingRuntime } from '../modules/messages/service'
@@ -278,6 +279,7 @@ export async function startSubmissionListener(deps: Deps, sending: SendingRuntim
 
   /** Checks, queues and commits one message; resolves to the 250 text once it is on disk. */
   async function accept(bridge: BridgeIdentity, raw: Buffer, mailFrom: string, recipients: string[]): Promise<string> {
+    checkSubmittedHeaders(raw) // the API's rule on caller headers (Sender), the same on both paths
     const { prepared, idempotencyKey, nodeId, requestedTracking } = prepareRawMessage(deps, {
       raw,
       mailFrom,

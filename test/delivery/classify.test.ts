@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { classify, parseReply, RULES, type ReplyInput } from '../../src/delivery/classify'
+import { classify, RULES, type ReplyInput } from '../../src/delivery/classify'
+import { parseReply } from '../../src/lib/smtp-replies'
 
 const reply = (response: string): ReplyInput => parseReply(response)
 

@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { createSignerPool } from '../../src/delivery/signer-pool'
 import { createTransport } from '../../src/delivery/transport'
-import { createDeliveryEngine } from '../../src/jobs/delivery'
+import { createDeliveryEngine } from '../../src/delivery/scheduler'
 import { createResolver } from '../../src/lib/dns'
-import { authenticateBridge, bridgeAllowsAddress, bridgeForApiKey, countBridge, takeBridgeQuota } from '../../src/modules/bridges/service'
-import { createIpRotation } from '../../src/modules/ip-pools/service'
+import { authenticateBridge, bridgeAllowsAddress, bridgeForApiKey } from '../../src/modules/bridges/identity'
+import { countBridge, takeBridgeQuota } from '../../src/modules/bridges/quotas'
+import { createIpRotation } from '../../src/delivery/ip-rotation'
 import { testApp } from '../support/app'
 import { startDnsServer, type DnsServer } from '../support/dns-server'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
@@ -34,6 +35,16 @@ async function setup(overrides: Parameters<typeof testApp>[0] = {}) {
 }
 
 describe('bridges resource', () => {
+  test('with a host name that is not public ("vm"), the SMTP host is a marked placeholder with the warning', async () => {
+    const { createBridge } = await setup({ hostname: 'vm' })
+    const created = await createBridge()
+    expect(created.smtp.host).toBe('<public-host-name>')
+    expect((created.smtp as { warning?: string }).warning).toContain('"vm" is a short name')
+    const normal = await (await setup()).createBridge()
+    expect(normal.smtp.host).toBe('mailroom.test')
+    expect(normal.smtp).not.toHaveProperty('warning')
+  })
+
   test('create shows the SMTP password and API key once; at rest only their hashes exist', async () => {
     const { call, createBridge, deps } = await setup()
     const created = await createBridge({ hourly_quota: 100, track_opens: true })

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { drainStats } from '../../src/jobs/stats'
+import { drainStats } from '../../src/modules/stats/rollup'
 import { emit, listEvents } from '../../src/modules/events/service'
 import { testApp } from '../support/app'
 import { runScenarios } from '../support/scenarios'

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { createIpRotation } from '../../src/modules/ip-pools/service'
+import { createIpRotation } from '../../src/delivery/ip-rotation'
 import { testApp } from '../support/app'
 import { runScenarios, type Scenario, type ScenarioContext } from '../support/scenarios'
 

@@ -38,12 +38,28 @@ describe('POST /v1/send', () => {
     expect(events).toEqual([{ kind: 'message.queued', recipient: 'bob@example.net' }])
   })
 
-  test('needs html or text, a subject and valid addresses; every problem is named', async () => {
+  test('needs a subject and valid addresses; every problem is named', async () => {
     const { call, admin } = setup()
     const r = await call('POST', '/v1/send', { key: admin.key, body: { from: 'not an address', to: 'bob@', subject: '' } })
     expect(r.status).toBe(422)
     expect(r.body.error.code).toBe('validation_failed')
-    expect(Object.keys(r.body.error.details).sort()).toEqual(['from', 'html', 'subject', 'to.0'])
+    expect(Object.keys(r.body.error.details).sort()).toEqual(['from', 'subject', 'to.0'])
+    // /v1/emails still needs html or text (named with the rest).
+    const emails = await call('POST', '/v1/emails', { key: admin.key, body: { from: 'not an address', to: ['bob@'], subject: '' } })
+    expect(Object.keys(emails.body.error.details).sort()).toEqual(['from', 'html', 'subject', 'to.0'])
+  })
+
+  test("the spec's simple send, from, to and subject only: 202, with an empty text body", async () => {
+    const { call, admin, rawOf } = setup()
+    const r = await call('POST', '/v1/send', { key: admin.key, body: { from: 'ada@example.com', to: 'bob@example.net', subject: 'Ping' } })
+    expect(r.status).toBe(202)
+    expect(r.body.data.status).toBe('queued')
+    const raw = rawOf(r.body.data.id)
+    const mail = await simpleParser(raw)
+    expect(mail.subject).toBe('Ping')
+    expect((mail.text ?? '').trim()).toBe('')
+    expect(mail.html).toBe(false)
+    expect(raw.toString('latin1')).toContain('Content-Type: text/plain')
   })
 
   test('a key without transactional.send gets 403', async () => {
@@ -329,6 +345,31 @@ describe('POST /api/v2/dynamicTemplate/{template_id}', () => {
     })
     expect(refused.status).toBe(422)
     expect(refused.body.error.details).toHaveProperty('from')
+  })
+
+  test("the spec's exact body (to, variables) sends from the template's from and reply_to, without default_from", async () => {
+    const { call, admin, rawOf, deps } = setup()
+    expect(deps.config.default_from).toBeFalsy()
+    const tpl = await call('POST', '/api/v2/templates', {
+      key: admin.key,
+      body: { name: 'receipt', subject: 'Your order, {{name}}', text: 'Thanks {{name}}', from: 'Acme Shop <shop@acme.example>', reply_to: 'help@acme.example' },
+    })
+    expect(tpl.status).toBe(201)
+    expect(tpl.body.data).toMatchObject({ from: 'Acme Shop <shop@acme.example>', reply_to: 'help@acme.example' })
+    const r = await call('POST', `/api/v2/dynamicTemplate/${tpl.body.data.id}`, { key: admin.key, body: { to: 'bob@example.net', variables: { name: 'Bob' } } })
+    expect(r.status).toBe(202)
+    const mail = await simpleParser(rawOf(r.body.data.id))
+    expect(mail.from?.value[0]).toEqual({ name: 'Acme Shop', address: 'shop@acme.example' })
+    expect(mail.replyTo?.value[0]?.address).toBe('help@acme.example')
+    expect(mail.subject).toBe('Your order, Bob')
+
+    // A from in the request still wins over the template's.
+    const own = await call('POST', `/api/v2/dynamicTemplate/${tpl.body.data.id}`, {
+      key: admin.key,
+      body: { to: 'bob@example.net', variables: { name: 'Bob' }, from: 'ada@example.com' },
+    })
+    expect(own.status).toBe(202)
+    expect((await simpleParser(rawOf(own.body.data.id))).from?.value[0]?.address).toBe('ada@example.com')
   })
 
   test('an unknown template is 404', async () => {

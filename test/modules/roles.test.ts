@@ -126,6 +126,21 @@ describe('roles', () => {
     await t.call('PATCH', `/api/v2/roles/${a.role_id}`, { key: admin.key, body: { permissions: [] } })
     for (const key of keys) expect((await t.call('GET', '/api/v2/roles', { key })).status).toBe(403)
   })
+
+  test("key_count counts each role's own live keys", async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const one = t.makeKey({ permissions: ['roles.read'] })
+    const second = await t.call('POST', '/api/v2/api-keys', { key: admin.key, body: { name: 'second', role_id: one.role_id, rate_limit: null } })
+    await t.call('POST', '/api/v2/api-keys', { key: admin.key, body: { name: 'third', role_id: one.role_id, rate_limit: null } })
+    await t.call('DELETE', `/api/v2/api-keys/${second.body.data.id}`, { key: admin.key })
+    const empty = await t.call('POST', '/api/v2/roles', { key: admin.key, body: { name: 'Unused', permissions: [] } })
+    const list = await t.call('GET', '/api/v2/roles', { key: admin.key })
+    const counts = Object.fromEntries(list.body.data.map((r: { id: number; key_count: number }) => [r.id, r.key_count]))
+    expect(counts).toEqual({ [list.body.data[0].id]: 1, [one.role_id]: 2, [empty.body.data.id]: 0 })
+    expect((await t.call('GET', `/api/v2/roles/${one.role_id}`, { key: admin.key })).body.data.key_count).toBe(2)
+    expect((await t.call('GET', `/api/v2/roles/${empty.body.data.id}`, { key: admin.key })).body.data.key_count).toBe(0)
+  })
 })
 
 describe('permission tree', () => {

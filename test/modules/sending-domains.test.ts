@@ -20,14 +20,15 @@ interface DnsRecord {
   state: string
   found?: string[]
   message?: string
+  warning?: string
 }
 
 /**
  * An app resolving through the loopback DNS server, two IPs in the default pool, and a
  * domain; `publish` puts the domain's records (or variants of them) into the zones.
  */
-async function setup(opts: { pool?: boolean } = {}) {
-  const t = testApp({ dns_servers: [dns.server] })
+async function setup(opts: { pool?: boolean; hostname?: string } = {}) {
+  const t = testApp({ dns_servers: [dns.server], ...(opts.hostname && { hostname: opts.hostname }) })
   const admin = t.makeKey()
   const call = (method: string, path: string, body?: unknown) => t.call(method, path, { key: admin.key, body })
   if (opts.pool !== false) {
@@ -71,8 +72,10 @@ describe('sending domains: create and read', () => {
       return_path_host: `bounces.${domain.name}`,
       checked_at: null,
       verified_at: null,
+      warnings: [],
     })
     expect(JSON.stringify(domain)).not.toContain('PRIVATE')
+    expect(JSON.stringify(domain)).not.toContain('"warning"')
     expect(record('dkim')).toMatchObject({ type: 'TXT', name: `mr202603._domainkey.${domain.name}`, required: true, state: 'unchecked' })
     expect(record('dkim').value).toMatch(/^v=DKIM1; k=rsa; p=MIIBIjAN[A-Za-z0-9+/]+=*$/)
     expect(record('spf')).toMatchObject({ type: 'TXT', name: domain.name, value: 'v=spf1 ip4:127.0.0.2 ip4:127.0.0.3 ~all', required: true })
@@ -285,6 +288,36 @@ describe('sending domains: verify against a real DNS server', () => {
     expect(spf).toMatchObject({ value: 'v=spf1 a:mailroom.test ~all', state: 'unchecked' })
     expect(patched.dns_records.find((r: DnsRecord) => r.purpose === 'dkim').state).toBe('verified')
     expect(patched.status).toBe('verified')
+  })
+})
+
+describe('the public host name', () => {
+  test('a short host name ("vm"): placeholders marked with a warning instead of a:vm and CNAME vm; verify calls them errors', async () => {
+    const { call, domain, record, publish, verify } = await setup({ pool: false, hostname: 'vm' })
+    expect(domain.warnings).toHaveLength(1)
+    const warning = domain.warnings[0] as string
+    expect(warning).toContain('"vm" is a short name')
+    expect(warning).toContain('MAILROOM_HOSTNAME')
+    expect(record('spf')).toMatchObject({ value: 'v=spf1 a:<public-host-name> ~all', warning })
+    expect(record('return_path')).toMatchObject({ type: 'CNAME', value: '<public-host-name>', warning })
+    expect(record('dkim').warning).toBeUndefined()
+    expect(record('dmarc').warning).toBeUndefined()
+    expect(JSON.stringify(domain.dns_records)).not.toMatch(/a:vm\b|"value":"vm"/)
+    expect((await call('GET', `/api/v2/sending-domains/${domain.id}`)).body.data.warnings).toEqual([warning])
+
+    publish({ return_path: { CNAME: 'vm' } })
+    const { data, states, record: checked } = await verify()
+    expect(states).toMatchObject({ dkim: 'verified', dmarc: 'verified', spf: 'error', return_path: 'error' })
+    expect(checked('return_path')).toMatchObject({ message: warning, warning })
+    expect(data.status).toBe('pending')
+  })
+
+  test('a name under .local: the return-path CNAME is a placeholder; SPF built from pool addresses is not', async () => {
+    const { domain, record } = await setup({ hostname: 'mailroom.local' })
+    expect(domain.warnings[0]).toContain('under .local')
+    expect(record('spf').value).toBe('v=spf1 ip4:127.0.0.2 ip4:127.0.0.3 ~all')
+    expect(record('spf').warning).toBeUndefined()
+    expect(record('return_path')).toMatchObject({ value: '<public-host-name>', warning: domain.warnings[0] })
   })
 })
 

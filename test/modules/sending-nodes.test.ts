@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { nextCapWindow, resolveNode, takeNodeCapacity } from '../../src/modules/sending-nodes/service'
+import { nextCapWindow, takeNodeCapacity } from '../../src/delivery/node-caps'
+import { resolveNode } from '../../src/modules/sending-nodes/service'
 import { testApp } from '../support/app'
 import { runScenarios, type Scenario } from '../support/scenarios'
 

@@ -506,6 +506,9 @@ runScenarios(
           ['an unknown type', { type: 'phone' }, { type: /./ }],
           ['no entries', { entries: [] }, { entries: /./ }],
           ['entries that are not strings', { entries: ['a@example.com', 42] }, { 'entries.1': /./ }],
+          // Until broadcasts, drips and triggers exist, any positive id is accepted; nothing else is (docs/api.md "Scopes").
+          ['program with id 0', { scope: 'program', program_type: 'drip', program_id: 0 }, { program_id: /./ }],
+          ['program with a negative id', { scope: 'program', program_type: 'broadcast', program_id: -3 }, { program_id: /./ }],
         ] as Array<[name: string, body: Record<string, unknown>, errors: Record<string, RegExp>]>
       ).map(([name, fields, errors]): Scenario => ({
         name: `${path.split('/').pop()} refuses ${name} (${Object.keys(errors).join(', ')})`,

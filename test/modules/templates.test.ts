@@ -152,6 +152,34 @@ describe('templates', () => {
     expect(trailing.subject).toBe('Hello  !')
   })
 
+  test('from and reply_to: one mailbox each, versioned with the content, shown by GET, versions and render', async () => {
+    const { call, create, render } = setup()
+    const bad = await call('POST', '/api/v2/templates', {
+      name: 'x',
+      subject: 'Hi',
+      text: 'Hi',
+      from: 'not an address',
+      reply_to: 'a@example.com, b@example.com',
+    })
+    expect(bad.status).toBe(422)
+    expect(Object.keys(bad.body.error.details).sort()).toEqual(['from', 'reply_to'])
+
+    const tpl = await create({ subject: 'Hi', text: 'Hi', from: ' Acme <hello@acme.example> ' })
+    expect(tpl).toMatchObject({ active_version: 1, from: 'Acme <hello@acme.example>', reply_to: null })
+    const patched = await call('PATCH', `/api/v2/templates/${tpl.id}`, { reply_to: 'help@acme.example' })
+    expect(patched.body.data).toMatchObject({ active_version: 2, from: 'Acme <hello@acme.example>', reply_to: 'help@acme.example' })
+    expect((await call('PATCH', `/api/v2/templates/${tpl.id}`, { from: 'Acme <hello@acme.example>' })).body.data.active_version).toBe(2)
+    const cleared = await call('PATCH', `/api/v2/templates/${tpl.id}`, { from: '' })
+    expect(cleared.body.data).toMatchObject({ active_version: 3, from: null, reply_to: 'help@acme.example' })
+    expect((await call('PATCH', `/api/v2/templates/${tpl.id}`, { from: 'nope' })).status).toBe(422)
+    expect((await call('GET', `/api/v2/templates/${tpl.id}/versions/2`)).body.data).toMatchObject({
+      from: 'Acme <hello@acme.example>',
+      reply_to: 'help@acme.example',
+    })
+    expect(await render(tpl.id, { version: 1 })).toMatchObject({ from: 'Acme <hello@acme.example>', reply_to: null })
+    expect(await render(tpl.id)).toMatchObject({ from: null, reply_to: 'help@acme.example' })
+  })
+
   test('a PATCH with a syntax error creates no version', async () => {
     const { call, create } = setup()
     const { id } = await create({ subject: 's', html: 'ok' })

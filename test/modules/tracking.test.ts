@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { simpleParser } from 'mailparser'
 import { signMessage } from '../../src/delivery/dkim'
-import { drainStats } from '../../src/jobs/stats'
+import { drainStats } from '../../src/modules/stats/rollup'
 import { queryStats, ratesOf } from '../../src/modules/stats/service'
 import { decodeAttribute, rewriteHtml } from '../../src/modules/tracking/rewrite'
 import { signToken, verifyToken } from '../../src/modules/tracking/tokens'

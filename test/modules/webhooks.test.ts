@@ -1,5 +1,5 @@
 import { afterEach, expect, test } from 'bun:test'
-import { createWebhookDispatcher } from '../../src/jobs/webhooks'
+import { createWebhookDispatcher } from '../../src/modules/webhooks/dispatcher'
 import { emit } from '../../src/modules/events/service'
 import { createWebhook, listDeliveries } from '../../src/modules/webhooks/service'
 import { testApp } from '../support/app'

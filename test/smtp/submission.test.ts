@@ -4,9 +4,9 @@ import { connect, type Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 import nodemailer from 'nodemailer'
 import { createTransport } from '../../src/delivery/transport'
-import { createDeliveryEngine } from '../../src/jobs/delivery'
+import { createDeliveryEngine } from '../../src/delivery/scheduler'
 import { createResolver } from '../../src/lib/dns'
-import { createIpRotation } from '../../src/modules/ip-pools/service'
+import { createIpRotation } from '../../src/delivery/ip-rotation'
 import { queryDns } from '../../src/modules/sending-domains/dns-query'
 import { AUTH_FAILURE_LIMIT, AUTH_FAILURE_WINDOW_MS, startSubmissionListener, type SubmissionListener } from '../../src/smtp/submission'
 import { testApp } from '../support/app'
@@ -253,6 +253,24 @@ describe('smtp submission', () => {
     const nullSender = await refusal(t.client().sendMail(mail({ envelope: { from: '', to: ['ada@example.net'] } })))
     expect(nullSender.code).toBe(550)
     expect(t.messages()).toHaveLength(0)
+  })
+
+  test('a Sender header is refused as on the send API (550 5.6.0), whatever its case or domain; nothing is queued', async () => {
+    const t = await setup()
+    const foreign = await refusal(t.client().sendMail(mail({ sender: 'CEO <ceo@bank.example>' })))
+    expect(foreign.code).toBe(550)
+    expect(foreign.response).toStartWith('550 5.6.0 The message has a header that is not accepted.')
+    expect(foreign.response).toContain('Sender would name a mailbox other than the checked From')
+    const lower = await refusal(t.client().sendMail(mail({ headers: { sender: 'orders@example.com' } })))
+    expect(lower.code).toBe(550)
+    expect(t.messages()).toHaveLength(0)
+    // The send API refuses it with the same words, from the same rule.
+    const api = await t.call('POST', '/v1/emails', { ...mail({ to: ['ada@example.net'] }), headers: { Sender: 'ceo@bank.example' } })
+    expect(api.status).toBe(422)
+    expect(foreign.response).toContain(api.body.error.details['headers.Sender'][0])
+    // Without it the same message goes through.
+    await t.client().sendMail(mail())
+    expect(t.messages()).toHaveLength(1)
   })
 
   test('oversized: 552 5.3.4 at MAIL when SIZE is declared, and after DATA when it is not', async () => {

@@ -28,6 +28,10 @@ export const templateVersions = sqliteTable(
     subject: text('subject').notNull(),
     html: text('html'),
     text: text('text'),
+    /** The sender of the template's sends ("Name <address>"), unless the request names one; null: none. */
+    from_address: text('from_address'),
+    /** The Reply-To of the template's sends; null: none. */
+    reply_to: text('reply_to'),
     created_at: integer('created_at').notNull(),
   },
   (t) => [uniqueIndex('template_versions_template_version_unique').on(t.template_id, t.version)],

@@ -1,8 +1,8 @@
-import { t, type TSchema } from 'elysia'
+import { t, type Static, type TSchema } from 'elysia'
 
 const Nullable = <T extends TSchema>(schema: T, description?: string) => t.Union([schema, t.Null()], description ? { description } : {})
 
-const Counts = t.Object(
+export const BridgeCountsSchema = t.Object(
   { accepted: t.Integer(), delivered: t.Integer(), bounced: t.Integer(), complained: t.Integer() },
   { description: 'Running totals: accepted messages; delivered and bounced recipients; complaints.' },
 )
@@ -22,7 +22,7 @@ export const BridgeSchema = t.Object({
   track_opens: t.Boolean(),
   track_clicks: t.Boolean(),
   active: t.Boolean({ description: 'An inactive bridge refuses SMTP AUTH and sends (403).' }),
-  counts: Counts,
+  counts: BridgeCountsSchema,
   usage: t.Object({ this_hour: t.Integer(), today: t.Integer() }, { description: 'Messages counted against the quotas.' }),
   created_at: t.String({ format: 'date-time' }),
   updated_at: t.String({ format: 'date-time' }),
@@ -34,13 +34,21 @@ const SmtpCredentials = t.Object(
     port: Nullable(t.Integer(), 'The submission port (STARTTLS), else the implicit-TLS port; null when both listeners are off.'),
     username: t.String(),
     password: t.String(),
+    warning: t.Optional(
+      t.String({
+        description:
+          "Present when `host` is the placeholder <public-host-name>: the server's host name is not public; give the application the server's real name.",
+      }),
+    ),
   },
   { description: 'SMTP submission credentials. The password is shown only in this response; store it now.' },
 )
 const ApiKeyValue = t.String({ description: "The bridge's API key for POST /v1/bridge/emails. Shown only in this response; store it now." })
+/** Credentials in the one answer that shows them (create: both; rotate: those rotated). */
+const BridgeSecretsSchema = t.Object({ smtp: t.Optional(SmtpCredentials), api_key: t.Optional(ApiKeyValue) })
 
 export const CreatedBridgeSchema = t.Composite([BridgeSchema, t.Object({ smtp: SmtpCredentials, api_key: ApiKeyValue })])
-export const RotatedBridgeSchema = t.Composite([BridgeSchema, t.Object({ smtp: t.Optional(SmtpCredentials), api_key: t.Optional(ApiKeyValue) })])
+export const RotatedBridgeSchema = t.Composite([BridgeSchema, BridgeSecretsSchema])
 
 const Quota = (per: string) => t.Optional(Nullable(t.Integer({ minimum: 1, maximum: 100_000_000 }), `Most accepted messages per ${per}; null: no quota.`))
 
@@ -72,3 +80,12 @@ export const RotateBody = t.Object({
   smtp: t.Optional(t.Boolean({ description: 'New SMTP password (default true).' })),
   api_key: t.Optional(t.Boolean({ description: 'New API key (default true).' })),
 })
+
+/** A bridge as the API shows it. */
+export type BridgeView = Static<typeof BridgeSchema>
+/** A bridge's running totals. */
+export type BridgeCounts = Static<typeof BridgeCountsSchema>
+/** What a create request gives (an update gives any part of it). */
+export type BridgeInput = Static<typeof CreateBridgeBody>
+/** Credentials in the one answer that shows them (create, rotate). */
+export type BridgeSecrets = Static<typeof BridgeSecretsSchema>

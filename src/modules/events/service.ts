@@ -202,7 +202,7 @@ function countDirect(db: Db, f: CountFilter, extra: Array<[string, number]>): nu
  *   counted by id range.
  *
  * Exact because the rollup job counts each event once, with its cursor in the same
- * transaction (src/jobs/stats.ts), and events are append-only (nothing updates or deletes
+ * transaction (src/modules/stats/rollup.ts), and events are append-only (nothing updates or deletes
  * them; a retention job would have to take its events out of the counters too). Read in one
  * transaction so the cursor, the counters and the tail are one snapshot. When the rollup is
  * far behind (a restart working off a backlog), or for subjects the rollups do not key by
@@ -217,7 +217,7 @@ function countEvents(db: Db, f: CountFilter): number {
   if (f.subjects.length !== dims.length || dims.length > 1) return countDirect(db, f, range)
   return db.$client
     .transaction(() => {
-      // The rollup job's cursor (STATS_CURSOR_KEY of src/jobs/stats.ts, which modules do not import): the last event id counted.
+      // The rollup job's cursor (STATS_CURSOR_KEY of src/modules/stats/rollup.ts, not imported: stats imports events): the last event id counted.
       const cursor = Number(db.$client.query<{ value: string }, []>(`SELECT value FROM system_state WHERE key = 'stats.cursor'`).get()?.value ?? 0)
       const last = db.$client.query<{ id: number | null }, []>('SELECT max(id) AS id FROM events').get()?.id ?? 0
       if (last - cursor > ROLLUP_TAIL_LIMIT) return countDirect(db, f, range)

@@ -1,9 +1,11 @@
 /**
  * Worker thread of an import (see prepare.ts): reads and checks the file one batch ahead of
- * the runner, one batch per `next` message, so at most one unwritten batch waits in memory.
+ * the runner, one batch per `next` request (worker-client.ts), so at most one unwritten batch
+ * waits in memory.
  */
 import type { FieldDefinition } from '../custom-fields/values'
 import type { ImportFormat } from './source'
+import { serveRequests } from '../../lib/worker-serve'
 import { preparedBatches, type PreparedBatch } from './prepare'
 
 export interface PrepareStart {
@@ -17,37 +19,22 @@ export interface PrepareStart {
   mode: 'skip' | 'update'
 }
 
+/** `start` is sent without an answer wanted; each `next` is answered with a batch or null at the end. */
 export type PrepareRequest = PrepareStart | { type: 'next' }
-export type PrepareReply = ({ type: 'batch' } & PreparedBatch) | { type: 'end' } | { type: 'error'; message: string }
-
-declare const self: Worker
 
 let batches: AsyncGenerator<PreparedBatch> | null = null
-// Requests are answered strictly in order.
-let queue: Promise<void> = Promise.resolve()
 
-async function answer(req: PrepareRequest): Promise<PrepareReply> {
-  try {
-    if (req.type === 'start') {
-      batches = preparedBatches(req.path, req.format, req.skip, req.batchRows, {
-        mapping: req.mapping,
-        defs: new Map(req.defs.map((d) => [d.key, d])),
-        mode: req.mode,
-      })
-      return { type: 'end' }
-    }
-    if (!batches) return { type: 'error', message: 'the import worker was not started' }
-    const next = await batches.next()
-    return next.done ? { type: 'end' } : { type: 'batch', ...next.value }
-  } catch (e) {
-    return { type: 'error', message: (e as Error).message }
+// worker-serve handles messages one at a time, in order: `start` is done before the first `next`.
+serveRequests<PrepareRequest, PreparedBatch | null>(async (req) => {
+  if (req.type === 'start') {
+    batches = preparedBatches(req.path, req.format, req.skip, req.batchRows, {
+      mapping: req.mapping,
+      defs: new Map(req.defs.map((d) => [d.key, d])),
+      mode: req.mode,
+    })
+    return null
   }
-}
-
-self.onmessage = (event: MessageEvent<PrepareRequest>) => {
-  const req = event.data
-  queue = queue.then(async () => {
-    const reply = await answer(req)
-    if (req.type !== 'start') self.postMessage(reply)
-  })
-}
+  if (!batches) throw new Error('the import worker was not started')
+  const next = await batches.next()
+  return next.done ? null : next.value
+})

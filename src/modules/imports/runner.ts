@@ -1,4 +1,3 @@
-import { workerUrl } from '../../lib/worker-url'
 import { asc, eq, inArray } from 'drizzle-orm'
 import { existsSync, rmSync } from 'node:fs'
 import type { Deps } from '../../deps'
@@ -6,9 +5,11 @@ import { imports } from '../../db/schema'
 import { fieldDefinitions } from '../custom-fields/service'
 import { createContactWriter } from '../contacts/writer'
 import { describeErrors, preparedBatches, preparedRow, ROW_WIDTH, type PrepareOptions, type PreparedBatch } from './prepare'
-import type { PrepareReply, PrepareRequest, PrepareStart } from './prepare-worker'
+import type { PrepareRequest, PrepareStart } from './prepare-worker'
 import { estimateRows, type ImportFormat } from './source'
 import { statusUnderSuppression } from './suppressed'
+import { startWorker, type WorkerClient } from '../../lib/worker-client'
+import { workerUrl } from '../../lib/worker-url'
 
 /**
  * Rows per transaction. Larger batches write fewer WAL pages (a batch rewrites every page
@@ -74,39 +75,19 @@ function inThreadSource(path: string, format: ImportFormat, skip: number, batchR
  * started (for instance a single-file build made without the worker's entry point).
  */
 async function workerSource(start: PrepareStart): Promise<{ source: BatchSource; first: PreparedBatch | null } | null> {
-  let worker: Worker
+  let worker: WorkerClient<PrepareRequest, PreparedBatch | null>
   try {
-    worker = new Worker(workerUrl(import.meta.url, './prepare-worker.ts', './modules/imports/prepare-worker.ts'))
+    worker = startWorker(workerUrl(import.meta.url, './prepare-worker.ts', './modules/imports/prepare-worker.ts'), { name: 'the import worker' })
   } catch {
     return null
   }
-  const waiting: Array<{ resolve: (b: PreparedBatch | null) => void; reject: (e: Error) => void }> = []
-  let answered = false
-  let broken: { error: Error; beforeAnswer: boolean } | null = null
-  worker.onmessage = (event: MessageEvent<PrepareReply>) => {
-    answered = true
-    const reply = event.data
-    const w = waiting.shift()
-    if (!w) return
-    if (reply.type === 'error') w.reject(new Error(reply.message))
-    else w.resolve(reply.type === 'end' ? null : reply)
-  }
-  worker.onerror = (event: ErrorEvent) => {
-    event.preventDefault()
-    broken = { error: new Error(`the import worker failed: ${event.message}`), beforeAnswer: !answered }
-    for (const w of waiting.splice(0)) w.reject(broken.error)
-  }
   const request = (): Promise<PreparedBatch | null> => {
-    if (broken) return Promise.reject(broken.error)
-    const p = new Promise<PreparedBatch | null>((resolve, reject) => {
-      waiting.push({ resolve, reject })
-      worker.postMessage({ type: 'next' } satisfies PrepareRequest)
-    })
+    const p = worker.request({ type: 'next' })
     // Awaited later; until then a failure must not count as unhandled.
     p.catch(() => {})
     return p
   }
-  worker.postMessage(start satisfies PrepareRequest)
+  worker.send(start)
   let ahead = request()
   const source: BatchSource = {
     async next() {
@@ -115,14 +96,14 @@ async function workerSource(start: PrepareStart): Promise<{ source: BatchSource;
       return batch
     },
     close() {
-      void worker.terminate()
+      worker.terminate()
     },
   }
   try {
     return { source, first: await source.next() }
   } catch (e) {
     source.close()
-    if (broken && (broken as { beforeAnswer: boolean }).beforeAnswer) return null
+    if (worker.failure && worker.answered === 0) return null
     throw e
   }
 }

@@ -2,8 +2,8 @@ import type { Db } from '../../db/client'
 
 /**
  * A change counter for IPs and pool membership, per database handle. Every write of the ips
- * and ip-pools services bumps it; the rotation (createIpRotation) reloads when it moves, so
- * picking an address for an SMTP connection costs no query while nothing changed.
+ * and ip-pools services bumps it; the rotation (src/delivery/ip-rotation.ts) reloads when it
+ * moves, so picking an address for an SMTP connection costs no query while nothing changed.
  */
 const versions = new WeakMap<Db, number>()
 

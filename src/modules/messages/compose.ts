@@ -1,6 +1,7 @@
 import addressparser from 'nodemailer/lib/addressparser'
 import { checkEmail, domainOf } from '../../lib/email'
 import { AppError, type ErrorDetails } from '../../lib/errors'
+import { headerFields } from '../../lib/header-fields'
 
 /** What every send endpoint boils down to, before validation. */
 export interface SendInput {
@@ -66,7 +67,7 @@ export const LIMITS = {
 } as const
 
 /**
- * Headers a caller may not set: the ones Mailroom writes itself from validated fields, and
+ * Headers an API caller may not set (besides CALLER_FORBIDDEN_HEADERS, below): the ones Mailroom writes itself from validated fields, and
  * the trace and authentication headers only servers add (RFC 5321 section 4.4, RFC 6376).
  */
 const RESERVED_HEADERS = new Set([
@@ -75,7 +76,6 @@ const RESERVED_HEADERS = new Set([
   'cc',
   'bcc',
   'reply-to',
-  'sender',
   'subject',
   'date',
   'message-id',
@@ -92,6 +92,22 @@ const RESERVED_HEADERS = new Set([
   'authentication-results',
 ])
 
+/**
+ * Headers no caller may write, whichever way the message comes (the API's `headers`, SMTP
+ * submission): one rule for both paths. Sender names the mailbox responsible for sending
+ * (RFC 5322 section 3.6.2); Mailroom checks only From against the caller's domains, and mail
+ * clients show a Sender ("on behalf of") that DMARC never checks, so a caller's Sender could
+ * name anyone.
+ */
+const CALLER_FORBIDDEN_HEADERS: ReadonlyMap<string, string> = new Map([
+  ['sender', 'is not accepted: Sender would name a mailbox other than the checked From (RFC 5322 section 3.6.2)'],
+])
+
+/** Why no caller may write header `name` (any case), on any path; null when the rule allows it. */
+export function forbiddenHeader(name: string): string | null {
+  return CALLER_FORBIDDEN_HEADERS.get(name.toLowerCase()) ?? null
+}
+
 /** RFC 5322 section 2.2: a field name is printable US-ASCII except the colon. */
 const FIELD_NAME = /^[!-9;-~]{1,76}$/
 // eslint-disable-next-line no-control-regex
@@ -105,6 +121,17 @@ class Problems {
   get any(): boolean {
     return Object.keys(this.details).length > 0
   }
+}
+
+/** The same rule for a message that arrives whole (SMTP submission): every field of its header block; throws validation_failed. */
+export function checkSubmittedHeaders(raw: Buffer): void {
+  const end = raw.indexOf('\r\n\r\n')
+  const problems = new Problems()
+  for (const field of headerFields(raw.subarray(0, Math.max(end, 0)).toString('latin1'))) {
+    const why = field.name ? forbiddenHeader(field.name) : null
+    if (why) problems.add(`headers.${field.raw.slice(0, field.raw.indexOf(':')).trim()}`, why)
+  }
+  if (problems.any) throw new AppError('validation_failed', 'The message has a header that is not accepted.', problems.details)
 }
 
 /** One mailbox from "Name <a@b>" or "a@b"; groups and lists are refused where one is expected. */
@@ -128,6 +155,13 @@ function parseMailbox(value: unknown, field: string, problems: Problems): Mailbo
     return null
   }
   return { name: parsed[0]!.name ?? '', address: check.email }
+}
+
+/** Why `value` is not one mailbox ("Name <a@b>" or "a@b"), or null: the rule of a send's from, for values stored ahead of a send (templates). */
+export function mailboxProblem(value: string): string | null {
+  const problems = new Problems()
+  parseMailbox(value, 'value', problems)
+  return problems.details.value?.[0] ?? null
 }
 
 function parseMailboxes(values: unknown, field: string, problems: Problems): Mailbox[] {
@@ -172,7 +206,8 @@ export function checkMessage(input: SendInput): CheckedMessage {
 
   const html = input.html ?? null
   const text = input.text ?? null
-  if (!html && !text) problems.add('html', 'html or text is required')
+  // An empty string is a body (empty); only a request with neither field has none.
+  if (html === null && text === null) problems.add('html', 'html or text is required')
   for (const [field, body] of [
     ['html', html],
     ['text', text],
@@ -186,6 +221,7 @@ export function checkMessage(input: SendInput): CheckedMessage {
   for (const [name, value] of entries) {
     const field = `headers.${name}`
     if (!FIELD_NAME.test(name)) problems.add(field, 'is not a valid header name (printable ASCII without ":" or spaces, at most 76 characters)')
+    else if (forbiddenHeader(name)) problems.add(field, forbiddenHeader(name)!)
     else if (RESERVED_HEADERS.has(name.toLowerCase())) problems.add(field, 'is set by Mailroom from the request fields and cannot be given as a header')
     else if (typeof value !== 'string' || LINE_BREAK_OR_NUL.test(value)) problems.add(field, 'must be a string without line breaks')
     else if (value.length > 998) problems.add(field, 'must be at most 998 characters (RFC 5322 section 2.1.1)')
@@ -222,6 +258,14 @@ export function checkMessage(input: SendInput): CheckedMessage {
 
   if (problems.any || !from) throw new AppError('validation_failed', 'The request data is invalid.', problems.details)
   return { from, to, cc, bcc, replyTo, subject, html, text, headers, attachments, tags, recipients }
+}
+
+/**
+ * The body of the spec's simple send (POST /v1/send), whose request is from, to and subject:
+ * without html or text the message has an empty text body, where other endpoints ask for one.
+ */
+export function simpleSendBody(b: { html?: string; text?: string }): { html?: string; text?: string } {
+  return b.html === undefined && b.text === undefined ? { text: '' } : { html: b.html, text: b.text }
 }
 
 /** The domain whose sending-domain record decides signing and the return path. */

@@ -2,10 +2,11 @@ import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
 import { commonErrors, Envelope, ErrorEnvelope, ok, requires } from '../../http/schemas'
-import { AppError, invalidField } from '../../lib/errors'
-import { BridgeQuotaError, bridgeForApiKey, checkBridgeActive, checkBridgeSender } from '../bridges/service'
-import { renderForRecipient } from '../templates/service'
-import type { SendInput } from './compose'
+import { AppError } from '../../lib/errors'
+import { bridgeForApiKey, checkBridgeActive, checkBridgeSender } from '../bridges/identity'
+import { BridgeQuotaError } from '../bridges/quotas'
+import { templateSendInput } from '../templates/service'
+import { simpleSendBody, type SendInput } from './compose'
 import { beginIdempotent, IDEMPOTENCY_HEADER, type StoredResponse } from './idempotency'
 import { DynamicTemplateBody, EmailQueuedSchema, EmailSendBody, MessageIdParams, MessageSchema, QueuedSchema, SimpleSendBody } from './model'
 import { acceptMessages, getMessage, type AcceptContext, type AcceptedMessage, type SendingRuntime } from './service'
@@ -137,7 +138,7 @@ export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthO
             request,
             endpoint: 'POST /v1/send',
             body,
-            inputs: () => [{ from: body.from, to: [body.to], subject: body.subject, html: body.html, text: body.text, ...trackingOf(body) }],
+            inputs: () => [{ from: body.from, to: [body.to], subject: body.subject, ...simpleSendBody(body), ...trackingOf(body) }],
             ctx: { source: 'api', ...routing(body) },
             respond: ([a]) => ({ status: 202, body: ok(queued(a!)) }),
           },
@@ -186,13 +187,8 @@ export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthO
             endpoint: `POST /api/v2/dynamicTemplate/${params.template_id}`,
             body,
             inputs: () => {
-              const from = body.from ?? deps.config.default_from
-              if (!from) throw invalidField('from', 'is required (or set default_from in the server configuration)')
-              const rendered = renderForRecipient(deps, { templateId: params.template_id, version: body.version, variables: body.variables ?? {}, to: body.to })
-              const template = { id: rendered.template_id, version_id: rendered.template_version_id }
-              return [
-                { from, to: [body.to], subject: rendered.subject, html: rendered.html, text: rendered.text, tags: body.tags, template, ...trackingOf(body) },
-              ]
+              const input = { templateId: params.template_id, version: body.version, variables: body.variables ?? {}, to: body.to, from: body.from }
+              return [{ ...templateSendInput(deps, input), tags: body.tags, ...trackingOf(body) }]
             },
             ctx: { source: 'template', ...routing(body) },
             respond: ([a]) => ({ status: 202, body: ok(queued(a!)) }),
@@ -207,7 +203,7 @@ export function messageRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthO
         response: { 202: Envelope(QueuedSchema), 404: ErrorEnvelope, ...sendErrors },
         detail: requires('transactional.send', 'Send a template to one recipient', {
           tags,
-          description: `Renders the template's active version (or \`version\`) with \`variables\` for \`to\` and queues it. ${idempotencyNote}`,
+          description: `Renders the template's active version (or \`version\`) with \`variables\` for \`to\` and queues it, from \`from\`, else the version's from, else the default_from setting, with the version's reply_to. ${idempotencyNote}`,
         }),
       },
     )

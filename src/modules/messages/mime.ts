@@ -95,6 +95,8 @@ export function buildMessage(m: CheckedMessage, ids: { messageIdHeader: string; 
   const bodies: string[] = []
   if (m.text) bodies.push(textPart('text/plain', m.text))
   if (m.html) bodies.push(textPart('text/html', m.html))
+  // An empty body (compose.ts simpleSendBody) is an empty text/plain part.
+  if (!bodies.length) bodies.push(textPart('text/plain', ''))
   let body = bodies.length === 1 ? bodies[0]! : multipart('alternative', bodies)
   if (m.attachments.length) body = multipart('mixed', [body, ...m.attachments.map(attachmentPart)])
   return Buffer.from(head + body)

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, ne, sql } from 'drizzle-orm'
+import { and, asc, count, eq, isNull, ne, sql } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { preparedFor } from '../../db/prepared'
 import { apiKeys, roles } from '../../db/schema'
@@ -31,13 +31,18 @@ export interface Actor {
 
 export const CLI_ACTOR: Actor = { key_id: null, name: 'command line', permissions: [ALL] }
 
-const keyCount = sql<number>`(SELECT count(*) FROM ${apiKeys} WHERE ${apiKeys.role_id} = ${roles.id} AND ${apiKeys.deleted_at} IS NULL)`.mapWith(Number)
+// A join, not a correlated subquery: drizzle renders a single-table select's columns
+// unqualified, so `roles.id` inside a subquery over api_keys meant api_keys.id (issue 13).
+const liveKeys = and(eq(apiKeys.role_id, roles.id), isNull(apiKeys.deleted_at))
+const keyCount = count(apiKeys.id)
 
 const statements = preparedFor((db) => ({
   roleById: db
     .select({ role: roles, key_count: keyCount })
     .from(roles)
+    .leftJoin(apiKeys, liveKeys)
     .where(eq(roles.id, sql.placeholder('id')))
+    .groupBy(roles.id)
     .prepare(),
   roleRowById: db
     .select()
@@ -128,7 +133,15 @@ export function findRoleByName(deps: Deps, name: string): RoleRow | undefined {
 export function listRoles(deps: Deps, query: { page?: number; per_page?: number }) {
   const req = pageRequest(query)
   const total = deps.db.select({ n: count() }).from(roles).get()!.n
-  const rows = deps.db.select({ role: roles, key_count: keyCount }).from(roles).orderBy(asc(roles.id)).limit(req.per_page).offset(req.offset).all()
+  const rows = deps.db
+    .select({ role: roles, key_count: keyCount })
+    .from(roles)
+    .leftJoin(apiKeys, liveKeys)
+    .groupBy(roles.id)
+    .orderBy(asc(roles.id))
+    .limit(req.per_page)
+    .offset(req.offset)
+    .all()
   return { items: rows.map((r) => toView(r.role, r.key_count)), meta: pageMeta(req, total) }
 }
 

@@ -3,8 +3,9 @@ import type { Db } from '../../db/client'
 import { preparedFor } from '../../db/prepared'
 import type { Deps } from '../../deps'
 import type { Logger } from '../../lib/logger'
+import { startWorker, type WorkerClient } from '../../lib/worker-client'
 import { workerUrl } from '../../lib/worker-url'
-import type { CountReply, CountRequest } from './count-worker'
+import type { CountRequest } from './count-worker'
 import type { CompiledRules, SqlValue } from './rules'
 
 /**
@@ -56,23 +57,24 @@ export interface CountPoolOptions {
 }
 
 interface Task {
-  id: number
   sql: string
   params: SqlValue[]
   resolve(n: number): void
   reject(e: Error): void
 }
 
-type RefWorker = Worker & { ref(): void; unref(): void }
-
 interface Slot {
-  worker: RefWorker
+  worker: WorkerClient<CountRequest, number>
   task: Task | null
 }
 
 type State = 'idle' | 'starting' | 'ready' | 'unavailable' | 'stopped'
 
-/** The worker threads of one database, started on first use. */
+/**
+ * The worker threads of one database, started on first use. A worker is referenced only
+ * while it counts (worker-client.ts): an idle pool never keeps a process alive, and the
+ * server stops it when it stops (cli.ts serve).
+ */
 export class CountPool {
   readonly size: number
   readonly minContacts: number
@@ -82,8 +84,6 @@ export class CountPool {
   private starting: Promise<boolean> | null = null
   private slots: Slot[] = []
   private queue: Task[] = []
-  private nextId = 1
-  private held = false
   private closed: Array<Promise<void>> = []
   /** What happened so far, for tests and diagnostics. */
   readonly stats = { parallel: 0, single: 0, alive: 0 }
@@ -115,16 +115,15 @@ export class CountPool {
 
   private async start(): Promise<boolean> {
     this.state = 'starting'
-    const opened: Array<Promise<void>> = []
+    const opened: Array<Promise<number>> = []
     try {
       for (let i = 0; i < this.size; i++) {
-        // Referenced until started; an idle pool must not keep the process alive (the server stops it, cli.ts serve): see hold().
-        const worker = new Worker(this.url) as RefWorker
-        const slot: Slot = { worker, task: null }
+        const worker = startWorker<CountRequest, number>(this.url, { name: 'a segment count worker', onFailure: (e) => this.failed(e) })
         this.stats.alive++
-        this.closed.push(new Promise((resolve) => slot.worker.addEventListener('close', () => (this.stats.alive--, resolve()), { once: true })))
-        this.slots.push(slot)
-        opened.push(this.open(slot))
+        this.closed.push(worker.closed.then(() => void this.stats.alive--))
+        this.slots.push({ worker, task: null })
+        // Answered once the worker has opened its connection; rejected when it fails first.
+        opened.push(worker.request({ type: 'open', path: this.path, busyTimeoutMs: this.busyTimeoutMs }))
       }
       let timer: Timer | undefined
       const timeout = new Promise<never>((_, reject) => {
@@ -149,43 +148,15 @@ export class CountPool {
     }
     if ((this.state as State) === 'stopped') return false
     this.state = 'ready'
-    for (const slot of this.slots) this.listen(slot)
-    this.held = true
-    this.hold(false)
     return true
   }
 
-  /** Resolves when the worker has opened its connection; rejects when it fails first. */
-  private open(slot: Slot): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      slot.worker.onmessage = (event: MessageEvent<CountReply>) => {
-        if (event.data.type === 'ready') resolve()
-        else reject(new Error(event.data.type === 'failed' ? event.data.message : 'unexpected answer'))
-      }
-      slot.worker.onerror = (event: ErrorEvent) => {
-        event.preventDefault()
-        reject(new Error(event.message))
-      }
-      slot.worker.postMessage({ type: 'open', path: this.path, busyTimeoutMs: this.busyTimeoutMs } satisfies CountRequest)
-    })
-  }
-
-  /** Answers of a started worker. A worker that dies takes the pool down: the counts fall back, later ones too. */
-  private listen(slot: Slot): void {
-    slot.worker.onmessage = (event: MessageEvent<CountReply>) => {
-      const reply = event.data
-      const task = slot.task
-      slot.task = null
-      if (task && reply.type === 'counted' && reply.id === task.id) task.resolve(reply.n)
-      else task?.reject(new Error(reply.type === 'failed' ? reply.message : 'unexpected answer from a count worker'))
-      this.pump()
-    }
-    slot.worker.onerror = (event: ErrorEvent) => {
-      event.preventDefault()
-      this.log.error('a segment count worker failed; counting on the server thread from now on', { error: event.message })
-      this.state = 'unavailable'
-      this.terminate()
-    }
+  /** A started worker that dies takes the pool down: the counts fall back, later ones too. (A failed start is start's to report.) */
+  private failed(error: Error): void {
+    if (this.state !== 'ready') return
+    this.log.error('a segment count worker failed; counting on the server thread from now on', { error: error.message })
+    this.state = 'unavailable'
+    this.terminate()
   }
 
   /** Hands queued ranges to idle workers, oldest first (ranges of concurrent counts interleave fairly). */
@@ -195,21 +166,15 @@ export class CountPool {
       const task = this.queue.shift()
       if (!task) break
       slot.task = task
-      slot.worker.postMessage({ type: 'count', id: task.id, sql: task.sql, params: task.params } satisfies CountRequest)
+      const settled = () => {
+        if (slot.task === task) slot.task = null
+        this.pump()
+      }
+      slot.worker.request({ type: 'count', sql: task.sql, params: task.params }).then(
+        (n) => (task.resolve(n), settled()),
+        (e: Error) => (task.reject(e), settled()),
+      )
     }
-    this.hold(this.slots.some((slot) => slot.task !== null))
-  }
-
-  /**
-   * Workers are referenced only while they count. Measured with Bun 1.4: while the only
-   * handles an awaiting thread has are unref()'d workers, it spins at a full core (process
-   * CPU time twice the wall time) instead of sleeping, and on two cores that took a core
-   * from the workers (a count 60 ms slower). A listening server sleeps either way.
-   */
-  private hold(busy: boolean): void {
-    if (busy === this.held) return
-    this.held = busy
-    for (const slot of this.slots) busy ? slot.worker.ref() : slot.worker.unref()
   }
 
   /** The sum of `SELECT COUNT(*) AS n` over several parameter sets, counted by the workers. */
@@ -218,7 +183,7 @@ export class CountPool {
     const parts = paramSets.map(
       (params) =>
         new Promise<number>((resolve, reject) => {
-          this.queue.push({ id: this.nextId++, sql, params, resolve, reject })
+          this.queue.push({ sql, params, resolve, reject })
         }),
     )
     this.pump()
@@ -231,11 +196,10 @@ export class CountPool {
     for (const slot of this.slots) {
       slot.task?.reject(error)
       slot.task = null
-      slot.worker.terminate()
+      slot.worker.terminate(error)
     }
     for (const task of this.queue.splice(0)) task.reject(error)
     this.slots = []
-    this.held = false
   }
 
   /** Ends the workers (pending counts fall back to the server's connection) and waits until they are gone. */

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto'
 import dgram from 'node:dgram'
 import { getServers } from 'node:dns'
 import net from 'node:net'
+import packet from 'dns-packet'
 
 /**
  * A minimal DNS client (RFC 1035) for TXT and CNAME questions.
@@ -26,9 +27,7 @@ export interface DnsQueryOptions {
   tries?: number
 }
 
-const TYPE_CODES: Record<DnsQueryType, number> = { TXT: 16, CNAME: 5 }
 const EDNS_UDP_SIZE = 1232 // RFC 6891 OPT; the size the DNS flag day 2020 settled on
-const MAX_POINTER_HOPS = 64
 
 /** An error shaped like node:dns errors (`code`, `hostname`). */
 export class DnsQueryError extends Error {
@@ -58,79 +57,36 @@ export function parseServer(entry: string): Server {
 
 /** The wire form of one question with an EDNS0 OPT record (RFC 1035 section 4.1, RFC 6891). */
 function encodeQuery(id: number, name: string, type: DnsQueryType): Buffer {
-  const labels = name.replace(/\.$/, '').split('.')
-  const qname = Buffer.concat([...labels.map((l) => Buffer.concat([Buffer.from([Buffer.byteLength(l)]), Buffer.from(l)])), Buffer.from([0])])
-  const header = Buffer.alloc(12)
-  header.writeUInt16BE(id, 0)
-  header.writeUInt16BE(0x0100, 2) // RD: the server recurses for us
-  header.writeUInt16BE(1, 4) // QDCOUNT
-  header.writeUInt16BE(1, 10) // ARCOUNT: the OPT record
-  const question = Buffer.alloc(4)
-  question.writeUInt16BE(TYPE_CODES[type], 0)
-  question.writeUInt16BE(1, 2) // IN
-  const opt = Buffer.from([0, 0, 41, EDNS_UDP_SIZE >> 8, EDNS_UDP_SIZE & 0xff, 0, 0, 0, 0, 0, 0])
-  return Buffer.concat([header, qname, question, opt])
-}
-
-/** Reads a possibly compressed name (RFC 1035 section 4.1.4); returns it and the offset after it. */
-function readName(buf: Buffer, offset: number): { name: string; next: number } {
-  const labels: string[] = []
-  let pos = offset
-  let next = -1
-  for (let hops = 0; hops < MAX_POINTER_HOPS; hops++) {
-    const len = buf[pos]
-    if (len === undefined) throw new Error('truncated name')
-    if ((len & 0xc0) === 0xc0) {
-      if (next < 0) next = pos + 2
-      pos = ((len & 0x3f) << 8) | buf[pos + 1]!
-      continue
-    }
-    if (len === 0) return { name: labels.join('.'), next: next < 0 ? pos + 1 : next }
-    labels.push(buf.toString('latin1', pos + 1, pos + 1 + len))
-    pos += 1 + len
-  }
-  throw new Error('name compression loop')
+  return packet.encode({
+    type: 'query',
+    id,
+    flags: packet.RECURSION_DESIRED, // the server recurses for us
+    questions: [{ type, name: name.replace(/\.$/, ''), class: 'IN' }],
+    additionals: [{ type: 'OPT', name: '.', udpPayloadSize: EDNS_UDP_SIZE, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }],
+  })
 }
 
 interface Decoded {
+  /** RFC 1035 section 4.1.1: 0 no error, 3 name error (NXDOMAIN), 5 refused. */
   rcode: number
   truncated: boolean
   /** Records of the asked type, in answer order: TXT -> its strings; CNAME -> [target]. */
   records: string[][]
 }
 
+/** The answer to our query (null: another packet, not a response to `id`); throws on a malformed packet. */
 function decodeResponse(buf: Buffer, id: number, type: DnsQueryType): Decoded | null {
   if (buf.length < 12 || buf.readUInt16BE(0) !== id) return null
-  const flags = buf.readUInt16BE(2)
-  if ((flags & 0x8000) === 0) return null
-  const qd = buf.readUInt16BE(4)
-  const an = buf.readUInt16BE(6)
-  let pos = 12
-  for (let i = 0; i < qd; i++) pos = readName(buf, pos).next + 4
+  const answer = packet.decode(buf)
+  if (answer.type !== 'response') return null
   const records: string[][] = []
-  for (let i = 0; i < an; i++) {
-    pos = readName(buf, pos).next
-    const rtype = buf.readUInt16BE(pos)
-    const rdlength = buf.readUInt16BE(pos + 8)
-    const rdata = pos + 10
-    if (rdata + rdlength > buf.length) throw new Error('truncated record')
-    if (rtype === TYPE_CODES[type]) {
-      if (type === 'TXT') {
-        // RFC 1035 section 3.3.14: one or more <character-string>s, each a length byte and data.
-        const strings: string[] = []
-        for (let p = rdata; p < rdata + rdlength;) {
-          const len = buf[p]!
-          strings.push(buf.toString('utf8', p + 1, p + 1 + len))
-          p += 1 + len
-        }
-        records.push(strings)
-      } else {
-        records.push([readName(buf, rdata).name])
-      }
-    }
-    pos = rdata + rdlength
+  for (const rr of answer.answers ?? []) {
+    if (rr.type !== type) continue
+    // RFC 1035 section 3.3.14: a TXT record is one or more <character-string>s; keep them apart.
+    if (rr.type === 'TXT') records.push((Array.isArray(rr.data) ? rr.data : [rr.data]).map((s) => s.toString()))
+    else if (rr.type === 'CNAME') records.push([rr.data])
   }
-  return { rcode: flags & 0x0f, truncated: (flags & 0x0200) !== 0, records }
+  return { rcode: (answer.flags ?? 0) & 0x0f, truncated: answer.flag_tc, records }
 }
 
 function udpExchange(server: Server, query: Buffer, id: number, type: DnsQueryType, timeout: number): Promise<Decoded> {

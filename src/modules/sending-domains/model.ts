@@ -12,6 +12,11 @@ const DnsRecordSchema = t.Object({
   state: enumOf(RECORD_STATES, { description: '`unchecked` until a verify call has looked this value up.' }),
   found: t.Optional(t.Array(t.String(), { description: 'mismatch: what DNS has instead.' })),
   message: t.Optional(t.String({ description: 'mismatch or error: why.' })),
+  warning: t.Optional(
+    t.String({
+      description: "Present when `value` holds the placeholder <public-host-name>: the server's host name is not public; do not publish it as it is.",
+    }),
+  ),
 })
 export type DnsRecordView = Static<typeof DnsRecordSchema>
 
@@ -25,6 +30,9 @@ export const SendingDomainSchema = t.Object({
   track_opens: t.Boolean({ description: 'API sends from this domain get an open-tracking pixel unless the request says otherwise.' }),
   track_clicks: t.Boolean({ description: 'API sends from this domain get their HTML links rewritten for click tracking unless the request says otherwise.' }),
   dns_records: t.Array(DnsRecordSchema),
+  warnings: t.Array(t.String(), {
+    description: "Problems with the records shown, such as the server's host name not being public; empty when all can be published.",
+  }),
   checked_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
   verified_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
   created_at: t.String({ format: 'date-time' }),

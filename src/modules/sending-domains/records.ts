@@ -1,5 +1,6 @@
 import net from 'node:net'
 import type { DomainStatus } from '../../db/schema'
+import { PUBLIC_HOST_NAME_PLACEHOLDER, publicHostNameWarning } from '../../lib/public-host-name'
 
 /**
  * The DNS records a sending domain publishes, and the pure rules that judge what DNS
@@ -22,6 +23,8 @@ export interface DnsRecordSpec {
   name: string
   value: string
   required: boolean
+  /** Set when `value` holds PUBLIC_HOST_NAME_PLACEHOLDER: the server's host name is not public, so the real value cannot be built. */
+  warning?: string
 }
 
 /** The outcome of looking one record up. */
@@ -50,7 +53,7 @@ export function spfValue(addresses: readonly string[], hostname: string): string
   return ['v=spf1', ...mechanisms, '~all'].join(' ')
 }
 
-/** The local part of the address DMARC aggregate reports go to, at the domain's return-path host (src/smtp/inbound.ts accepts it). */
+/** The local part of the address DMARC aggregate reports go to, at the domain's return-path host (src/smtp/inbound/listener.ts accepts it). */
 export const DMARC_REPORT_LOCAL_PART = 'dmarc'
 
 /**
@@ -63,7 +66,12 @@ export function dmarcSuggestion(returnPathHost: string): string {
   return `v=DMARC1; p=none; rua=mailto:${DMARC_REPORT_LOCAL_PART}@${returnPathHost};`
 }
 
-/** The records to publish, in the order they are shown. */
+/**
+ * The records to publish, in the order they are shown. Values built from the server's host
+ * name (the return-path CNAME; SPF when the pool has no addresses) hold a marked placeholder
+ * and a `warning` when that name is not public (src/lib/public-host-name.ts): a record
+ * pointing at "vm" could be published, and would never work.
+ */
 export function expectedRecords(input: {
   domain: string
   selector: string
@@ -72,12 +80,16 @@ export function expectedRecords(input: {
   addresses: readonly string[]
   hostname: string
 }): DnsRecordSpec[] {
+  const warning = publicHostNameWarning(input.hostname)
+  const host = warning ? PUBLIC_HOST_NAME_PLACEHOLDER : input.hostname
+  const spf = spfValue(input.addresses, host)
+  const marked = (value: string) => (warning && value.includes(PUBLIC_HOST_NAME_PLACEHOLDER) ? { warning } : {})
   return [
     // RFC 6376 section 3.6.1; the key record lives at <selector>._domainkey.<domain> (section 3.6.2.1).
     { purpose: 'dkim', type: 'TXT', name: `${input.selector}._domainkey.${input.domain}`, value: `v=DKIM1; k=rsa; p=${input.publicKey}`, required: true },
-    { purpose: 'spf', type: 'TXT', name: input.domain, value: spfValue(input.addresses, input.hostname), required: true },
+    { purpose: 'spf', type: 'TXT', name: input.domain, value: spf, required: true, ...marked(spf) },
     { purpose: 'dmarc', type: 'TXT', name: `_dmarc.${input.domain}`, value: dmarcSuggestion(input.returnPathHost), required: false },
-    { purpose: 'return_path', type: 'CNAME', name: input.returnPathHost, value: input.hostname, required: true },
+    { purpose: 'return_path', type: 'CNAME', name: input.returnPathHost, value: host, required: true, ...marked(host) },
   ]
 }
 

@@ -67,6 +67,7 @@ function toView(deps: Deps, r: Row, addresses: string[]): SendingDomainView {
     track_opens: r.track_opens,
     track_clicks: r.track_clicks,
     dns_records,
+    warnings: [...new Set(dns_records.flatMap((d) => (d.warning ? [d.warning] : [])))],
     checked_at: toIso(r.checked_at),
     verified_at: toIso(r.verified_at),
     created_at: toIso(r.created_at)!,
@@ -177,6 +178,8 @@ export async function verifySendingDomain(deps: Deps, id: number): Promise<Sendi
   const addresses = addressesFor(deps)(before.pool_id)
   const records = recordsOf(deps, before, addresses)
   const checks = await checkRecords(deps, records, { publicKey: before.dkim_public_key, addresses })
+  // A placeholder cannot be checked: the record is in error until the host name is public.
+  for (const spec of records) if (spec.warning) checks[spec.purpose] = { state: 'error', message: spec.warning }
   // Read again after the lookups: the domain may have changed or gone meanwhile.
   const row = findDomain(deps, id)
   const status = nextDomainStatus(row.status, checks)

@@ -35,7 +35,8 @@ const statements = preparedFor((db: Db) => ({
   prune: db.$client.prepare<never, [number, number]>('DELETE FROM sending_node_usage WHERE node_id = ? AND hour < ?'),
 }))
 
-function usageOf(deps: Deps, nodeId: number, now: number): { this_hour: number; today: number } {
+/** Deliveries counted for a node in the clock hour and the UTC day of `now` (the windows its caps apply to). */
+export function nodeUsage(deps: Deps, nodeId: number, now: number): { this_hour: number; today: number } {
   const s = statements(deps.db)
   const hour = Math.floor(now / HOUR) * HOUR
   const day = Math.floor(now / DAY) * DAY
@@ -57,7 +58,7 @@ function toView(deps: Deps, r: Row): SendingNodeView {
     daily_cap: r.daily_cap,
     is_default: r.is_default,
     active: r.active,
-    usage: usageOf(deps, r.id, deps.clock.now()),
+    usage: nodeUsage(deps, r.id, deps.clock.now()),
     created_at: toIso(r.created_at)!,
     updated_at: toIso(r.updated_at)!,
   }
@@ -225,47 +226,16 @@ export function resolveNode(deps: Deps, nodeId: number | null): NodeRoute | null
   return row ? toRoute(row) : null
 }
 
-/**
- * How many of `wanted` deliveries the node's caps allow now, counted as used in the same
- * transaction (so two workers cannot both take the last slot). Usage is kept per clock hour;
- * the daily cap is the sum of the hours of the current UTC day. A node without caps allows
- * everything (and still counts, for the usage figures); an unknown node allows nothing.
- */
-export function takeNodeCapacity(deps: Deps, nodeId: number, wanted: number): number {
-  const s = statements(deps.db)
-  const now = deps.clock.now()
-  const hour = Math.floor(now / HOUR) * HOUR
-  const day = Math.floor(now / DAY) * DAY
-  return deps.db.$client
-    .transaction(() => {
-      const caps = s.caps.get(nodeId)
-      if (!caps || wanted <= 0) return 0
-      const hourRow = s.hourUsed.get(nodeId, hour)
-      let allowed = wanted
-      if (caps.hourly_cap !== null) allowed = Math.min(allowed, caps.hourly_cap - (hourRow?.count ?? 0))
-      if (caps.daily_cap !== null) allowed = Math.min(allowed, caps.daily_cap - s.dayUsed.get(nodeId, day, day + DAY)!.n)
-      allowed = Math.max(0, allowed)
-      if (allowed > 0) {
-        // A new hour: drop rows before yesterday, which no cap reads any more.
-        if (!hourRow) s.prune.run(nodeId, day - DAY)
-        s.addUsage.run(nodeId, hour, allowed)
-      }
-      return allowed
-    })
-    .immediate()
+/** A node's caps; null when there is no such node. The cap decisions are the engine's (src/delivery/node-caps.ts). */
+export function nodeCaps(deps: Deps, nodeId: number): { hourly_cap: number | null; daily_cap: number | null } | null {
+  return statements(deps.db).caps.get(nodeId) ?? null
 }
 
-/** When the node's caps allow deliveries again (ms since the epoch): now when they do already. */
-export function nextCapWindow(deps: Deps, nodeId: number): number {
+/** Counts `n` deliveries in the clock hour of `now`; the hour's first count drops the hours before yesterday, which no cap reads any more. */
+export function countNodeUsage(deps: Deps, nodeId: number, now: number, n: number): void {
   const s = statements(deps.db)
-  const now = deps.clock.now()
-  const caps = s.caps.get(nodeId)
-  if (!caps) return now
   const hour = Math.floor(now / HOUR) * HOUR
   const day = Math.floor(now / DAY) * DAY
-  const used = usageOf(deps, nodeId, now)
-  let at = now
-  if (caps.hourly_cap !== null && used.this_hour >= caps.hourly_cap) at = Math.max(at, hour + HOUR)
-  if (caps.daily_cap !== null && used.today >= caps.daily_cap) at = Math.max(at, day + DAY)
-  return at
+  if (!s.hourUsed.get(nodeId, hour)) s.prune.run(nodeId, day - DAY)
+  s.addUsage.run(nodeId, hour, n)
 }

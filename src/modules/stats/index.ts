@@ -36,7 +36,7 @@ const StatsSchema = t.Object({
   totals: t.Array(t.Object({ group: Group, counts: Counts, rates: RatesSchema })),
 })
 
-/** GET /api/v2/stats and its CSV export, both served from the hourly rollups (src/jobs/stats.ts). */
+/** GET /api/v2/stats and its CSV export, both served from the hourly rollups (rollup.ts). */
 export function statsRoutes(deps: Deps) {
   return new Elysia()
     .get('/api/v2/stats', ({ query }) => ok(queryStats(deps, query)), {

@@ -13,7 +13,7 @@ export type StatsGroup = (typeof STATS_GROUPS)[number]
 const HOUR_MS = 3_600_000
 /**
  * Day totals are kept as rows of the dimension '<dim>.day' (hour = the UTC day's start), by
- * the rollup job (src/jobs/stats.ts), so a 30-day query by day reads 30 rows per group and
+ * the rollup job (rollup.ts), so a 30-day query by day reads 30 rows per group and
  * kind instead of 720: summing hours measured 30-50 ms for 30 days by IP over 5 million
  * events on the 2-core VM, the day rows a few ms (docs/benchmarks.md).
  */
@@ -129,7 +129,7 @@ export function queryStats(deps: Pick<Deps, 'db' | 'clock'>, q: StatsQuery): Sta
   // bucket start -> group value -> kind -> count
   const cells = new Map<number, Map<string, Record<string, number>>>()
   const totals = new Map<string, Record<string, number>>()
-  // Day buckets read the day rows the job keeps (src/jobs/stats.ts DAY_SUFFIX), not 24 hours each.
+  // Day buckets read the day rows the job keeps (rollup.ts, DAY_SUFFIX), not 24 hours each.
   const dim = bucket === 'day' ? `${group}${DAY_SUFFIX}` : group
   for (const row of statements(deps.db).range.values(dim, from, to)) {
     const [hour, value, kind, n] = row as unknown as [number, string, string, number]

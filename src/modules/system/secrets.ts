@@ -3,8 +3,8 @@ import type { Deps } from '../../deps'
 
 /**
  * A server secret kept in `system_state`, made on first use (32 random bytes). Used for the
- * HMAC of return-path tokens (src/smtp/verp.ts). It lives in the database with the DKIM keys,
- * so a restored backup keeps verifying the bounces of mail sent before it.
+ * HMAC of return-path tokens (src/lib/return-path-token.ts). It lives in the database with
+ * the DKIM keys, so a restored backup keeps verifying the bounces of mail sent before it.
  */
 export function serverSecret(deps: Pick<Deps, 'db' | 'clock'>, name: string): Buffer {
   const client = deps.db.$client

@@ -13,9 +13,15 @@ const summaryFields = {
   updated_at: t.String({ format: 'date-time' }),
 }
 
+const sender = {
+  from: t.Nullable(t.String({ description: 'Sender of the template\'s sends ("Name <address>") when the send names none; null: none.' })),
+  reply_to: t.Nullable(t.String({ description: "Reply-To of the template's sends; null: none." })),
+}
+
 const body = {
   html: t.Nullable(t.String({ description: 'HTML part template; values are HTML-escaped.' })),
   text: t.Nullable(t.String({ description: 'Plain-text part template; values are inserted as they are.' })),
+  ...sender,
 }
 
 export const TemplateSummarySchema = t.Object(summaryFields)
@@ -40,12 +46,21 @@ const Part = (what: string) =>
     t.Nullable(t.String({ maxLength: MAX_PART_BYTES, description: `${what} template (Handlebars), at most 512 KiB in UTF-8; "" or null means none.` })),
   )
 
+const Mailbox = (what: string) =>
+  t.Optional(
+    t.Nullable(
+      t.String({ maxLength: 1000, description: `${what} of the template's sends, "Name <address>" or "address" (not a template); "" or null means none.` }),
+    ),
+  )
+
 export const CreateTemplateBody = t.Object({
   name: t.String({ minLength: 1, maxLength: 200 }),
   description: t.Optional(t.String({ maxLength: 2000 })),
   subject: Subject,
   html: Part('HTML part'),
   text: Part('Plain-text part'),
+  from: Mailbox('Sender (used when the send names no from)'),
+  reply_to: Mailbox('Reply-To'),
 })
 
 export const UpdateTemplateBody = t.Object({
@@ -54,6 +69,8 @@ export const UpdateTemplateBody = t.Object({
   subject: t.Optional(Subject),
   html: Part('HTML part'),
   text: Part('Plain-text part'),
+  from: Mailbox('Sender (used when the send names no from)'),
+  reply_to: Mailbox('Reply-To'),
 })
 
 export const VersionParams = t.Object({
@@ -77,6 +94,7 @@ export const RenderedSchema = t.Object({
   html: t.Nullable(t.String()),
   text: t.Nullable(t.String()),
   missing_variables: t.Array(t.String(), { description: 'Variables used but not given (rendered empty), and spin:<name> for deleted spin tags.' }),
+  ...sender,
   template_id: t.Integer(),
   template_version_id: t.Integer(),
   version: t.Integer(),

@@ -5,8 +5,9 @@ import { preparedFor } from '../../db/prepared'
 import { templates, templateVersions } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { checkEmail, normaliseEmail } from '../../lib/email'
-import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
+import { AppError, invalidField, notFound, type ErrorDetails } from '../../lib/errors'
 import { pageMeta, pageRequest, type PageMeta } from '../../lib/pagination'
+import { mailboxProblem, type SendInput } from '../messages/compose'
 import { spinTagAlternatives } from '../spin-tags/service'
 import { compiledCacheOf } from './cache'
 import { buildVariables, compileVersion, renderVersion, TEMPLATE_PARTS, type CompiledVersion, type TemplateSource } from './engine'
@@ -30,7 +31,13 @@ export interface TemplateSummary {
   updated_at: string
 }
 
-export interface TemplateView extends TemplateSummary {
+/** Who a template's sends come from and go back to ("Name <address>"); null: not set. */
+export interface TemplateSender {
+  from: string | null
+  reply_to: string | null
+}
+
+export interface TemplateView extends TemplateSummary, TemplateSender {
   html: string | null
   text: string | null
 }
@@ -44,12 +51,12 @@ export interface VersionSummary {
   created_at: string
 }
 
-export interface VersionView extends VersionSummary {
+export interface VersionView extends VersionSummary, TemplateSender {
   html: string | null
   text: string | null
 }
 
-export interface RenderedTemplate {
+export interface RenderedTemplate extends TemplateSender {
   subject: string
   html: string | null
   text: string | null
@@ -78,7 +85,17 @@ interface VersionRow {
   subject: string
   html: string | null
   text: string | null
+  from_address: string | null
+  reply_to: string | null
   created_at: number
+}
+
+/** A version as sends use it: its id and number, and its sender. */
+interface VersionRef {
+  id: number
+  version: number
+  from_address: string | null
+  reply_to: string | null
 }
 
 const SUMMARY = `SELECT t.id, t.name, t.description, t.active_version_id, v.version AS active_version, v.subject,
@@ -90,16 +107,16 @@ const statements = preparedFor((db: Db) => ({
   summaries: db.$client.prepare<SummaryRow, [number, number]>(`${SUMMARY} ORDER BY t.id LIMIT ? OFFSET ?`),
   count: db.$client.prepare<{ n: number }, []>('SELECT COUNT(*) AS n FROM templates'),
   exists: db.$client.prepare<{ one: number }, [number]>('SELECT 1 AS one FROM templates WHERE id = ?'),
-  activeRef: db.$client.prepare<{ id: number; version: number }, [number]>(
-    'SELECT v.id, v.version FROM templates t JOIN template_versions v ON v.id = t.active_version_id WHERE t.id = ?',
+  activeRef: db.$client.prepare<VersionRef, [number]>(
+    'SELECT v.id, v.version, v.from_address, v.reply_to FROM templates t JOIN template_versions v ON v.id = t.active_version_id WHERE t.id = ?',
   ),
-  versionRef: db.$client.prepare<{ id: number; version: number }, [number, number]>(
-    'SELECT id, version FROM template_versions WHERE template_id = ? AND version = ?',
+  versionRef: db.$client.prepare<VersionRef, [number, number]>(
+    'SELECT id, version, from_address, reply_to FROM template_versions WHERE template_id = ? AND version = ?',
   ),
   version: db.$client.prepare<VersionRow, [number, number]>('SELECT * FROM template_versions WHERE template_id = ? AND version = ?'),
   versionById: db.$client.prepare<VersionRow, [number]>('SELECT * FROM template_versions WHERE id = ?'),
   versionPage: db.$client.prepare<VersionRow, [number, number, number]>(
-    'SELECT id, template_id, version, subject, NULL AS html, NULL AS text, created_at FROM template_versions WHERE template_id = ? ORDER BY version DESC LIMIT ? OFFSET ?',
+    'SELECT id, template_id, version, subject, NULL AS html, NULL AS text, NULL AS from_address, NULL AS reply_to, created_at FROM template_versions WHERE template_id = ? ORDER BY version DESC LIMIT ? OFFSET ?',
   ),
   versionCount: db.$client.prepare<{ n: number }, [number]>('SELECT COUNT(*) AS n FROM template_versions WHERE template_id = ?'),
   lastVersion: db.$client.prepare<{ n: number }, [number]>('SELECT COALESCE(MAX(version), 0) AS n FROM template_versions WHERE template_id = ?'),
@@ -139,10 +156,36 @@ export interface ContentInput {
   subject: string
   html?: string | null
   text?: string | null
+  from?: string | null
+  reply_to?: string | null
 }
 
 /** An empty body part is no part. */
 const part = (v: string | null | undefined): string | null => (v === undefined || v === null || v === '' ? null : v)
+
+/** A version's sender columns. */
+interface SenderSource {
+  from_address: string | null
+  reply_to: string | null
+}
+
+/** An empty sender field is none. */
+const address = (v: string | null | undefined): string | null => (v === undefined || v === null || v.trim() === '' ? null : v.trim())
+
+/** 422 under `from` / `reply_to` unless each is one mailbox, by the rule a send's from is held to. */
+function checkSender(sender: SenderSource): void {
+  const errors: ErrorDetails = {}
+  for (const [field, value] of [
+    ['from', sender.from_address],
+    ['reply_to', sender.reply_to],
+  ] as const) {
+    const problem = value === null ? null : mailboxProblem(value)
+    if (problem) errors[field] = [problem]
+  }
+  if (Object.keys(errors).length) throw new AppError('validation_failed', 'The template is invalid.', errors)
+}
+
+const senderView = (row: SenderSource): TemplateSender => ({ from: row.from_address, reply_to: row.reply_to })
 
 /**
  * Checks a version's content and compiles it: sizes, one-line subject, at least one body
@@ -202,7 +245,7 @@ function compiledFor(deps: Deps, versionId: number): CompiledVersion {
 export function getTemplate(deps: Deps, id: number): TemplateView {
   const summary = findSummary(deps, id)
   const v = statements(deps.db).versionById.get(summary.active_version_id)!
-  return { ...summaryView(summary), html: v.html, text: v.text }
+  return { ...summaryView(summary), html: v.html, text: v.text, ...senderView(v) }
 }
 
 /** A page of templates, oldest first, without their bodies (GET one has them). */
@@ -216,6 +259,8 @@ export function listTemplates(deps: Deps, query: { page?: number; per_page?: num
 /** Creates a template and its version 1, which becomes the active one, in one transaction. */
 export function createTemplate(deps: Deps, input: { name: string; description?: string } & ContentInput): TemplateView {
   const source: TemplateSource = { subject: input.subject, html: part(input.html), text: part(input.text) }
+  const sender: SenderSource = { from_address: address(input.from), reply_to: address(input.reply_to) }
+  checkSender(sender)
   const compiled = checkContent(deps, source)
   const now = deps.clock.now()
   const { id, versionId } = deps.db.transaction((tx) => {
@@ -226,7 +271,7 @@ export function createTemplate(deps: Deps, input: { name: string; description?: 
       .get()
     const v = tx
       .insert(templateVersions)
-      .values({ template_id: t.id, version: 1, ...source, created_at: now })
+      .values({ template_id: t.id, version: 1, ...source, ...sender, created_at: now })
       .returning({ id: templateVersions.id })
       .get()
     tx.update(templates).set({ active_version_id: v.id }).where(eq(templates.id, t.id)).run()
@@ -238,15 +283,11 @@ export function createTemplate(deps: Deps, input: { name: string; description?: 
 
 /**
  * Changes a template. `name` and `description` change the template itself. Any change to
- * `subject`, `html` or `text` creates a new immutable version from the active one with the
- * given parts replaced (`null` or "" removes a body part), and makes it active. Content
- * equal to the active version's creates nothing.
+ * `subject`, `html`, `text`, `from` or `reply_to` creates a new immutable version from the
+ * active one with the given parts replaced (`null` or "" removes a part), and makes it
+ * active. Content equal to the active version's creates nothing.
  */
-export function updateTemplate(
-  deps: Deps,
-  id: number,
-  input: { name?: string; description?: string; subject?: string; html?: string | null; text?: string | null },
-): TemplateView {
+export function updateTemplate(deps: Deps, id: number, input: { name?: string; description?: string } & Partial<ContentInput>): TemplateView {
   const summary = findSummary(deps, id)
   const active = statements(deps.db).versionById.get(summary.active_version_id)!
   const next: TemplateSource = {
@@ -254,7 +295,17 @@ export function updateTemplate(
     html: input.html === undefined ? active.html : part(input.html),
     text: input.text === undefined ? active.text : part(input.text),
   }
-  const changed = next.subject !== active.subject || next.html !== active.html || next.text !== active.text
+  const sender: SenderSource = {
+    from_address: input.from === undefined ? active.from_address : address(input.from),
+    reply_to: input.reply_to === undefined ? active.reply_to : address(input.reply_to),
+  }
+  const changed =
+    next.subject !== active.subject ||
+    next.html !== active.html ||
+    next.text !== active.text ||
+    sender.from_address !== active.from_address ||
+    sender.reply_to !== active.reply_to
+  if (changed) checkSender(sender)
   const compiled = changed ? checkContent(deps, next) : null
   const now = deps.clock.now()
   const versionId = deps.db.transaction((tx) => {
@@ -263,7 +314,7 @@ export function updateTemplate(
       const version = statements(deps.db).lastVersion.get(id)!.n + 1
       created = tx
         .insert(templateVersions)
-        .values({ template_id: id, version, ...next, created_at: now })
+        .values({ template_id: id, version, ...next, ...sender, created_at: now })
         .returning({ id: templateVersions.id })
         .get().id
     }
@@ -324,7 +375,7 @@ export function getVersion(deps: Deps, id: number, version: number): VersionView
   const summary = findSummary(deps, id)
   const row = statements(deps.db).version.get(id, version)
   if (!row) throw noVersion(id, version)
-  return { ...versionSummary(row, summary.active_version_id), html: row.html, text: row.text }
+  return { ...versionSummary(row, summary.active_version_id), html: row.html, text: row.text, ...senderView(row) }
 }
 
 /** Makes a version the one sends use (rolling back is activating an older one). */
@@ -363,7 +414,7 @@ export function renderForRecipient(
   if (!variables.ok) throw new AppError('validation_failed', 'The variables are invalid.', variables.errors)
   const to = normaliseEmail(input.to) ?? input.to.trim().toLowerCase()
   const rendered = renderVersion(compiled, { to, versionId: ref.id, variables: variables.variables, spinTags: spinTagAlternatives(deps, compiled.spinNames) })
-  return { ...rendered, template_id: input.templateId, template_version_id: ref.id, version: ref.version }
+  return { ...rendered, ...senderView(ref), template_id: input.templateId, template_version_id: ref.id, version: ref.version }
 }
 
 /** The render call of the API: like a send to `to` (optional), nothing sent. 422 for an invalid address. */
@@ -375,4 +426,28 @@ export function renderTemplate(deps: Deps, id: number, input: { variables?: Reco
     to = checked.email
   }
   return renderForRecipient(deps, { templateId: id, version: input.version, variables: input.variables ?? {}, to })
+}
+
+/**
+ * The message of a dynamic template send (POST /api/v2/dynamicTemplate/{id}) for one
+ * recipient: the rendered version, sent from the request's `from`, else the version's, else
+ * the default_from setting, with the version's Reply-To. The spec's body is `to` and
+ * `variables` only, so a template that carries its from sends as it is.
+ */
+export function templateSendInput(
+  deps: Deps,
+  input: { templateId: number; version?: number; variables: Record<string, string>; to: string; from?: string },
+): SendInput {
+  const rendered = renderForRecipient(deps, input)
+  const from = input.from ?? rendered.from ?? deps.config.default_from
+  if (!from) throw invalidField('from', "is required: give from, set the template's from, or set default_from in the server configuration")
+  return {
+    from,
+    to: [input.to],
+    reply_to: rendered.reply_to === null ? undefined : [rendered.reply_to],
+    subject: rendered.subject,
+    html: rendered.html,
+    text: rendered.text,
+    template: { id: rendered.template_id, version_id: rendered.template_version_id },
+  }
 }

@@ -4,13 +4,13 @@
  * in inbound_messages in ONE transaction, so a 250 (or a \Seen flag) means both are on disk.
  *
  * Trust: a DSN or a complaint changes something only when it carries a return-path token
- * that verifies with the server secret (src/smtp/verp.ts). Anyone can send us mail that
- * looks like a bounce; without the token it could suppress any address.
+ * that verifies with the server secret (src/lib/return-path-token.ts). Anyone can send us
+ * mail that looks like a bounce; without the token it could suppress any address.
  */
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
 import { preparedFor } from '../../db/prepared'
-import { countBridge } from '../../modules/bridges/service'
+import { countBridge } from '../../modules/bridges/quotas'
 import { storeDmarcReport } from '../../modules/dmarc/service'
 import { emit, emitPrepared } from '../../modules/events/service'
 import { suppressForFeedback } from '../../modules/suppressions/feedback'

@@ -25,7 +25,7 @@ import {
   readOriginal,
   tokensInFields,
 } from './mime'
-import { tokenFromAddress } from '../verp'
+import { tokenFromAddress } from '../../lib/return-path-token'
 
 /** RFC 5965 section 7.3 registry, with not-spam (RFC 6430) and auth-failure (RFC 6591). */
 export type FeedbackType = 'abuse' | 'fraud' | 'virus' | 'other' | 'not-spam' | 'auth-failure'

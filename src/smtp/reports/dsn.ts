@@ -8,11 +8,12 @@
  * - `class`: 'hard' (permanent: action failed with a 5.x.x status, RFC 3463 section 3.1) or
  *   'soft' (4.x.x: delayed, or failed after giving up on a transient error); null for
  *   delivered/relayed/expanded, which are not failures.
- * - `suppress`/`rule`: the decision of the delivery rules table (src/delivery/classify.ts),
- *   so a bounce that arrives later is judged exactly as the same reply during the SMTP
- *   session would be: only a bad address suppresses, a policy block (5.7.x) does not.
+ * - `suppress`/`rule`: the decision of the reply rules table the delivery engine uses too
+ *   (src/lib/smtp-replies.ts), so a bounce that arrives later is judged exactly as the same
+ *   reply during the SMTP session would be: only a bad address suppresses, a policy block
+ *   (5.7.x) does not.
  */
-import { classify, parseReply } from '../../delivery/classify'
+import { classifyReply, parseReply } from '../../lib/smtp-replies'
 import {
   type Field,
   type ParsedMail,
@@ -32,7 +33,7 @@ import {
   tokensInFields,
   typedValue,
 } from './mime'
-import { tokenFromAddress } from '../verp'
+import { tokenFromAddress } from '../../lib/return-path-token'
 
 export type DsnAction = 'failed' | 'delayed' | 'delivered' | 'relayed' | 'expanded'
 export type BounceClass = 'hard' | 'soft'
@@ -47,9 +48,9 @@ export interface DsnRecipient {
   status: string
   /** 'hard' or 'soft' for failed/delayed; null for delivered, relayed, expanded. */
   class: BounceClass | null
-  /** Whether the address should be suppressed, by the delivery rules table. */
+  /** Whether the address should be suppressed, by the reply rules table. */
   suppress: boolean
-  /** The rule of src/delivery/classify.ts that decided (or 'delivered'). */
+  /** The rule of src/lib/smtp-replies.ts that decided (or 'delivered'). */
   rule: string
   /** The diagnostic text (Diagnostic-Code without its type, or the heuristic's line). */
   diagnostic: string | null
@@ -128,7 +129,7 @@ function buildRecipient(input: {
   let rule = 'delivered'
   if (cls) {
     // The status field is authoritative for the class; the diagnostic's text refines the rule.
-    const decided = classify({ code: reply.code, enhanced: status, text: reply.text || diagnostic || '' })
+    const decided = classifyReply({ code: reply.code, enhanced: status, text: reply.text || diagnostic || '' })
     // A transient status never suppresses, even when the reply code disagrees.
     suppress = cls === 'hard' && decided.suppress
     rule = decided.rule

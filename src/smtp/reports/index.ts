@@ -12,7 +12,7 @@ import { arfFromMail, type ArfReport } from './arf'
 import { dmarcFromMail, type DmarcReport } from './dmarc'
 import { dsnFromMail, heuristicDsn, standardDsn, type DsnReport } from './dsn'
 import { contentType, parseMail, type ParsedMail } from './mime'
-import { tokenFromAddress } from '../verp'
+import { tokenFromAddress } from '../../lib/return-path-token'
 
 export type { ArfReport, FeedbackType } from './arf'
 export type { DmarcRecord, DmarcReport } from './dmarc'

@@ -4,7 +4,7 @@
  * address/Message-ID extraction. Pure: no I/O besides parsing the buffer given.
  */
 import { simpleParser, type Attachment, type ParsedMail } from 'mailparser'
-import { parseReturnPathToken, tokenFromAddress } from '../verp'
+import { parseReturnPathToken, tokenFromAddress } from '../../lib/return-path-token'
 
 export type { Attachment, ParsedMail }
 

@@ -4,25 +4,25 @@
  * reports (RFC 7489) for this server's own addresses, and nothing else.
  *
  * It is never a relay: RCPT TO is accepted only for
- *   - `bounces+<token>@<host>`: the return path of our outgoing mail (src/smtp/verp.ts);
+ *   - `bounces+<token>@<host>`: the return path of our outgoing mail (src/lib/return-path-token.ts);
  *   - the address of an active feedback-loop account of kind `address`;
  *   - `dmarc@<host>`: the `rua` address the suggested DMARC record names;
  * where <host> is this server's host name or a sending domain's return-path host. Every other
  * recipient gets 550 5.7.1. There is no AUTH. The token is not checked at RCPT: a forged one is
  * accepted, changes nothing, and is logged as forged (rejecting it would tell a forger which
- * tokens are valid).
+ * tokens are valid); for the same reason the 250 after DATA is the same for every outcome.
  *
- * After DATA the message is classified and applied in one transaction (./inbound/apply.ts);
+ * After DATA the message is classified and applied in one transaction (./apply.ts);
  * the 250 is sent after the COMMIT. A database failure answers 451 so the sender retries.
  */
 import type { AddressInfo } from 'node:net'
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server'
-import type { Deps } from '../deps'
-import { inboundHosts, isFeedbackLoopAddress } from '../modules/feedback-loops/service'
-import { DMARC_REPORT_LOCAL_PART } from '../modules/sending-domains/records'
-import { serverSecret } from '../modules/system/secrets'
-import { processInbound, type InboundResult } from './inbound/apply'
-import { tokenFromAddress } from './verp'
+import type { Deps } from '../../deps'
+import { tokenFromAddress } from '../../lib/return-path-token'
+import { inboundHosts, isFeedbackLoopAddress } from '../../modules/feedback-loops/service'
+import { DMARC_REPORT_LOCAL_PART } from '../../modules/sending-domains/records'
+import { serverSecret } from '../../modules/system/secrets'
+import { processInbound, type InboundResult } from './apply'
 
 export interface InboundListenerOptions {
   host?: string
@@ -111,7 +111,9 @@ export async function startInboundListener(deps: Deps, opts: InboundListenerOpti
         )
           .then(
             (result) => {
-              callback(null, `2.0.0 Received (${result.kind}, ${result.outcome})`)
+              // One reply for every outcome: naming it (applied, forged, duplicate) would let a
+              // forger test tokens. The outcome is in the log and in inbound_messages.
+              callback(null, '2.0.0 Received')
               opts.onProcessed?.(result)
             },
             (e) => {

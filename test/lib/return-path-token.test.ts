@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { makeReturnPathToken, parseReturnPathToken, returnPathAddress, tokenFromAddress } from '../../src/smtp/verp'
+import { returnPathAddress } from '../../src/delivery/return-path'
+import { makeReturnPathToken, parseReturnPathToken, tokenFromAddress } from '../../src/lib/return-path-token'
 
 const secret = Buffer.from('mailroom-test-return-path-secret')
 const other = Buffer.from('another-secret-of-another-server')

@@ -1,7 +1,7 @@
-import type { Db } from '../db/client'
-import type { Deps } from '../deps'
-import { preparedFor } from '../db/prepared'
-import { DAY_SUFFIX } from '../modules/stats/service'
+import type { Db } from '../../db/client'
+import type { Deps } from '../../deps'
+import { preparedFor } from '../../db/prepared'
+import { DAY_SUFFIX } from './service'
 
 /**
  * Statistics rollups: tails the event log by id and adds each event to the hourly counters

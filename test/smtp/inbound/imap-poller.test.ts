@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { makeReturnPathToken } from '../../src/smtp/verp'
-import { pollDueAccounts } from '../../src/smtp/inbound/imap-poller'
-import { serverSecret } from '../../src/modules/system/secrets'
-import { testApp } from '../support/app'
-import { startImapServer, type ImapServer } from '../support/imap-server'
-import { fixture, TOKENS } from './reports/support'
+import { makeReturnPathToken } from '../../../src/lib/return-path-token'
+import { pollDueAccounts } from '../../../src/smtp/inbound/imap-poller'
+import { serverSecret } from '../../../src/modules/system/secrets'
+import { testApp } from '../../support/app'
+import { startImapServer, type ImapServer } from '../../support/imap-server'
+import { fixture, TOKENS } from '../reports/support'
 
 /**
  * Feedback-loop accounts of kind imap: the poller logs in with imapflow to a real IMAP server

@@ -1,14 +1,14 @@
 import { describe, expect, test } from 'bun:test'
 import SMTPConnection from 'nodemailer/lib/smtp-connection'
-import { createTransport } from '../../src/delivery/transport'
-import { createDeliveryEngine } from '../../src/jobs/delivery'
-import { createResolver } from '../../src/lib/dns'
-import { createIpRotation } from '../../src/modules/ip-pools/service'
-import { startInboundListener, type InboundListener } from '../../src/smtp/inbound'
-import { tokenFromAddress } from '../../src/smtp/verp'
-import { testApp } from '../support/app'
-import { useMailWorld } from '../support/mail-world'
-import { fixture, TOKENS } from './reports/support'
+import { createTransport } from '../../../src/delivery/transport'
+import { createDeliveryEngine } from '../../../src/delivery/scheduler'
+import { createResolver } from '../../../src/lib/dns'
+import { createIpRotation } from '../../../src/delivery/ip-rotation'
+import { startInboundListener, type InboundListener } from '../../../src/smtp/inbound/listener'
+import { tokenFromAddress } from '../../../src/lib/return-path-token'
+import { testApp } from '../../support/app'
+import { useMailWorld } from '../../support/mail-world'
+import { fixture, TOKENS } from '../reports/support'
 
 /**
  * The inbound listener end to end: a message is sent through the API and delivered by the
@@ -188,7 +188,7 @@ describe('inbound listener: bounces (RFC 3464)', () => {
 
     const r = await submit(t.listener, [returnPath], postfixHard(returnPath, 'bob@example.net'), '')
     expect(r.ok).toBe(true)
-    expect(r.response).toContain('dsn, applied')
+    expect(r.response).toBe('250 2.0.0 Received') // the outcome (applied) is only in the log and inbound_messages, below
     expect(t.state(id)).toEqual([{ address: 'bob@example.net', state: 'bounced', last_enhanced: '5.1.1' }])
     expect(t.suppressions()).toEqual([{ value: 'bob@example.net', reason: 'hard_bounce', scope: 'global' }])
     expect(contact.status()).toBe('bounced')
@@ -241,6 +241,25 @@ describe('inbound listener: bounces (RFC 3464)', () => {
     expect(t.kinds(id)).toEqual(['message.queued', 'message.sent'])
     expect(t.inbound()).toMatchObject([{ kind: 'dsn', outcome: 'forged', message_id: null }])
     expect(t.deps.log.lines.some((l) => l.level === 'warn' && l.msg === 'inbound message changed nothing')).toBe(true)
+    await t.close()
+  })
+
+  test('the reply is the same whether the token verified or not; the outcome is only in the log', async () => {
+    const t = await setup()
+    const { returnPath } = await t.deliver(['bob@example.net'])
+    const token = tokenFromAddress(returnPath)!
+    const forged = returnPath.replace(token, token.slice(0, -3) + (token.endsWith('aaa') ? 'bbb' : 'aaa'))
+    const bad = await submit(t.listener, [forged], postfixHard(forged, 'bob@example.net'))
+    const good = await submit(t.listener, [returnPath], postfixHard(returnPath, 'bob@example.net'))
+    const again = await submit(t.listener, [returnPath], postfixHard(returnPath, 'bob@example.net'))
+    expect([bad.ok, good.ok, again.ok]).toEqual([true, true, true])
+    // A forger must not learn from the reply which tokens verify (applied vs forged vs duplicate).
+    expect(bad.response).toBe(good.response)
+    expect(again.response).toBe(good.response)
+    expect(good.response).not.toMatch(/applied|forged|duplicate|ignored/)
+    expect(t.inbound().map((r) => r.outcome)).toEqual(['forged', 'applied', 'duplicate'])
+    const logged = t.deps.log.lines.filter((l) => l.msg.startsWith('inbound message')).map((l) => l.fields?.outcome)
+    expect(logged).toEqual(['forged', 'applied', 'duplicate'])
     await t.close()
   })
 

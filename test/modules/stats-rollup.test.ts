@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Db } from '../../src/db/client'
-import { drainStats, rollupBatch, startStatsRollup, statsCursor } from '../../src/jobs/stats'
+import { drainStats, rollupBatch, startStatsRollup, statsCursor } from '../../src/modules/stats/rollup'
 import { emit } from '../../src/modules/events/service'
 import { testDeps } from '../support/app'
 

@@ -1,11 +1,11 @@
 import http from 'node:http'
 import https from 'node:https'
-import { createGroupCommitter, type GroupCommitter } from '../db/group-commit'
-import { preparedFor } from '../db/prepared'
-import type { Deps } from '../deps'
-import type { Lookup } from '../modules/webhooks/address'
-import { postWebhook, signatureHeaders, type PostResult } from '../modules/webhooks/post'
-import { autoDisable, messageId, payloadOf, signingSecrets, subscribes, type EventRow } from '../modules/webhooks/service'
+import { createGroupCommitter, type GroupCommitter } from '../../db/group-commit'
+import { preparedFor } from '../../db/prepared'
+import type { Deps } from '../../deps'
+import type { Lookup } from './address'
+import { postWebhook, signatureHeaders, type PostResult } from './post'
+import { autoDisable, messageId, payloadOf, signingSecrets, subscribes, type EventRow } from './service'
 
 /**
  * Webhook dispatch: fan-out and sender, all state in the database.

@@ -1,11 +1,11 @@
 import { availableParallelism } from 'node:os'
 import type { Deps } from '../deps'
-import { createSignerPool } from '../delivery/signer-pool'
-import { createTransport } from '../delivery/transport'
 import { createResolver } from '../lib/dns'
-import { createIpRotation } from '../modules/ip-pools/service'
 import type { SendingRuntime } from '../modules/messages/service'
-import { createDeliveryEngine, type EngineParts } from './delivery'
+import { createIpRotation } from './ip-rotation'
+import { createDeliveryEngine, type EngineParts } from './scheduler'
+import { createSignerPool } from './signer-pool'
+import { createTransport } from './transport'
 
 /**
  * Assembles the delivery engine from its real parts: the DNS resolver of `dns_servers`, the

@@ -1,14 +1,15 @@
 import type { GroupCommitter } from '../db/group-commit'
-import type { DeliveryJob, RecipientResult } from '../delivery/transport'
 import { preparedFor } from '../db/prepared'
 import type { Deps } from '../deps'
-import { countBridge } from '../modules/bridges/service'
+import { countBridge } from '../modules/bridges/quotas'
 import { emitPrepared } from '../modules/events/service'
 import { purgeIdempotencyKeys } from '../modules/messages/idempotency'
-import { resolveNode, nextCapWindow, takeNodeCapacity } from '../modules/sending-nodes/service'
+import { resolveNode } from '../modules/sending-nodes/service'
 import { suppressForFeedback } from '../modules/suppressions/feedback'
 import { serverSecret } from '../modules/system/secrets'
-import { returnPathAddress } from '../smtp/verp'
+import { nextCapWindow, takeNodeCapacity } from './node-caps'
+import { envelopeSender } from './return-path'
+import type { DeliveryJob, RecipientResult } from './transport'
 
 /**
  * The delivery engine: the in-process scheduler over the durable per-recipient queue
@@ -107,6 +108,7 @@ export function backoffMs(attempt: number, random: number): number {
 
 export type DeliveryEngine = ReturnType<typeof createDeliveryEngine>
 
+/** Creates the engine over the database queue and the given parts; start() runs it, drain() drives it in tests. */
 export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
   const st = statements(deps.db)
   const random = parts.random ?? Math.random
@@ -168,12 +170,16 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       }
     }
     const poolId = node?.kind === 'direct' && node.pool_id !== null ? node.pool_id : m.pool_id
-    // Signed mail gets a signed return path (src/smtp/verp.ts), so a bounce proves which
+    // Signed mail gets a signed return path (return-path.ts), so a bounce proves which
     // message, and for a one-recipient transaction which recipient, it is about.
     const domain = m.domain_id === null ? null : st.domainKey.get(m.domain_id)
-    const mailFrom = domain
-      ? returnPathAddress(returnPathSecret, messageId, deliverable.length === 1 ? deliverable[0]!.id : 0, domain.return_path_host)
-      : m.mail_from
+    const mailFrom = envelopeSender(
+      returnPathSecret,
+      messageId,
+      deliverable.map((r) => r.id),
+      domain ?? null,
+      m.mail_from,
+    )
     const source = node?.kind === 'relay' ? null : parts.rotation.next(poolId)
     let results: RecipientResult[]
     try {

@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from 'bun:test'
 import type { Config } from '../../src/config'
-import { createWebhookDispatcher, type DispatcherParts } from '../../src/jobs/webhooks'
+import { createWebhookDispatcher, type DispatcherParts } from '../../src/modules/webhooks/dispatcher'
 import { emit } from '../../src/modules/events/service'
 import { testApp } from '../support/app'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver'

@@ -1,5 +1,10 @@
 /**
- * Signed return-path tokens (VERP with an HMAC).
+ * Signed return-path tokens (VERP with an HMAC): the codec, both directions.
+ *
+ * Shared by two engines that do not import each other: the outbound engine signs with it
+ * (src/delivery/return-path.ts builds the MAIL FROM), the inbound listener and the report
+ * readers (src/smtp/) verify with it. Encoding and decoding are one format, so they stay in
+ * one file; lib/ because it is pure (a secret in, a token out).
  *
  * Every outgoing message's MAIL FROM is `bounces+<token>@<return path host>`, so a bounce
  * (RFC 3464 DSNs go to the reverse-path, RFC 5321 section 4.5.5) names the message and the
@@ -115,11 +120,6 @@ export function parseReturnPathToken(secret: Buffer, token: string): { messageId
   const hex = body.subarray(1, 1 + UUID_BYTES).toString('hex')
   const messageId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
   return { messageId, recipientId }
-}
-
-/** The MAIL FROM address for one recipient of one message: `bounces+<token>@<host>`. */
-export function returnPathAddress(secret: Buffer, messageId: string, recipientId: number, host: string): string {
-  return `${RETURN_PATH_PREFIX}${makeReturnPathToken(secret, messageId, recipientId)}@${host.toLowerCase()}`
 }
 
 /**

@@ -43,16 +43,16 @@ export function testApp(overrides: Partial<Config> = {}) {
   const call = async (
     method: string,
     path: string,
-    opts: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+    opts: { key?: string; body?: unknown; rawBody?: string | Uint8Array; headers?: Record<string, string> } = {},
   ): Promise<Reply> => {
     const headers: Record<string, string> = { ...opts.headers }
     if (opts.key) headers.authorization = `Bearer ${opts.key}`
-    let body: string | undefined = opts.rawBody
+    let body: string | Uint8Array | undefined = opts.rawBody
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body)
       headers['content-type'] ??= 'application/json'
     }
-    const res = await app.handle(new Request(`http://mailroom.test${path}`, { method, headers, body }))
+    const res = await app.handle(new Request(`http://mailroom.test${path}`, { method, headers, body: body as BodyInit | undefined }))
     const text = await res.text()
     let parsed: unknown = text
     try {

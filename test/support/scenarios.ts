@@ -31,7 +31,7 @@ export interface Scenario<S = any> {
   /** Sent as JSON (content-type application/json unless `headers` says otherwise). */
   body?: Dyn<Json, S>
   /** Sent as it is. */
-  rawBody?: Dyn<string, S>
+  rawBody?: Dyn<string | Uint8Array, S>
   /** Runs before the request; its result is `ctx.setup`. */
   before?: (ctx: ScenarioContext<any>) => S | Promise<S>
 

@@ -36,7 +36,7 @@ export interface Scenario<S = any> {
   before?: (ctx: ScenarioContext<any>) => S | Promise<S>
 
   status: number
-  /** `error.code` of the failure envelope (or the whole `error` object must carry it). */
+  /** `error.code` of the failure envelope. */
   code?: string
   /** `error.message`: a substring or a pattern. */
   message?: string | RegExp
@@ -103,11 +103,11 @@ export async function runScenario<S>(s: Scenario<S>, options: ScenarioOptions = 
   if (s.code !== undefined) expect(reply.body?.error?.code, where).toBe(s.code)
   if (s.message !== undefined) {
     const message = String(reply.body?.error?.message)
-    if (typeof s.message === 'string') expect(message).toContain(s.message)
-    else expect(message).toMatch(s.message)
+    if (typeof s.message === 'string') expect(message, where).toContain(s.message)
+    else expect(message, where).toMatch(s.message)
   }
-  if (s.details !== undefined) expect(reply.body?.error?.details).toEqual(s.details)
-  if (s.detailFields !== undefined) expect(Object.keys(reply.body?.error?.details ?? {}).sort()).toEqual([...s.detailFields].sort())
+  if (s.details !== undefined) expect(reply.body?.error?.details, where).toEqual(s.details)
+  if (s.detailFields !== undefined) expect(Object.keys(reply.body?.error?.details ?? {}).sort(), where).toEqual([...s.detailFields].sort())
   const json = resolve(s.json, ctx)
   if (json !== undefined) expect(reply.body).toMatchObject(json)
   if (s.equals !== undefined) expect(reply.body).toEqual(resolve(s.equals, ctx))

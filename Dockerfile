@@ -3,8 +3,8 @@
 #   docker run -d --name mailroom -p 8825:8825 -v mailroom-data:/data mailroom
 #   docker exec mailroom mailroom keys create --role Administrator --name admin
 
-# Build stage: Node 20 + npm fetch the pinned Bun (a devDependency), which compiles the binary.
-FROM node:20-bookworm AS build
+# Build stage: Node 22 + npm (dependencies need Node >= 22.19) fetch the pinned Bun (a devDependency), which compiles the binary.
+FROM node:22-bookworm AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund

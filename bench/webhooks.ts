@@ -16,6 +16,7 @@ import { memoryLogger } from '../src/lib/logger'
 import { emitPrepared } from '../src/modules/events/service'
 import { createWebhook } from '../src/modules/webhooks/service'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
+import { createSecretBox, generateSecretKey } from '../src/lib/secret-box'
 
 const AIM_PER_S = 2000
 
@@ -35,7 +36,7 @@ export async function run(argv: string[], command: string): Promise<number> {
   const db = openDatabase(join(dataDir, 'mailroom.db'))
   migrate(db, { now: systemClock.now() })
   const config = Object.freeze({ ...loadConfig({ env: {}, flags: { 'data-dir': dataDir, 'access-log': 'false' } }), webhooks_allow_private: true })
-  const deps = { db, clock: systemClock, log: memoryLogger(), config }
+  const deps = { db, clock: systemClock, log: memoryLogger(), config, secrets: createSecretBox(generateSecretKey()) }
   await createWebhook(deps, { endpoint: `http://127.0.0.1:${port}/hook`, events: ['*'] })
   const now = systemClock.now()
   db.$client.transaction(() => {

@@ -6,6 +6,7 @@ import { bodyPlugin } from './http/body'
 import { envelopePlugin } from './http/envelope'
 import { openapiPlugin } from './http/openapi'
 import { requestLogPlugin } from './http/request-log'
+import { SEMANTIC_CHECK, type SemanticCheck } from './http/schemas'
 import { webPlugin } from './http/web'
 import { createRateLimiter } from './lib/rate-limit'
 import { createRouteTable, type RouteInfo, type RouteTable } from './lib/route-table'
@@ -61,6 +62,8 @@ export function buildApp(deps: Deps) {
   const usage = createUsageRecorder(deps)
   const imports = createImportRunner(deps, { suppressionReasons: (emails, listId) => suppressionReasons(deps, emails, listId) })
   let table: RouteTable | null = null
+  // Routes' semantic body checks, which the error envelope merges into a schema failure (issue 13).
+  const checks = new Map<string, SemanticCheck>()
   // Filled once the app is composed: hooks that need the whole route list read it from here.
   let composed: Array<{ method: string; path: string; hooks?: { body?: unknown; detail?: Record<string, unknown> } }> = []
   const auth = createAuth(deps, {
@@ -81,7 +84,7 @@ export function buildApp(deps: Deps) {
   }
 
   const app = new Elysia()
-    .use(envelopePlugin(deps.log, auth.recordFailure, [resendErrorDialect]))
+    .use(envelopePlugin(deps.log, auth.recordFailure, [resendErrorDialect], (method, route) => checks.get(`${method} ${route}`)))
     .use(requestLogPlugin(deps.log, deps.config.access_log))
     .use(auth.plugin)
     .use(bodyPlugin(deps.config.max_body_bytes, () => table!))
@@ -97,7 +100,7 @@ export function buildApp(deps: Deps) {
     .use(customFieldRoutes(deps, auth.authOf))
     .use(contactRoutes(deps, auth.authOf))
     .use(importRoutes(deps, auth.authOf, imports))
-    .use(suppressionRoutes(deps))
+    .use(suppressionRoutes(deps, auth.authOf))
     .use(segmentRoutes(deps, auth.authOf))
     // templates and spin tags (issue 4)
     .use(templateRoutes(deps, auth.authOf))
@@ -125,6 +128,10 @@ export function buildApp(deps: Deps) {
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed
+  for (const r of app.routes) {
+    const check = (r.hooks?.detail as Record<symbol, unknown> | undefined)?.[SEMANTIC_CHECK]
+    if (typeof check === 'function') checks.set(`${r.method} ${r.path}`, check as SemanticCheck)
+  }
   return { app, usage, imports, sending }
 }
 

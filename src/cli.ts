@@ -1,17 +1,19 @@
-import { existsSync, mkdirSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { buildApp } from './app'
 import { startCheckpointer } from './db/checkpointer'
 import { startDelivery } from './delivery/runtime'
 import { SERVER_BODY_CAP } from './http/body'
-import { ConfigError, loadConfig, readConfigFile, SETTINGS, type Config } from './config'
-import { backupDatabase, openDatabase } from './db/client'
+import { ConfigError, defaultOf, readConfigFile, resolveConfig, SETTINGS, type ChangedSetting, type Config } from './config'
+import { backupDatabase, openDatabaseFile } from './db/client'
 import { migrate } from './db/migrate'
 import type { Deps } from './deps'
 import type { Clock } from './lib/clock'
 import { createLogger } from './lib/logger'
 import { publicHostNameWarning } from './lib/public-host-name'
+import { createSecretBox, generateSecretKey, loadKeyRing, parseSecretKey, SecretKeyError, writeKeyFile, type SecretBox } from './lib/secret-box'
+import { hasSealedSecrets, sealStoredSecrets } from './modules/system/secrets'
 import { recordActivity } from './modules/activity-logs/service'
 import { countLiveKeys, createApiKey, listApiKeys } from './modules/api-keys/service'
 import { CLI_ACTOR, ensureBuiltinRoles, findRoleByName, listRoles } from './modules/roles/service'
@@ -34,10 +36,13 @@ Usage:
   mailroom keys list               list API keys
   mailroom roles list              list roles
   mailroom backup PATH             write a consistent copy of the database to PATH
+  mailroom secrets rotate-key      seal every stored secret under a new key (stop the server first)
   mailroom --version | --help
 
+Commands other than serve and migrate need an existing database in the data directory.
+
 Settings (flag, environment, or key in the --config TOML file):
-${SETTINGS.map((s) => `  --${s.flag.padEnd(20)} ${s.env.padEnd(28)} ${s.describe}`).join('\n')}
+${SETTINGS.map((s) => `  --${s.flag.padEnd(24)} ${s.env.padEnd(33)} ${s.describe} (default: ${defaultOf(s)})`).join('\n')}
   --config PATH             a TOML file with the settings above (keys as in docs/operations.md)
 `
 
@@ -50,6 +55,8 @@ export interface CliEnv {
   err: (line: string) => void
   /** Resolves when the process is asked to stop (SIGTERM or SIGINT). */
   stopSignal: Promise<string>
+  /** How the operator runs this program, for the hints it prints: "./mailroom", "npx bun src/main.ts"; "mailroom" when absent. */
+  program?: string
 }
 
 const configOptions = Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'string' as const }]))
@@ -73,16 +80,94 @@ function parse(argv: string[]) {
 }
 
 class UsageError extends Error {}
+/** A command that cannot go on (no database, an unsafe data directory, the wrong key): one line, exit code 1. */
+class StopError extends Error {}
 
-/** Opens the database in the data directory, migrating first (with a backup when an upgrade is pending). */
-function openStore(config: Config, clock: Clock, log: ReturnType<typeof createLogger>) {
-  mkdirSync(config.data_dir, { recursive: true })
-  const db = openDatabase(join(config.data_dir, 'mailroom.db'))
-  const result = migrate(db, { backupDir: join(config.data_dir, 'backups'), now: clock.now() })
-  if (result.applied.length) log.info('migrations applied', { applied: result.applied, backup: result.backup })
-  const deps: Deps = { db, clock, log, config }
-  ensureBuiltinRoles(deps)
-  return deps
+/**
+ * Stored text as it is safe to print on a terminal: control characters (C0, DEL, C1) and
+ * bidirectional overrides escaped, so a name cannot move the cursor, recolour or ring.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => {
+    const n = c.charCodeAt(0)
+    return n < 0x100 ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`
+  })
+}
+
+/**
+ * The data directory holds the database, its backups and (by default) the secret key: it is
+ * made 0700. One writable by group or others stops the start (anyone there could swap the
+ * database or the key); one an older version made 0755 is narrowed to 0700.
+ */
+function prepareDataDir(dir: string, log: ReturnType<typeof createLogger>): void {
+  if (!existsSync(dir)) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    return
+  }
+  const mode = statSync(dir).mode & 0o777
+  if (mode & 0o022)
+    throw new StopError(`the data directory ${dir} is writable by ${mode & 0o002 ? 'anyone' : 'its group'} (mode ${mode.toString(8)}); run chmod 700 ${dir}`)
+  if (mode & 0o077) {
+    try {
+      chmodSync(dir, 0o700)
+      log.warn('data directory narrowed to mode 700', { data_dir: dir, was: mode.toString(8) })
+    } catch (e) {
+      // Not its owner: the files inside are 0600 all the same.
+      log.warn('data directory is readable by others; chmod 700 it', { data_dir: dir, mode: mode.toString(8), error: (e as Error).message })
+    }
+  }
+}
+
+/** The box that seals stored secrets: the key from secret_key, or from the key file (made on a database without sealed secrets). */
+function secretBoxFor(config: Config, create: boolean): { box: SecretBox; created: boolean } {
+  if (config.secret_key) return { box: createSecretBox(parseSecretKey(config.secret_key, 'secret_key')), created: false }
+  const path = resolve(config.secret_key_file)
+  try {
+    const ring = loadKeyRing(path, create)
+    return { box: createSecretBox(ring.primary, ring.older), created: ring.created }
+  } catch (e) {
+    if (e instanceof SecretKeyError) throw e
+    throw new SecretKeyError(`the secret key file ${path} cannot be read or made (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`)
+  }
+}
+
+/**
+ * Opens the database in the data directory, migrating first (with a backup when an upgrade is
+ * pending), then seals any stored secret not yet sealed under the current key. Only `serve`
+ * and `migrate` make a new database (`create`): another command run from the wrong directory
+ * must not make an empty one and print a key the server never sees.
+ */
+function openStore(config: Config, clock: Clock, log: ReturnType<typeof createLogger>, opts: { create: boolean }) {
+  const dir = resolve(config.data_dir)
+  const file = join(dir, 'mailroom.db')
+  if (!opts.create && !existsSync(file))
+    throw new StopError(
+      `no database in ${dir} (the data directory this command looked at); point --data-dir or MAILROOM_DATA_DIR at the server's data directory, or run mailroom migrate to make a new one there`,
+    )
+  prepareDataDir(dir, log)
+  const db = openDatabaseFile(file)
+  try {
+    const result = migrate(db, { backupDir: join(dir, 'backups'), now: clock.now() })
+    if (result.applied.length) log.info('migrations applied', { applied: result.applied, backup: result.backup })
+    const { box, created } = secretBoxFor(config, !hasSealedSecrets({ db }))
+    if (created) log.info('secret key file created', { path: resolve(config.secret_key_file), key_id: box.keyId })
+    const deps: Deps = { db, clock, log, config, secrets: box }
+    const sealed = sealStoredSecrets(deps, box)
+    if (sealed) {
+      // The WAL still holds the pages as they were: fold it into the file and empty it.
+      db.$client.run('PRAGMA wal_checkpoint(TRUNCATE)')
+      log.info('stored secrets sealed', { count: sealed, key_id: box.keyId })
+    }
+    ensureBuiltinRoles(deps)
+    return deps
+  } catch (e) {
+    db.$client.close()
+    if (e instanceof SecretKeyError)
+      throw new StopError(
+        `${e.message}. Secrets in the database open only with the key they were sealed with: set secret_key_file (MAILROOM_SECRET_KEY_FILE) or MAILROOM_SECRET_KEY to it`,
+      )
+    throw e
+  }
 }
 
 /** Runs one command; resolves to the process exit code. */
@@ -99,9 +184,10 @@ export async function runCli(io: CliEnv): Promise<number> {
   if (values.version) return (io.out(`mailroom ${VERSION}`), 0)
 
   let config: Readonly<Config>
+  let changed: ChangedSetting[]
   try {
     const flags = Object.fromEntries(SETTINGS.map((s) => [s.flag, values[s.flag as keyof typeof values] as string | undefined]))
-    config = loadConfig({ file: values.config ? readConfigFile(values.config) : {}, env: io.env, flags })
+    ;({ config, changed } = resolveConfig({ file: values.config ? readConfigFile(values.config) : {}, env: io.env, flags }))
   } catch (e) {
     if (e instanceof ConfigError) return (io.err(`mailroom: ${e.message}`), 2)
     throw e
@@ -113,37 +199,46 @@ export async function runCli(io: CliEnv): Promise<number> {
     switch (command) {
       case 'serve':
         if (sub) throw new UsageError(`serve takes no arguments`)
-        return await serve(openStore(config, io.clock, log), log, io)
+        log.info('settings', { changed: Object.fromEntries(changed.map((c) => [c.key, { value: c.value, from: c.from }])) })
+        return await serve(openStore(config, io.clock, log, { create: true }), log, io)
       case 'migrate': {
         if (sub) throw new UsageError(`migrate takes no arguments`)
-        const deps = openStore(config, io.clock, log)
+        const deps = openStore(config, io.clock, log, { create: true })
         io.out('The database is up to date.')
         deps.db.$client.close()
         return 0
       }
       case 'keys':
-        return keysCommand(openStore(config, io.clock, log), sub, rest, values, io)
+        if (sub !== 'list' && sub !== 'create') throw new UsageError(`unknown keys command "${sub ?? ''}"; use keys create or keys list`)
+        return keysCommand(openStore(config, io.clock, log, { create: false }), sub, rest, values, io)
       case 'roles': {
         if (sub !== 'list') throw new UsageError(`unknown roles command "${sub ?? ''}"; use roles list`)
-        const deps = openStore(config, io.clock, log)
+        const deps = openStore(config, io.clock, log, { create: false })
         for (const r of listRoles(deps, { per_page: 100 }).items)
-          io.out(`${r.id}\t${r.name}\t${r.key_count} key(s)\t${r.permissions.includes('*') ? 'every permission' : `${r.permissions.length} permission(s)`}`)
+          io.out(
+            `${r.id}\t${printable(r.name)}\t${r.key_count} key(s)\t${r.permissions.includes('*') ? 'every permission' : `${r.permissions.length} permission(s)`}`,
+          )
         return 0
       }
       case 'backup': {
         if (!sub || rest.length) throw new UsageError('backup takes one PATH')
         const target = resolve(sub)
         if (existsSync(target)) throw new UsageError(`${target} already exists; choose a new path`)
-        const deps = openStore(config, io.clock, log)
+        const deps = openStore(config, io.clock, log, { create: false })
         backupDatabase(deps.db, target)
         io.out(`Backup written to ${target}`)
         return 0
+      }
+      case 'secrets': {
+        if (sub !== 'rotate-key' || rest.length) throw new UsageError(`unknown secrets command "${[sub ?? '', ...rest].join(' ')}"; use secrets rotate-key`)
+        return rotateKey(config, io, log)
       }
       default:
         throw new UsageError(`unknown command "${command}"`)
     }
   } catch (e) {
     if (e instanceof UsageError) return (io.err(`mailroom: ${e.message}. See mailroom --help.`), 2)
+    if (e instanceof StopError) return (io.err(`mailroom: ${e.message}`), 1)
     throw e
   } finally {
     log.flush()
@@ -157,14 +252,16 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
       const result = listApiKeys(deps, { page, per_page: 100 })
       last = result.meta.last_page
       for (const k of result.items)
-        io.out(`${k.id}\t${k.prefix}\t${k.name}\t${k.role.name}\t${k.status}\t${k.rate_limit ?? 'unlimited'}/min\tlast used ${k.last_used_at ?? 'never'}`)
+        io.out(
+          `${k.id}\t${k.prefix}\t${printable(k.name)}\t${printable(k.role.name)}\t${k.status}\t${k.rate_limit ?? 'unlimited'}/min\tlast used ${k.last_used_at ?? 'never'}`,
+        )
     }
     return 0
   }
-  if (sub !== 'create') throw new UsageError(`unknown keys command "${sub ?? ''}"; use keys create or keys list`)
   if (!values.role || !values.name) throw new UsageError('keys create needs --role NAME and --name LABEL')
+  if (printable(values.name) !== values.name) throw new UsageError('--name must not contain control characters')
   const role = findRoleByName(deps, values.role)
-  if (!role) throw new UsageError(`no role named "${values.role}"; mailroom roles list shows them`)
+  if (!role) throw new UsageError(`no role named "${printable(values.role)}"; mailroom roles list shows them`)
   let rate_limit: number | null | undefined
   if (values['rate-limit'] !== undefined) {
     const v = values['rate-limit']
@@ -192,9 +289,46 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
     status: 201,
     outcome: 'success',
   })
-  io.out(`Created API key ${created.view.id} "${created.view.name}" with role ${role.name}. This is the only time the key is shown:`)
+  io.out(`Created API key ${created.view.id} "${created.view.name}" with role ${printable(role.name)}. This is the only time the key is shown:`)
   io.out(created.key)
   return 0
+}
+
+/**
+ * Runs `secrets rotate-key`: a new key is written beside the key file as `<file>.new` (0600,
+ * flushed) before anything changes, every stored secret is sealed under it in one
+ * transaction, the old key is copied to `<file>.old`, and only then does `<file>.new` replace
+ * `<file>`. A crash at any step leaves every secret under a key the next start still finds
+ * (loadKeyRing reads all three), and that start finishes the job.
+ */
+function rotateKey(config: Config, io: CliEnv, log: ReturnType<typeof createLogger>): number {
+  if (config.secret_key)
+    throw new StopError(
+      'the key comes from secret_key (MAILROOM_SECRET_KEY); rotate-key rotates a key file: write the key to a file, set secret_key_file to it instead, and run rotate-key again',
+    )
+  const deps = openStore(config, io.clock, log, { create: false })
+  try {
+    const path = resolve(config.secret_key_file)
+    const ring = loadKeyRing(path, false)
+    const next = generateSecretKey()
+    writeKeyFile(`${path}.new`, next)
+    const box = createSecretBox(next, [ring.primary, ...ring.older])
+    const count = sealStoredSecrets(deps, box)
+    writeKeyFile(`${path}.old`, ring.primary)
+    writeKeyFile(path, next)
+    rmSync(`${path}.new`)
+    io.out(`Sealed ${count} stored secret(s) under the new key ${box.keyId} (was ${deps.secrets.keyId}), now in ${path}.`)
+    io.out(`The old key is kept in ${path}.old: backups made before now need it. Delete it when they are gone.`)
+    return 0
+  } finally {
+    deps.db.$client.close()
+  }
+}
+
+/** The command line that runs `args` the way this process was started, with the data directory when it is not the default. */
+function commandHint(io: CliEnv, config: Config, args: string): string {
+  const dir = config.data_dir === defaultOf(SETTINGS[0]) ? '' : ` --data-dir ${resolve(config.data_dir)}`
+  return `${io.program ?? 'mailroom'} ${args}${dir}`
 }
 
 async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEnv): Promise<number> {
@@ -202,40 +336,51 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   const hostWarning = publicHostNameWarning(deps.config.hostname)
   if (hostWarning) (log.warn('no public host name', { hostname: deps.config.hostname }), io.err(`mailroom: WARNING: ${hostWarning}`))
   const { app, usage, imports, sending } = buildApp(deps)
-  const { host, port } = deps.config.http_listen
-  app.listen({ hostname: host, port, maxRequestBodySize: SERVER_BODY_CAP })
-  const bound = app.server!
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${bound.port}`
-  log.info('listening', { url, version: VERSION, data_dir: resolve(deps.config.data_dir) })
-  io.out(`Mailroom ${VERSION} listening on ${url} (data in ${resolve(deps.config.data_dir)})`)
-  if (countLiveKeys(deps) === 0) io.out('No API keys yet. Create the first one with:\n  mailroom keys create --role Administrator --name admin')
 
   // Imports that were queued or under way when the server last stopped go on from their last committed batch.
   imports.kick()
   const checkpoints = startCheckpointer(join(deps.config.data_dir, 'mailroom.db'), log)
   // Recipients left mid-delivery by the last process go back in the queue, then delivery starts.
   const delivery = startDelivery(deps, sending)
-  // SMTP listeners (issue 5): start here, stop below
-  // Submission for bridges (smtp_listen STARTTLS, smtp_tls_listen implicit TLS); an address in use stops the start with one line.
+
+  // Every listener is bound before anything is announced: an address in use stops the start
+  // with one line, and nobody (a load balancer polling /ready included) sees a server that is
+  // about to exit. HTTP is bound last, so /health and /ready answer only once all are up.
   let submission: SubmissionListener | null = null
-  if (deps.config.smtp_listen || deps.config.smtp_tls_listen) {
+  let inbound: Awaited<ReturnType<typeof startInboundListener>> | null = null
+  try {
+    // Submission for bridges (smtp_listen STARTTLS, smtp_tls_listen implicit TLS).
+    if (deps.config.smtp_listen || deps.config.smtp_tls_listen) submission = await startSubmissionListener(deps, sending)
+    // Inbound bounces, complaints and DMARC reports (mx_listen, off by default), with STARTTLS on the listeners' certificate.
+    if (deps.config.mx_listen) inbound = await startInboundListener(deps, { tls: await loadSmtpCertificate(deps) })
+    const { host, port } = deps.config.http_listen
     try {
-      submission = await startSubmissionListener(deps, sending)
+      app.listen({ hostname: host, port, maxRequestBodySize: SERVER_BODY_CAP })
     } catch (e) {
-      io.err(`mailroom: ${(e as Error).message}`)
-      await app.stop()
-      await delivery.stop()
-      await imports.stop()
-      await checkpoints.stop()
-      deps.db.$client.close()
-      return 1
+      throw new Error(`cannot listen for HTTP on ${host}:${port}: ${(e as Error).message}`)
     }
-    const at = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`
-    if (submission.port !== null) io.out(`SMTP submission listening on ${at(deps.config.smtp_listen!.host, submission.port)} (STARTTLS)`)
-    if (submission.tlsPort !== null) io.out(`SMTP submission listening on ${at(deps.config.smtp_tls_listen!.host, submission.tlsPort)} (implicit TLS)`)
+  } catch (e) {
+    io.err(`mailroom: ${(e as Error).message}`)
+    if (app.server) await app.stop()
+    await submission?.close()
+    await inbound?.close()
+    await delivery.stop()
+    await imports.stop()
+    await checkpoints.stop()
+    deps.db.$client.close()
+    return 1
   }
-  // Inbound bounces, complaints and DMARC reports (mx_listen, off by default), with STARTTLS on the listeners' certificate.
-  const inbound = deps.config.mx_listen ? await startInboundListener(deps, { tls: await loadSmtpCertificate(deps) }) : null
+
+  const { host } = deps.config.http_listen
+  const at = (h: string, p: number) => `${h.includes(':') ? `[${h}]` : h}:${p}`
+  const url = `http://${at(host, app.server!.port!)}`
+  log.info('listening', { url, version: VERSION, data_dir: resolve(deps.config.data_dir) })
+  io.out(`Mailroom ${VERSION} listening on ${url} (data in ${resolve(deps.config.data_dir)})`)
+  if (submission?.port != null) io.out(`SMTP submission listening on ${at(deps.config.smtp_listen!.host, submission.port)} (STARTTLS)`)
+  if (submission?.tlsPort != null) io.out(`SMTP submission listening on ${at(deps.config.smtp_tls_listen!.host, submission.tlsPort)} (implicit TLS)`)
+  if (countLiveKeys(deps) === 0)
+    io.out(`No API keys yet. Create the first one with:\n  ${commandHint(io, deps.config, 'keys create --role Administrator --name admin')}`)
+
   const feedbackLoops = startFeedbackLoopPoller(deps)
   // Background jobs of issue 6 (webhook dispatch, statistics rollups): start here, stop below
   const webhooks = startWebhooks(deps, { commits: sending.commits })

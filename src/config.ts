@@ -1,5 +1,6 @@
 import { hostname as osHostname } from 'node:os'
 import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { isIP } from 'node:net'
 import { LOG_LEVELS, type LogLevel } from './lib/logger'
 
@@ -37,6 +38,8 @@ export interface Config {
   mx_listen: { host: string; port: number } | null
   webhooks_allow_private: boolean
   webhook_timeout_ms: number
+  secret_key_file: string
+  secret_key: string
 }
 
 type Key = keyof Config
@@ -48,6 +51,10 @@ interface Setting<K extends Key> {
   describe: string
   /** Default as a string, parsed like any other source; a function for values that depend on others. */
   fallback: string | ((partial: Partial<Config>) => string)
+  /** How --help and the docs show a default given as a function. */
+  defaultText?: string
+  /** Never printed or logged (a key). */
+  sensitive?: boolean
   parse: (text: string) => Config[K]
 }
 
@@ -159,6 +166,7 @@ export const SETTINGS = [
     flag: 'public-url',
     fallback: (c) => `http://${c.http_listen!.host.includes(':') ? `[${c.http_listen!.host}]` : c.http_listen!.host}:${c.http_listen!.port}`,
     parse: parseUrl,
+    defaultText: 'http://HTTP_LISTEN',
     describe: 'Base URL under which users reach this server (links in mail, webhooks, docs). Defaults to the listen address.',
   }),
   setting({
@@ -167,6 +175,7 @@ export const SETTINGS = [
     flag: 'hostname',
     fallback: () => osHostname() || 'localhost',
     parse: parseHostname,
+    defaultText: 'the machine name',
     describe: 'Host name of this server, used in SMTP greetings and Message-IDs. Defaults to the machine name.',
   }),
   setting({ key: 'log_level', env: 'MAILROOM_LOG_LEVEL', flag: 'log-level', fallback: 'info', parse: parseLogLevel, describe: 'debug, info, warn or error.' }),
@@ -350,6 +359,29 @@ export const SETTINGS = [
     parse: parsePositiveInt,
     describe: 'How long a webhook endpoint has to answer before the attempt counts as failed.',
   }),
+  setting({
+    key: 'secret_key_file',
+    env: 'MAILROOM_SECRET_KEY_FILE',
+    flag: 'secret-key-file',
+    fallback: (c) => join(c.data_dir!, 'secret.key'),
+    defaultText: 'DATA_DIR/secret.key',
+    parse: (t) => t.trim() || fail('must not be empty'),
+    describe:
+      'File of the key that seals the secrets in the database (DKIM keys, passwords, webhook secrets); made (0600) on first start. Keep a copy apart from the backups.',
+  }),
+  setting({
+    key: 'secret_key',
+    env: 'MAILROOM_SECRET_KEY',
+    flag: 'secret-key',
+    fallback: '',
+    sensitive: true,
+    parse: (t) => {
+      const v = t.trim()
+      if (v !== '' && Buffer.from(v, 'base64').length !== 32) fail('expected the base64 form of 32 random bytes (openssl rand -base64 32)')
+      return v
+    },
+    describe: 'The key itself (base64 of 32 bytes) instead of secret_key_file. Set it in the environment: a flag shows in the process list.',
+  }),
 ] as const
 
 export interface ConfigSources {
@@ -359,13 +391,26 @@ export interface ConfigSources {
   flags?: Record<string, string | undefined>
 }
 
+/** A setting whose value is not its default, and where the value came from. */
+export interface ChangedSetting {
+  key: string
+  value: unknown
+  from: string
+}
+
 /** Builds the frozen configuration; throws ConfigError with one line naming the setting. */
 export function loadConfig(sources: ConfigSources): Readonly<Config> {
+  return resolveConfig(sources).config
+}
+
+/** The configuration and the settings that differ from their defaults (sensitive values shown as "(set)"), for the start log. */
+export function resolveConfig(sources: ConfigSources): { config: Readonly<Config>; changed: ChangedSetting[] } {
   const { file = {}, env = {}, flags = {} } = sources
   const known = new Set<string>(SETTINGS.map((s) => s.key))
   for (const k of Object.keys(file)) if (!known.has(k)) throw new ConfigError(`config file: unknown setting "${k}"`)
 
   const out: Partial<Config> = {}
+  const changed: ChangedSetting[] = []
   for (const s of SETTINGS) {
     let source: string
     let raw: string
@@ -379,8 +424,17 @@ export function loadConfig(sources: ConfigSources): Readonly<Config> {
       if (e instanceof ConfigError) throw new ConfigError(`invalid ${s.key} from ${source} (${JSON.stringify(raw)}): ${e.message}`)
       throw e
     }
+    const value = out[s.key]
+    if (source !== 'default' && JSON.stringify(value) !== JSON.stringify(s.parse(typeof s.fallback === 'function' ? s.fallback(out) : s.fallback)))
+      changed.push({ key: s.key, value: 'sensitive' in s && s.sensitive ? '(set)' : value, from: source })
   }
-  return Object.freeze(out as Config)
+  return { config: Object.freeze(out as Config), changed }
+}
+
+/** How --help shows a setting's default. */
+export function defaultOf(s: (typeof SETTINGS)[number]): string {
+  if ('defaultText' in s && s.defaultText) return s.defaultText
+  return typeof s.fallback === 'string' && s.fallback !== '' ? s.fallback : 'none'
 }
 
 /** Reads and parses a TOML configuration file. */

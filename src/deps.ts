@@ -2,6 +2,7 @@ import type { Config } from './config'
 import type { Db } from './db/client'
 import type { Clock } from './lib/clock'
 import type { Logger } from './lib/logger'
+import type { SecretBox } from './lib/secret-box'
 
 /** What services receive as their first argument: no globals, so tests swap any part. */
 export interface Deps {
@@ -9,4 +10,5 @@ export interface Deps {
   clock: Clock
   log: Logger
   config: Readonly<Config>
+  secrets: SecretBox
 }

@@ -7,6 +7,7 @@ import { runCli } from '../src/cli'
 import { openDatabase } from '../src/db/client'
 import type { Deps } from '../src/deps'
 import { systemClock } from '../src/lib/clock'
+import { SETTINGS } from '../src/config'
 import { listActivity } from '../src/modules/activity-logs/service'
 
 /** Runs the CLI in-process with captured output; `stop` resolves the stop signal. */
@@ -20,6 +21,13 @@ function cli(argv: string[], env: Record<string, string> = {}) {
 }
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'mailroom-cli-'))
+
+/** A data directory with a migrated database: commands other than serve and migrate need one. */
+async function migratedDir(): Promise<string> {
+  const dir = dataDir()
+  expect(await cli(['migrate', '--data-dir', dir]).done).toBe(0)
+  return dir
+}
 
 describe('command line', () => {
   test('--version and --help', async () => {
@@ -44,7 +52,7 @@ describe('command line', () => {
       [['keys', 'create', '--role', 'Administrator', '--name', 'x', '--rate-limit', 'fast'], {}, /--rate-limit takes a whole number/],
       [['backup'], {}, /backup takes one PATH/],
     ] as Array<[string[], Record<string, string>, RegExp]>) {
-      const r = cli([...argv, '--data-dir', dataDir()], env)
+      const r = cli([...argv, '--data-dir', await migratedDir()], env)
       expect(await r.done).toBe(2)
       expect(r.err).toHaveLength(1)
       expect(r.err[0]).toMatch(message)
@@ -52,7 +60,7 @@ describe('command line', () => {
   })
 
   test('keys create prints the key once, keys list and roles list show it without the secret', async () => {
-    const dir = dataDir()
+    const dir = await migratedDir()
     const created = cli([
       'keys',
       'create',
@@ -150,8 +158,56 @@ describe('command line', () => {
       const s = cli(['--http-listen', '127.0.0.1:0', '--smtp-listen', `127.0.0.1:${taken}`, '--data-dir', dataDir()])
       expect(await s.done).toBe(1)
       expect(s.err.join('\n')).toContain(String(taken))
+      // Nothing was announced: every listener is bound before the "listening" lines.
+      expect(s.out.join('\n')).not.toContain('listening')
     } finally {
       holder.close()
     }
+  })
+
+  test('--help shows the default of every setting', async () => {
+    const h = cli(['--help'])
+    expect(await h.done).toBe(0)
+    expect(h.out[0]).toContain('(default: 127.0.0.1:8825)')
+    expect(h.out[0]).toContain('(default: ./data)')
+    expect(h.out[0]).toContain('(default: DATA_DIR/secret.key)')
+    for (const s of SETTINGS) expect(h.out[0]).toMatch(new RegExp(`--${s.flag} .*\\(default: [^)]+\\)`))
+  })
+
+  test('commands other than serve and migrate refuse to make a database, naming the directory they looked at', async () => {
+    const dir = join(dataDir(), 'elsewhere')
+    for (const argv of [
+      ['keys', 'create', '--role', 'Administrator', '--name', 'x'],
+      ['keys', 'list'],
+      ['roles', 'list'],
+      ['backup', join(dataDir(), 'b.db')],
+      ['secrets', 'rotate-key'],
+    ]) {
+      const r = cli([...argv, '--data-dir', dir])
+      expect(await r.done).toBe(1)
+      expect(r.err).toHaveLength(1)
+      expect(r.err[0]).toStartWith(`mailroom: no database in ${dir} (the data directory this command looked at)`)
+      expect(existsSync(dir)).toBe(false)
+    }
+  })
+
+  test('control characters in stored names reach the terminal escaped; keys create refuses them', async () => {
+    const dir = await migratedDir()
+    expect(await cli(['keys', 'create', '--role', 'Administrator', '--name', 'ok', '--data-dir', dir]).done).toBe(0)
+    // Stored by an older version, or by hand in sqlite3.
+    const db = openDatabase(join(dir, 'mailroom.db'))
+    db.$client.run(`UPDATE api_keys SET name = ?`, ['\x1b[2J\x07evil\x9b31m\u202e'])
+    db.$client.run(`UPDATE roles SET name = ?`, ['Admin\x1b]0;title\x07'])
+    db.$client.close()
+    const list = cli(['keys', 'list', '--data-dir', dir])
+    expect(await list.done).toBe(0)
+    expect(list.out[0]).toContain('\\x1b[2J\\x07evil\\x9b31m\\u202e\tAdmin\\x1b]0;title\\x07\t')
+    expect(list.out.join('')).not.toMatch(/[\x00-\x08\x0a-\x1f\x7f-\x9f\u202e]/)
+    const roles = cli(['roles', 'list', '--data-dir', dir])
+    expect(await roles.done).toBe(0)
+    expect(roles.out[0]).toContain('Admin\\x1b]0;title\\x07')
+    const bad = cli(['keys', 'create', '--role', 'Admin\x1b]0;title\x07', '--name', 'a\x1bb', '--data-dir', dir])
+    expect(await bad.done).toBe(2)
+    expect(bad.err[0]).toContain('--name must not contain control characters')
   })
 })

@@ -1,4 +1,5 @@
 import { Database } from 'bun:sqlite'
+import { chmodSync, closeSync, existsSync, openSync, statSync } from 'node:fs'
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
 import * as schema from './schema'
 
@@ -45,7 +46,22 @@ export function assertPragmas(client: Database, inMemory: boolean): void {
   if (problems.length) throw new Error(`database settings: ${problems.join(', ')}`)
 }
 
-/** A consistent online copy of the whole database (VACUUM INTO takes a read snapshot). */
+/**
+ * A consistent online copy of the whole database (VACUUM INTO takes a read snapshot). The
+ * target is made empty with mode 0600 first (VACUUM INTO accepts an empty file), so the copy
+ * is never readable by others, not even for a moment.
+ */
 export function backupDatabase(db: Db, target: string): void {
+  closeSync(openSync(target, 'wx', 0o600))
   db.$client.run('VACUUM INTO ?', [target])
+}
+
+/**
+ * Opens the database file, creating it with mode 0600 when missing; SQLite gives the -wal and
+ * -shm files the mode of the database file. Files an older version made 0644 are narrowed to 0600.
+ */
+export function openDatabaseFile(path: string): Db {
+  if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600))
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(file) && (statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600)
+  return openDatabase(path)
 }

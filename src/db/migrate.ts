@@ -41,7 +41,7 @@ export function migrate(db: Db, opts: { backupDir?: string; now: number; all?: E
   const hasApplied = (client.query('SELECT count(*) AS n FROM __drizzle_migrations').get() as { n: number }).n > 0
   let backup: string | null = null
   if (hasApplied && opts.backupDir) {
-    mkdirSync(opts.backupDir, { recursive: true })
+    mkdirSync(opts.backupDir, { recursive: true, mode: 0o700 })
     backup = join(opts.backupDir, `pre-migrate-${new Date(opts.now).toISOString().replace(/[:.]/g, '-')}.db`)
     backupDatabase(db, backup)
   }

@@ -133,7 +133,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
     if (!key) return Promise.resolve(raw)
     let p = signed.get(messageId)
     if (!p) {
-      p = parts.signer.sign(raw, { domain: key.name, selector: key.dkim_selector, privateKey: key.dkim_private_key })
+      p = parts.signer.sign(raw, { domain: key.name, selector: key.dkim_selector, privateKey: deps.secrets.open(key.dkim_private_key) })
       signed.set(messageId, p)
       if (signed.size > 1000) signed.delete(signed.keys().next().value!)
     }

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { Deps } from '../deps'
 import { AppError } from '../lib/errors'
 import { isAllowed } from '../lib/ip-allowlist'
-import type { RateLimiter } from '../lib/rate-limit'
+import type { RateDecision, RateLimiter } from '../lib/rate-limit'
 import { pathnameOf, pathParams, type RouteInfo, type RouteTable } from '../lib/route-table'
 import { recordActivity } from '../modules/activity-logs/service'
 import type { KeyIdentity, UsageRecorder } from '../modules/api-keys/service'
@@ -43,17 +43,17 @@ export function clientAddress(request: Request, server: { requestIP(r: Request):
 }
 
 function bearerToken(request: Request): string {
-  const header = request.headers.get('authorization')
-  if (!header) {
-    const query = new URL(request.url).searchParams
-    if (KEY_QUERY_PARAMS.some((p) => query.has(p))) {
-      throw new AppError(
-        'unauthorized',
-        'API keys are accepted only in the Authorization header, never in the URL. Send "Authorization: Bearer <API_KEY>" and revoke a key that was put in a URL.',
-      )
-    }
-    throw new AppError('unauthorized', 'Missing API key. Send the header "Authorization: Bearer <API_KEY>".')
+  // A key in the URL is refused even when the header carries one too: the URL has already
+  // leaked it into logs and histories, and answering would teach the client that it works.
+  const query = new URL(request.url).searchParams
+  if (KEY_QUERY_PARAMS.some((p) => query.has(p))) {
+    throw new AppError(
+      'unauthorized',
+      'API keys are accepted only in the Authorization header, never in the URL. Send "Authorization: Bearer <API_KEY>" and revoke a key that was put in a URL.',
+    )
   }
+  const header = request.headers.get('authorization')
+  if (!header) throw new AppError('unauthorized', 'Missing API key. Send the header "Authorization: Bearer <API_KEY>".')
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header)
   if (!m) throw new AppError('unauthorized', 'The Authorization header must be "Bearer <API_KEY>".')
   return m[1]!
@@ -79,20 +79,33 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
     return key
   }
 
-  /** Steps 4-5: the role grants the route's permission, then the rate limit has room. */
-  const authorize = (key: KeyIdentity, route: RouteInfo, headers: Record<string, string>): void => {
-    if (!route.permission) {
-      // A route in a protected family that forgot to declare its permission is closed, not open.
-      throw new AppError('forbidden', 'This route declares no permission, so no key may call it.')
-    }
-    if (!grants(key.permissions, route.permission)) {
-      throw new AppError('forbidden', `The API key's role does not grant the ${route.permission} permission.`)
-    }
-    if (key.rate_limit === null) return
-    const d = opts.limiter.take(key.id, key.rate_limit, deps.clock.now())
+  /** The X-RateLimit-* headers, which every answer to an identified key carries (spec: "on every response"). */
+  const rateHeaders = (headers: Record<string, string>, d: RateDecision): void => {
     headers['x-ratelimit-limit'] = String(d.limit)
     headers['x-ratelimit-remaining'] = String(d.remaining)
     headers['x-ratelimit-reset'] = String(d.resetSeconds)
+  }
+
+  /** Steps 4-5: the role grants the route's permission, then the rate limit has room. */
+  const authorize = (key: KeyIdentity, route: RouteInfo | null, headers: Record<string, string>): void => {
+    // A refusal before the limit applies is not counted; its headers show the window as it stands.
+    const now = deps.clock.now()
+    const refuse = (error: AppError): never => {
+      rateHeaders(headers, opts.limiter.peek(key.id, key.rate_limit, now))
+      throw error
+    }
+    // A path no route serves: the framework answers 404, with the headers.
+    if (!route) return rateHeaders(headers, opts.limiter.peek(key.id, key.rate_limit, now))
+    if (!route.permission) {
+      // A route in a protected family that forgot to declare its permission is closed, not open.
+      refuse(new AppError('forbidden', 'This route declares no permission, so no key may call it.'))
+    }
+    if (!grants(key.permissions, route.permission!)) {
+      refuse(new AppError('forbidden', `The API key's role does not grant the ${route.permission} permission.`))
+    }
+    // An unlimited key is not counted: its headers say UNLIMITED (docs/api.md "Rate limits").
+    const d = key.rate_limit === null ? opts.limiter.peek(key.id, null, now) : opts.limiter.take(key.id, key.rate_limit, now)
+    rateHeaders(headers, d)
     if (!d.allowed) {
       headers['retry-after'] = String(d.resetSeconds)
       throw new AppError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry in ${d.resetSeconds} s.`)
@@ -126,9 +139,9 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
       if (route?.permission || PROTECTED_PREFIXES.some((p) => path.startsWith(p))) {
         const ip = clientAddress(request, server, deps.config.trust_proxy)
         const key = identify(request, ip)
+        authorize(key, route, set.headers as Record<string, string>)
         // A path no route serves: the key was checked (no route discovery without one); the framework answers 404.
         if (!route) return
-        authorize(key, route, set.headers as Record<string, string>)
         opts.usage.record(key.id, deps.clock.now(), ip)
         contexts.set(request, { key, actor: { key_id: key.id, name: key.name, permissions: key.permissions }, ip, route })
       }

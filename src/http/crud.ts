@@ -3,7 +3,20 @@ import { Elysia, t, type Static, type TSchema } from 'elysia'
 import type { BulkDeleteOutcome } from '../db/crud'
 import type { PageMeta } from '../lib/pagination'
 import type { AuthContext, AuthOf } from './auth'
-import { BulkDeleteBody, BulkDeleteResult, commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from './schemas'
+import {
+  type SemanticCheck,
+  BulkDeleteBody,
+  BulkDeleteResult,
+  commonErrors,
+  Envelope,
+  ErrorEnvelope,
+  IdParams,
+  ok,
+  okPage,
+  Paged,
+  PageQuery,
+  requires,
+} from './schemas'
 
 type Awaitable<T> = T | Promise<T>
 
@@ -22,6 +35,8 @@ interface Operation {
   errors?: number[]
   /** Defaults to `<group>.<action>` (create, read, update, delete). */
   permission?: string
+  /** The route's own checks of a body, merged into a schema failure's 422 (see `requires`). */
+  check?: SemanticCheck
 }
 
 /**
@@ -30,7 +45,7 @@ interface Operation {
  * details. A module passes its schemas and plain service functions; custom actions
  * (`/rotate-secret`, `/test`) are ordinary routes added to the returned instance.
  */
-export interface CrudResource<View extends TSchema, Create extends TSchema, Update extends TSchema, Query extends TProperties> {
+export interface CrudResource<View extends TSchema, Create extends TSchema, Update extends TSchema, Query extends TProperties, Item extends TSchema = View> {
   /** e.g. `/api/v2/lists`. */
   prefix: string
   /** The permission group (`lists` -> `lists.read` ...). */
@@ -49,13 +64,19 @@ export interface CrudResource<View extends TSchema, Create extends TSchema, Upda
   list?: Operation & {
     /** Filters beside page and per_page. */
     query?: Query
-    handle(query: Static<TObject<Query>> & { page?: number; per_page?: number }, ctx: CrudContext): Awaitable<{ items: Static<View>[]; meta: PageMeta }>
+    /** What a list shows of each record when it is less than the view (no bodies). */
+    item?: Item
+    handle(query: Static<TObject<Query>> & { page?: number; per_page?: number }, ctx: CrudContext): Awaitable<{ items: Static<Item>[]; meta: PageMeta }>
   }
   get?: Operation & { handle(id: number, ctx: CrudContext): Awaitable<Static<View>> }
   update?: Operation & { body: Update; handle(id: number, body: Static<Update>, ctx: CrudContext): Awaitable<Static<View>> }
   /** Without `handle`: answers the record as it was (through `get`) and deletes it through `bulkDelete`. */
   remove?: Operation & { handle?(id: number, ctx: CrudContext): Awaitable<Static<View>> }
-  bulkDelete?: Operation & { handle(ids: number[], ctx: CrudContext): Awaitable<BulkDeleteOutcome> }
+  bulkDelete?: Operation & {
+    /** Defaults to `/bulk-delete`; contacts keep the spec's `/batch-delete`. */
+    path?: string
+    handle(ids: number[], ctx: CrudContext): Awaitable<BulkDeleteOutcome>
+  }
 }
 
 function errorsFor(op: Operation, item: boolean): Record<number, TSchema> {
@@ -65,17 +86,20 @@ function errorsFor(op: Operation, item: boolean): Record<number, TSchema> {
 }
 
 function detailOf(resource: { group: string; tags: string[] }, op: Operation, action: string) {
-  return requires(op.permission ?? `${resource.group}.${action}`, op.summary, { tags: resource.tags, description: op.description })
+  return requires(op.permission ?? `${resource.group}.${action}`, op.summary, { tags: resource.tags, description: op.description, check: op.check })
 }
 
 /**
  * Builds the standard routes of a resource (see `CrudResource`). Routes are registered in
  * one order for every module: create, list, bulk-delete, get, update, delete.
  */
-export function crudRoutes<View extends TSchema, Create extends TSchema = TSchema, Update extends TSchema = TSchema, Query extends TProperties = {}>(
-  authOf: AuthOf,
-  resource: CrudResource<View, Create, Update, Query>,
-) {
+export function crudRoutes<
+  View extends TSchema,
+  Create extends TSchema = TSchema,
+  Update extends TSchema = TSchema,
+  Query extends TProperties = {},
+  Item extends TSchema = View,
+>(authOf: AuthOf, resource: CrudResource<View, Create, Update, Query, Item>) {
   // Elysia mutates the instance on each route call; the loose type keeps the generic
   // schemas from being re-inferred per call (the routes' types are not used by clients).
   const app = new Elysia({ prefix: resource.prefix })
@@ -108,13 +132,13 @@ export function crudRoutes<View extends TSchema, Create extends TSchema = TSchem
   if (list) {
     routes.get('/', async ({ query, request }: { query: never; request: Request }) => okPage(await list.handle(query, context(request))), {
       query: t.Object({ ...PageQuery, ...list.query }),
-      response: { 200: Paged(resource.view), ...errorsFor(list, false) },
+      response: { 200: Paged(list.item ?? resource.view), ...errorsFor(list, false) },
       detail: detailOf(resource, list, 'read'),
     })
   }
   if (bulkDelete) {
     routes.post(
-      '/bulk-delete',
+      bulkDelete.path ?? '/bulk-delete',
       async ({ body, request }: { body: { ids: number[] }; request: Request }) => ok(await bulkDelete.handle(body.ids, context(request))),
       {
         body: BulkDeleteBody,

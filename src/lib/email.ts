@@ -6,12 +6,15 @@ import { domainToASCII } from 'node:url'
  * does in practice, although RFC 5321 section 2.4 lets a server treat it case-sensitively.
  *
  * Accepted: the dot-atom form of RFC 5322 section 3.4.1 with length limits of RFC 5321
- * section 4.5.3.1 (local part 64 octets, domain 255, labels 63). Refused: quoted local
+ * section 4.5.3.1 (local part 64 octets, domain 255, labels 63, and the whole address 254:
+ * a path is at most 256 octets with its angle brackets, section 4.5.3.1.3). Refused: quoted local
  * parts, IP-literal domains, a domain without a dot, and any control character (so an
  * address can never carry a CR or LF into a header).
  */
 const LOCAL = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/
+/** The longest address that fits in a reverse- or forward-path (RFC 5321 section 4.5.3.1.3). */
+export const MAX_EMAIL_LENGTH = 254
 
 export type EmailCheck = { ok: true; email: string } | { ok: false; error: string }
 
@@ -29,7 +32,10 @@ export function checkEmail(input: unknown): EmailCheck {
   if (local.length > 64) return { ok: false, error: 'has a local part longer than 64 characters' }
   if (!LOCAL.test(local)) return { ok: false, error: 'has characters that are not allowed before the @' }
   if (!domain) return { ok: false, error: 'has an invalid domain' }
-  return { ok: true, email: `${local}@${domain}` }
+  const email = `${local}@${domain}`
+  // Measured in its ASCII form (the domain as punycode), which is what goes on the wire.
+  if (email.length > MAX_EMAIL_LENGTH) return { ok: false, error: `is longer than ${MAX_EMAIL_LENGTH} characters` }
+  return { ok: true, email }
 }
 
 /** A domain in lower-case ASCII form, or null when it is not a valid public host name. */

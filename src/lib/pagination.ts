@@ -1,6 +1,8 @@
 /** The spec's pagination: page from 1, per_page default 25 and at most 100. */
 export const DEFAULT_PER_PAGE = 25
 export const MAX_PER_PAGE = 100
+/** The highest page asked for: keeps offsets exact integers that SQLite binds as such. */
+export const MAX_PAGE = 1_000_000_000
 
 export interface PageRequest {
   page: number

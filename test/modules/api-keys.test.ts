@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { getApiKey } from '../../src/modules/api-keys/service'
 import { findRoleByName } from '../../src/modules/roles/service'
 import { testApp } from '../support/app'
+import { UNLIMITED } from '../../src/lib/rate-limit'
 import { runScenarios, type Scenario, type ScenarioContext } from '../support/scenarios'
 
 describe('API key lifecycle', () => {
@@ -52,7 +53,8 @@ describe('API key lifecycle', () => {
     expect(b.body.data.rate_limit).toBeNull()
     const unlimited = await t.call('GET', '/api/v2/roles', { key: b.body.data.key })
     expect(unlimited.status).toBe(200)
-    expect(unlimited.headers.get('x-ratelimit-limit')).toBeNull()
+    // Issue 13 item 15: the headers are on every response; an unlimited key's say UNLIMITED.
+    expect(unlimited.headers.get('x-ratelimit-limit')).toBe(String(UNLIMITED))
   })
 
   test('update changes limit, allowlist, role and status without changing the key', async () => {

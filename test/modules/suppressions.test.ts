@@ -6,12 +6,12 @@ import {
   checkRecipients,
   getSuppression,
   listSuppressions,
-  MAX_BATCH_ENTRIES,
   RECIPIENT_CHUNK,
   RECIPIENT_SQL,
   suppressionPageQuery,
   type Recipient,
 } from '../../src/modules/suppressions/service'
+import { MAX_BATCH_ENTRIES } from '../../src/modules/suppressions/model'
 import { testApp } from '../support/app'
 import { runScenarios, type Scenario } from '../support/scenarios'
 

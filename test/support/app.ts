@@ -10,6 +10,7 @@ import { fixedClock } from '../../src/lib/clock'
 import { memoryLogger } from '../../src/lib/logger'
 import { createApiKey } from '../../src/modules/api-keys/service'
 import { CLI_ACTOR, createRole, ensureBuiltinRoles, findRoleByName } from '../../src/modules/roles/service'
+import { createSecretBox, generateSecretKey } from '../../src/lib/secret-box'
 
 /** Deps on a fresh database with the real migrations, a fixed clock and a log a test can read. */
 export function testDeps(
@@ -22,7 +23,7 @@ export function testDeps(
   // Files (imports) go to a temporary data directory, never into the working tree.
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-test-'))
   const config = Object.freeze({ ...loadConfig({ env: {}, flags: { hostname: 'mailroom.test', 'access-log': 'false', 'data-dir': dataDir } }), ...overrides })
-  const deps = { db, clock, log: memoryLogger(), config }
+  const deps = { db, clock, log: memoryLogger(), config, secrets: createSecretBox(generateSecretKey()) }
   ensureBuiltinRoles(deps)
   return deps
 }

@@ -6,7 +6,7 @@
  * Used by test/binary.test.ts and by CI (test/support/run-smoke.ts) on dist/mailroom.
  * Every step has a bounded wait, and the server is killed in `finally` whatever happens.
  */
-import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { dkimVerify } from 'mailauth/lib/dkim/verify'
@@ -143,11 +143,13 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     )
     log('ok: bad setting exits 2 with one line')
 
-    // Fresh data directory (./data by default): creating a key runs the embedded migrations.
-    const created = await expectExit(binary, dir, ['keys', 'create', '--role', 'Administrator', '--name', 'smoke'], 0)
-    const key = created.stdout.trimEnd().split('\n').at(-1)?.trim() ?? ''
-    check(/^mr_\S+$/.test(key), `keys create: last line should be the key, got:\n${created.stdout}`)
-    log('ok: keys create (migrations applied to a fresh data dir)')
+    // Before any server ran here, keys create refuses to make a database, naming where it looked.
+    const early = await expectExit(binary, dir, ['keys', 'create', '--role', 'Administrator', '--name', 'smoke'], 1)
+    check(
+      early.stderr.startsWith(`mailroom: no database in ${join(dir, 'data')} `) && !existsSync(join(dir, 'data')),
+      `keys create without a database should refuse and make nothing, got:\n${early.stderr}`,
+    )
+    log('ok: keys create refuses to make a database')
 
     // A recipient's MX and the sending domain's records live in a DNS server on loopback; the
     // MX is a recording sink. A signed delivery proves the DKIM worker thread is in the binary.
@@ -208,6 +210,16 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     }
     check(healthy, `GET /health never answered 200:\n${serverOutput()}`)
     log(`ok: serve on ${base}, /health`)
+
+    // The hint names the binary as it was started, and works: the server has made the database.
+    check(
+      out.state.text.includes('No API keys yet. Create the first one with:\n  ./mailroom keys create --role Administrator --name admin\n'),
+      `the key hint should name ./mailroom:\n${serverOutput()}`,
+    )
+    const created = await expectExit(binary, dir, ['keys', 'create', '--role', 'Administrator', '--name', 'smoke'], 0)
+    const key = created.stdout.trimEnd().split('\n').at(-1)?.trim() ?? ''
+    check(/^mr_\S+$/.test(key), `keys create: last line should be the key, got:\n${created.stdout}`)
+    log('ok: the key hint names ./mailroom; keys create on the server database')
 
     const anonymous = await request(`${base}/api/v2/api-keys`)
     check(anonymous.status === 401, `GET /api/v2/api-keys without a key: expected 401, got ${anonymous.status}`)

@@ -20,8 +20,9 @@ export async function runMailroom(args: string[], flags: string[]): Promise<stri
   return out
 }
 
-/** Creates an Administrator key with the CLI and returns its value (the last line printed). */
+/** Creates an Administrator key with the CLI and returns its value (the last line printed); migrates first, as keys create needs a database. */
 export async function createAdminKey(flags: string[], name: string): Promise<string> {
+  await runMailroom(['migrate'], flags)
   return (await runMailroom(['keys', 'create', '--role', 'Administrator', '--name', name], flags)).trim().split('\n').at(-1)!
 }
 

@@ -93,7 +93,7 @@ export const sendingDomains = sqliteTable('sending_domains', {
   name: text('name').notNull().unique(),
   status: text('status', { enum: DOMAIN_STATUSES }).notNull(),
   dkim_selector: text('dkim_selector').notNull(),
-  /** PKCS#8 PEM. Readable by whoever reads the database file; docs/operations.md says to protect it. */
+  /** PKCS#8 PEM, sealed by deps.secrets (src/lib/secret-box.ts): a copied database file does not reveal it. */
   dkim_private_key: text('dkim_private_key').notNull(),
   /** Base64 SubjectPublicKeyInfo, the p= of the DKIM record. */
   dkim_public_key: text('dkim_public_key').notNull(),

@@ -11,7 +11,7 @@ export const webhooks = sqliteTable('webhooks', {
   description: text('description').notNull().default(''),
   /** Event kinds delivered; ['*'] = every kind. */
   kinds: text('kinds', { mode: 'json' }).$type<string[]>().notNull(),
-  /** Standard Webhooks secret, `whsec_` + base64 (the receiver needs it, so it is stored as is). */
+  /** Standard Webhooks secret, `whsec_` + base64 (the server signs with it, so it is sealed by deps.secrets, not hashed). */
   secret: text('secret').notNull(),
   /** After a rotation the old secret also signs until this time (ms), for a grace period. */
   previous_secret: text('previous_secret'),

@@ -1,31 +1,8 @@
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
-import { commonErrors, okPage, Paged, PageQuery, requires } from '../../http/schemas'
+import { commonErrors, okPage, Paged, requires } from '../../http/schemas'
+import { ActivityQuery, ActivitySchema } from './model'
 import { listActivity } from './service'
-
-const ActivitySchema = t.Object({
-  id: t.Integer(),
-  created_at: t.String({ format: 'date-time' }),
-  actor: t.Object({ type: t.Union([t.Literal('api_key'), t.Literal('cli')]), key_id: t.Union([t.Integer(), t.Null()]), name: t.String() }),
-  action: t.String({ description: 'The permission the call used, for example api_keys.create.' }),
-  target: t.Union([t.Object({ type: t.String(), id: t.Union([t.String(), t.Null()]) }), t.Null()]),
-  method: t.Union([t.String(), t.Null()]),
-  path: t.Union([t.String(), t.Null()]),
-  ip: t.Union([t.String(), t.Null()]),
-  status: t.Integer({ description: 'HTTP status of the call.' }),
-  outcome: t.Union([t.Literal('success'), t.Literal('failure')]),
-})
-
-const ActivityQuery = t.Object({
-  ...PageQuery,
-  key_id: t.Optional(t.Integer({ minimum: 1 })),
-  action: t.Optional(t.String({ maxLength: 100 })),
-  target_type: t.Optional(t.String({ maxLength: 100 })),
-  target_id: t.Optional(t.String({ maxLength: 100 })),
-  outcome: t.Optional(t.Union([t.Literal('success'), t.Literal('failure')])),
-  since: t.Optional(t.String({ format: 'date-time', description: 'Entries at or after this time (ISO 8601).' })),
-  until: t.Optional(t.String({ format: 'date-time', description: 'Entries before this time (ISO 8601).' })),
-})
 
 /** GET /api/v2/activity-logs: every change made through the API, newest first. */
 export function activityLogRoutes(deps: Deps) {

@@ -2,7 +2,8 @@ import { and, count, desc, eq, gte, lt, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { activityLogs } from '../../db/schema'
 import { toIso } from '../../lib/clock'
-import { pageMeta, pageRequest } from '../../lib/pagination'
+import { pageMeta, pageRequest, type PageMeta } from '../../lib/pagination'
+import type { ActivityView } from './model'
 
 export interface ActivityEntry {
   actor_key_id: number | null
@@ -40,7 +41,7 @@ export interface ActivityFilter {
 }
 
 /** A page of entries, newest first. */
-export function listActivity(deps: Deps, filter: ActivityFilter) {
+export function listActivity(deps: Deps, filter: ActivityFilter): { items: ActivityView[]; meta: PageMeta } {
   const req = pageRequest(filter)
   const conditions: Array<SQL | undefined> = [
     filter.key_id !== undefined ? eq(activityLogs.actor_key_id, filter.key_id) : undefined,
@@ -65,7 +66,7 @@ export function listActivity(deps: Deps, filter: ActivityFilter) {
     items: rows.map((r) => ({
       id: r.id,
       created_at: toIso(r.created_at)!,
-      actor: { type: r.actor_key_id === null ? ('cli' as const) : ('api_key' as const), key_id: r.actor_key_id, name: r.actor_name },
+      actor: { type: r.actor_key_id === null ? 'cli' : 'api_key', key_id: r.actor_key_id, name: r.actor_name },
       action: r.action,
       target: r.target_type ? { type: r.target_type, id: r.target_id } : null,
       method: r.method,

@@ -1,5 +1,5 @@
-import { t } from 'elysia'
-import { PageQuery } from '../../http/schemas'
+import { t, type Static } from 'elysia'
+import { PageQuery, NameString } from '../../http/schemas'
 
 const RateLimit = t.Union([t.Integer({ minimum: 1, maximum: 1_000_000 }), t.Null()], {
   description: 'Requests per minute; null means unlimited. Omitted on create: the server default (600 unless configured).',
@@ -24,6 +24,7 @@ export const ApiKeySchema = t.Object({
   updated_at: t.String({ format: 'date-time' }),
   deleted_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
 })
+export type ApiKeyView = Static<typeof ApiKeySchema>
 
 export const CreatedApiKeySchema = t.Composite([
   ApiKeySchema,
@@ -31,7 +32,7 @@ export const CreatedApiKeySchema = t.Composite([
 ])
 
 export const CreateApiKeyBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: NameString(),
   role_id: t.Integer({ minimum: 1 }),
   rate_limit: t.Optional(RateLimit),
   allowed_ips: t.Optional(AllowedIps),
@@ -40,9 +41,9 @@ export const CreateApiKeyBody = t.Object({
 
 export const UpdateApiKeyBody = t.Partial(CreateApiKeyBody)
 
-export const ListApiKeysQuery = t.Object({
-  ...PageQuery,
+/** The list's filters beside page and per_page. */
+export const ApiKeyFilters = {
   status: t.Optional(Status),
   role_id: t.Optional(t.Integer({ minimum: 1 })),
   state: t.Optional(t.Union([t.Literal('live'), t.Literal('deleted'), t.Literal('all')], { description: 'live (default): not deleted; deleted; or all.' })),
-})
+}

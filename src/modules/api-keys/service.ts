@@ -1,5 +1,6 @@
 import { and, asc, count, eq, isNotNull, isNull, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { columnsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { apiKeys, roles } from '../../db/schema'
 import { generateToken, parseToken, tokenMatches, tokenPrefix } from '../../lib/api-key-token'
@@ -9,23 +10,9 @@ import { compileAllowlist, type IpRule } from '../../lib/ip-allowlist'
 import { pageMeta, pageRequest } from '../../lib/pagination'
 import { isSubset } from '../permissions/catalog'
 import type { Actor } from '../roles/service'
+import type { ApiKeyView } from './model'
 
 type KeyRow = typeof apiKeys.$inferSelect
-
-export interface ApiKeyView {
-  id: number
-  name: string
-  prefix: string
-  role: { id: number; name: string }
-  rate_limit: number | null
-  allowed_ips: string[]
-  status: 'active' | 'inactive'
-  last_used_at: string | null
-  last_used_ip: string | null
-  created_at: string
-  updated_at: string
-  deleted_at: string | null
-}
 
 export interface ApiKeyInput {
   name: string
@@ -38,15 +25,10 @@ export interface ApiKeyInput {
 
 function toView(row: KeyRow, role: { id: number; name: string }): ApiKeyView {
   return {
-    id: row.id,
-    name: row.name,
+    ...columnsOf(row, ['id', 'name', 'rate_limit', 'allowed_ips', 'status', 'last_used_ip']),
     prefix: tokenPrefix(row.lookup_id),
     role,
-    rate_limit: row.rate_limit,
-    allowed_ips: row.allowed_ips,
-    status: row.status,
     last_used_at: toIso(row.last_used_at),
-    last_used_ip: row.last_used_ip,
     created_at: toIso(row.created_at)!,
     updated_at: toIso(row.updated_at)!,
     deleted_at: toIso(row.deleted_at),

@@ -1,4 +1,5 @@
 import { t, type Static, type TSchema } from 'elysia'
+import { NameString } from '../../http/schemas'
 
 const Nullable = <T extends TSchema>(schema: T, description?: string) => t.Union([schema, t.Null()], description ? { description } : {})
 
@@ -53,7 +54,7 @@ export const RotatedBridgeSchema = t.Composite([BridgeSchema, BridgeSecretsSchem
 const Quota = (per: string) => t.Optional(Nullable(t.Integer({ minimum: 1, maximum: 100_000_000 }), `Most accepted messages per ${per}; null: no quota.`))
 
 const BridgeFields = {
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: NameString(),
   domains: t.Array(t.String({ minLength: 1, maxLength: 253 }), {
     minItems: 1,
     maxItems: 100,

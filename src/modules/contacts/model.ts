@@ -1,6 +1,6 @@
-import { t } from 'elysia'
+import { t, type Static } from 'elysia'
 import { CONTACT_STATUSES } from '../../db/schema'
-import { PageQuery, enumOf } from '../../http/schemas'
+import { enumOf } from '../../http/schemas'
 
 export const Status = enumOf(CONTACT_STATUSES)
 const FieldValues = t.Record(t.String(), t.Union([t.String(), t.Number(), t.Boolean(), t.Null()]), {
@@ -19,6 +19,7 @@ export const ContactSchema = t.Object({
   created_at: t.String(),
   updated_at: t.String(),
 })
+export type ContactView = Static<typeof ContactSchema>
 
 /** The spec's contact fields; statuses other than the email are checked by the service for per-field messages. */
 export const CreateContactBody = t.Object({
@@ -70,12 +71,12 @@ export const BatchAddResult = t.Object({
   ),
 })
 
-export const ListContactsQuery = t.Object({
-  ...PageQuery,
+/** The list's filters beside page and per_page. */
+export const ContactFilters = {
   list_id: t.Optional(t.Integer()),
   status: t.Optional(Status),
   email: t.Optional(t.String({ maxLength: 320, description: 'Exact address.' })),
   search: t.Optional(t.String({ minLength: 1, maxLength: 320, description: 'Addresses that start with this text.' })),
   field: t.Optional(t.String({ maxLength: 63, description: 'A custom field key; with field_value, contacts whose value equals it.' })),
   field_value: t.Optional(t.String({ maxLength: 2000 })),
-})
+}

@@ -1,5 +1,6 @@
 import { and, asc, count, desc, eq, gte, inArray, lt, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { bulkDeleteByIds, type BulkDeleteOutcome } from '../../db/crud'
 import { contactCounts, contacts, lists, type ContactStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
@@ -8,19 +9,8 @@ import { pageMeta, pageRequest, pageWindow } from '../../lib/pagination'
 import { applyFieldValues } from '../custom-fields/values'
 import { fieldDefinitions } from '../custom-fields/service'
 import { listExists } from '../lists/service'
-import { checkName, checkStatus, createContactWriter, emitStatusChange, type ContactInput, type RawContact, type WriteResult } from './writer'
-
-export interface ContactView {
-  id: number
-  email: string
-  first_name: string | null
-  last_name: string | null
-  list_id: number
-  status: ContactStatus
-  fields: Record<string, string | number | boolean>
-  created_at: string
-  updated_at: string
-}
+import type { ContactView } from './model'
+import { checkContact, checkName, checkStatus, createContactWriter, emitStatusChange, type ContactInput, type RawContact, type WriteResult } from './writer'
 
 type Row = typeof contacts.$inferSelect
 
@@ -53,9 +43,21 @@ export function getContact(deps: Deps, id: number): ContactView {
   return contactView(row)
 }
 
+/**
+ * What is wrong with a new contact, every field at once (issue 13): the list must exist and
+ * the contact's own checks pass. Also the route's semantic check, run on the fields the
+ * schema accepted when it refused others; so it takes any subset and writes nothing.
+ */
+export function contactCreateProblems(deps: Deps, input: Partial<ContactInput> & { list_id?: unknown }): Record<string, string[]> {
+  const errors: Record<string, string[]> = {}
+  if (typeof input.list_id === 'number' && !listExists(deps, input.list_id)) errors.list_id = [`No list with id ${input.list_id}.`]
+  const checked = checkContact(input as ContactInput, fieldDefinitions(deps))
+  return { ...errors, ...(checked.ok ? checked.contact.newErrors : checked.errors) }
+}
+
 /** Creates one contact; an address already on the list is a 409 naming the existing contact. */
 export function createContact(deps: Deps, input: ContactInput & { list_id: number }, actorKeyId: number | null): ContactView {
-  requireList(deps, input.list_id)
+  if (!listExists(deps, input.list_id)) throw invalid(contactCreateProblems(deps, input))
   const writer = createContactWriter(deps, { listId: input.list_id, defs: fieldDefinitions(deps), mode: 'skip', emitEvents: true, actorKeyId })
   const result = deps.db.$client.transaction(() => writer.write(input))()
   if (result.result === 'invalid') throw invalid(result.errors)
@@ -144,19 +146,8 @@ export function updateContact(
 }
 
 /** Deletes contacts by id, answering which were found. */
-export function deleteContacts(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  const found = unique.length
-    ? deps.db
-        .select({ id: contacts.id })
-        .from(contacts)
-        .where(inArray(contacts.id, unique))
-        .all()
-        .map((r) => r.id)
-    : []
-  if (found.length) deps.db.delete(contacts).where(inArray(contacts.id, found)).run()
-  const foundSet = new Set(found)
-  return { deleted: found, not_found: unique.filter((id) => !foundSet.has(id)) }
+export function deleteContacts(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, contacts, ids)
 }
 
 export interface ContactFilter {

@@ -103,9 +103,12 @@ export function checkContact(input: ContactInput, defs: ReadonlyMap<string, Fiel
   const status = checkStatus(input.status, errors)
   if (input.fields !== undefined && (typeof input.fields !== 'object' || input.fields === null || Array.isArray(input.fields)))
     errors.fields = ['must be an object']
-  if (!emailCheck.ok || Object.keys(errors).length) return { ok: false, email: emailCheck.ok ? emailCheck.email : null, errors }
-  const fieldInput = checkFieldInput(defs, input.fields, coerce)
-  const asNew = mergeFieldValues(defs, fieldInput, null)
+  const fieldInput = errors.fields ? null : checkFieldInput(defs, input.fields, coerce)
+  if (!emailCheck.ok || Object.keys(errors).length) {
+    // Every failing field in one answer (issue 13): the custom field values' own errors too.
+    return { ok: false, email: emailCheck.ok ? emailCheck.email : null, errors: { ...errors, ...fieldInput?.errors } }
+  }
+  const asNew = mergeFieldValues(defs, fieldInput!, null)
   const valid = Object.keys(asNew.errors).length === 0
   return {
     ok: true,
@@ -114,7 +117,7 @@ export function checkContact(input: ContactInput, defs: ReadonlyMap<string, Fiel
       first_name: first,
       last_name: last,
       status,
-      fieldInput,
+      fieldInput: fieldInput!,
       newFields: valid ? JSON.stringify(asNew.values) : null,
       newErrors: valid ? null : asNew.errors,
     },

@@ -1,24 +1,13 @@
-import { asc, count, eq, inArray, sql } from 'drizzle-orm'
+import { count, eq, inArray, sql } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { assertNameFree, bulkDeleteByIds, columnsOf, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { contacts, customFields, type CustomFieldType } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, notFound } from '../../lib/errors'
-import { pageMeta, pageRequest } from '../../lib/pagination'
+import type { CustomFieldView } from './model'
 import { checkFieldValue, type FieldDefinition } from './values'
 
 type Row = typeof customFields.$inferSelect
-
-export interface CustomFieldView {
-  id: number
-  key: string
-  name: string
-  type: CustomFieldType
-  options: string[]
-  required: boolean
-  default_value: FieldValue
-  created_at: string
-  updated_at: string
-}
 
 /** What a custom field value can be on the wire (dates are strings). */
 export type FieldValue = string | number | boolean | null
@@ -27,12 +16,7 @@ const KEY = /^[a-z][a-z0-9_]{0,62}$/
 
 function toView(r: Row): CustomFieldView {
   return {
-    id: r.id,
-    key: r.key,
-    name: r.name,
-    type: r.type,
-    options: r.options,
-    required: r.required,
+    ...columnsOf(r, ['id', 'key', 'name', 'type', 'options', 'required']),
     default_value: (r.default_value ?? null) as FieldValue,
     created_at: toIso(r.created_at)!,
     updated_at: toIso(r.updated_at)!,
@@ -73,11 +57,9 @@ export function getCustomField(deps: Deps, id: number): CustomFieldView {
   return toView(row)
 }
 
+/** A page of custom fields, oldest first. */
 export function listCustomFields(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(customFields).get()!.n
-  const rows = deps.db.select().from(customFields).orderBy(asc(customFields.id)).limit(req.per_page).offset(req.offset).all()
-  return { items: rows.map(toView), meta: pageMeta(req, total) }
+  return pageOfTable(deps.db, customFields, query, (rows: Row[]) => rows.map(toView))
 }
 
 export interface CustomFieldInput {
@@ -95,8 +77,7 @@ export function createCustomField(deps: Deps, input: CustomFieldInput): CustomFi
   const def = { key: input.key, type: input.type, options: input.options ?? [], required: input.required ?? false, default_value: input.default_value ?? null }
   checkDefinition(def)
   if (def.required && def.default_value === null) throw invalid({ default_value: ['a required field needs a default, so that existing contacts have a value'] })
-  if (deps.db.select({ id: customFields.id }).from(customFields).where(eq(customFields.key, def.key)).get())
-    throw new AppError('conflict', `A custom field with key "${def.key}" already exists.`)
+  assertNameFree(deps.db, customFields, customFields.key, def.key, { message: `A custom field with key "${def.key}" already exists.` })
   const now = deps.clock.now()
   return deps.db.transaction((tx) => {
     const row = tx
@@ -168,15 +149,23 @@ export function updateCustomField(
 }
 
 /** Deletes definitions and the values contacts hold for them, in one transaction. */
-export function deleteCustomFields(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const rows = ids.length ? deps.db.select().from(customFields).where(inArray(customFields.id, ids)).all() : []
-  const found = new Set(rows.map((r) => r.id))
-  deps.db.transaction((tx) => {
-    for (const r of rows) tx.run(sql`UPDATE ${contacts} SET fields = json_remove(fields, ${'$.' + r.key}) WHERE json_type(fields, ${'$.' + r.key}) IS NOT NULL`)
-    if (rows.length)
-      tx.delete(customFields)
-        .where(inArray(customFields.id, [...found]))
-        .run()
-  })
-  return { deleted: [...found], not_found: [...new Set(ids)].filter((id) => !found.has(id)) }
+export function deleteCustomFields(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  const keys = new Map(
+    ids.length
+      ? deps.db
+          .select({ id: customFields.id, key: customFields.key })
+          .from(customFields)
+          .where(inArray(customFields.id, ids))
+          .all()
+          .map((r) => [r.id, r.key])
+      : [],
+  )
+  return deps.db.transaction((tx) =>
+    bulkDeleteByIds(tx, customFields, ids, (deleted) => {
+      for (const id of deleted) {
+        const key = keys.get(id)!
+        tx.run(sql`UPDATE ${contacts} SET fields = json_remove(fields, ${'$.' + key}) WHERE json_type(fields, ${'$.' + key}) IS NOT NULL`)
+      }
+    }),
+  )
 }

@@ -1,10 +1,12 @@
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
+import { columnsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { toIso } from '../../lib/clock'
 import { invalidField, notFound } from '../../lib/errors'
 import { pageMeta, pageRequest } from '../../lib/pagination'
 import type { DmarcReport } from '../../smtp/reports'
+import type { DmarcRecordView, DmarcReportView, DmarcReportWithRows, DmarcSourceSummary, DmarcSummary } from './model'
 
 /**
  * DMARC aggregate reports (RFC 7489 section 7.2) as received by the inbound listener or a
@@ -41,29 +43,6 @@ export function storeDmarcReport(db: Db, report: DmarcReport, now: number): numb
   return row.id
 }
 
-export interface DmarcReportView {
-  id: number
-  domain: string
-  org_name: string
-  report_id: string
-  begin_at: string
-  end_at: string
-  policy: Record<string, unknown>
-  /** Rows (source IP and results) in the report, and the messages they count. */
-  records: number
-  messages: number
-  received_at: string
-}
-
-export interface DmarcRecordView {
-  source_ip: string
-  count: number
-  disposition: string
-  dkim: string
-  spf: string
-  header_from: string
-}
-
 interface ReportRow {
   id: number
   domain: string
@@ -83,14 +62,10 @@ const REPORT_COLUMNS = `r.id, r.domain, r.org_name, r.report_id, r.begin_at, r.e
 
 function toView(r: ReportRow): DmarcReportView {
   return {
-    id: r.id,
-    domain: r.domain,
-    org_name: r.org_name,
-    report_id: r.report_id,
+    ...columnsOf(r, ['id', 'domain', 'org_name', 'report_id', 'records']),
     begin_at: toIso(r.begin_at)!,
     end_at: toIso(r.end_at)!,
     policy: JSON.parse(r.policy) as Record<string, unknown>,
-    records: r.records,
     messages: r.messages ?? 0,
     received_at: toIso(r.received_at)!,
   }
@@ -112,7 +87,7 @@ export function listDmarcReports(deps: Deps, query: { page?: number; per_page?: 
 }
 
 /** One report with its rows. */
-export function getDmarcReport(deps: Deps, id: number): DmarcReportView & { rows: DmarcRecordView[] } {
+export function getDmarcReport(deps: Deps, id: number): DmarcReportWithRows {
   const c = deps.db.$client
   const row = c.query<ReportRow, [number]>(`SELECT ${REPORT_COLUMNS} FROM dmarc_reports r WHERE r.id = ?`).get(id)
   if (!row) throw notFound('DMARC report', id)
@@ -120,24 +95,6 @@ export function getDmarcReport(deps: Deps, id: number): DmarcReportView & { rows
     .query<DmarcRecordView, [number]>('SELECT source_ip, count, disposition, dkim, spf, header_from FROM dmarc_records WHERE report_id = ? ORDER BY id')
     .all(id)
   return { ...toView(row), rows }
-}
-
-export interface DmarcSourceSummary {
-  source_ip: string
-  messages: number
-  dkim: { pass: number; fail: number }
-  spf: { pass: number; fail: number }
-  /** Messages by the disposition the receiver applied (none, quarantine, reject). */
-  disposition: Record<string, number>
-}
-
-export interface DmarcSummary {
-  domain: string
-  from: string
-  to: string
-  reports: number
-  totals: Omit<DmarcSourceSummary, 'source_ip'>
-  sources: DmarcSourceSummary[]
 }
 
 const DAY = 86_400_000

@@ -1,33 +1,8 @@
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
-import { commonErrors, okPage, Paged, PageQuery, requires } from '../../http/schemas'
+import { commonErrors, okPage, Paged, requires } from '../../http/schemas'
+import { EventQuery, EventSchema } from './model'
 import { listEvents } from './service'
-
-export const EventSchema = t.Object({
-  id: t.Integer({ description: 'Increasing with time: a later event has a larger id.' }),
-  kind: t.String({ description: 'See docs/api.md "Event kinds".' }),
-  created_at: t.String({ format: 'date-time' }),
-  message_id: t.Union([t.String(), t.Null()]),
-  recipient: t.Union([t.String(), t.Null()]),
-  contact_id: t.Union([t.Integer(), t.Null()]),
-  list_id: t.Union([t.Integer(), t.Null()]),
-  broadcast_id: t.Union([t.Integer(), t.Null()]),
-  bridge_id: t.Union([t.Integer(), t.Null()]),
-  data: t.Record(t.String(), t.Unknown(), { description: 'The payload of the kind (docs/api.md "Event kinds").' }),
-})
-
-const EventQuery = t.Object({
-  ...PageQuery,
-  kind: t.Optional(t.String({ maxLength: 1000, description: 'One kind or several, comma-separated (message.sent,message.bounced).' })),
-  message_id: t.Optional(t.String({ minLength: 1, maxLength: 100 })),
-  recipient: t.Optional(t.String({ minLength: 1, maxLength: 320, description: 'Recipient address (compared in lower case).' })),
-  contact_id: t.Optional(t.Integer({ minimum: 1 })),
-  list_id: t.Optional(t.Integer({ minimum: 1 })),
-  broadcast_id: t.Optional(t.Integer({ minimum: 1 })),
-  bridge_id: t.Optional(t.Integer({ minimum: 1 })),
-  from: t.Optional(t.String({ format: 'date-time', description: 'Events at or after this time (ISO 8601).' })),
-  to: t.Optional(t.String({ format: 'date-time', description: 'Events before this time (ISO 8601).' })),
-})
 
 /** GET /api/v2/events: the event log, filtered, newest first. */
 export function eventRoutes(deps: Deps) {

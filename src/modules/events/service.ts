@@ -7,6 +7,7 @@ import { unionAll } from 'drizzle-orm/sqlite-core'
 import { toIso } from '../../lib/clock'
 import { invalidField } from '../../lib/errors'
 import { pageMeta, pageRequest, pageWindow, type PageMeta } from '../../lib/pagination'
+import type { EventView } from './model'
 
 /** Subjects an event can be about; each is a filter of GET /api/v2/events. */
 export interface EventSubjects {
@@ -113,19 +114,6 @@ export interface EventFilter {
   from?: string
   /** Exclusive upper bound, ISO 8601. */
   to?: string
-}
-
-export interface EventView {
-  id: number
-  kind: string
-  created_at: string
-  message_id: string | null
-  recipient: string | null
-  contact_id: number | null
-  list_id: number | null
-  broadcast_id: number | null
-  bridge_id: number | null
-  data: Record<string, unknown>
 }
 
 /** Splits and checks the kind filter: every name must be a known kind (a typo would silently match nothing). */

@@ -1,6 +1,6 @@
 import { t, type Static, type TSchema } from 'elysia'
 import { FEEDBACK_LOOP_KINDS } from '../../db/schema'
-import { enumOf } from '../../http/schemas'
+import { enumOf, NameString } from '../../http/schemas'
 
 /** The shortest allowed poll interval: providers send reports in batches; faster polling only loads their servers. */
 export const MIN_POLL_SECONDS = 60
@@ -28,7 +28,7 @@ export const FeedbackLoopSchema = t.Object({
 export type FeedbackLoopView = Static<typeof FeedbackLoopSchema>
 
 const Fields = {
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: NameString(),
   address: t.Optional(nullable(t.String({ maxLength: 320, description: "kind address: at this server's host name or a return-path host." }))),
   host: t.Optional(nullable(t.String({ maxLength: 253 }))),
   port: t.Optional(nullable(t.Integer({ minimum: 1, maximum: 65535, description: 'Default 993 with tls, 143 without.' }))),

@@ -96,7 +96,7 @@ function checked(deps: Deps, current: Columns, input: FeedbackLoopInput): Column
     // RFC 8314: implicit TLS on 993; 143 for a plain (or STARTTLS) connection.
     next.imap_port ??= next.imap_tls ? 993 : 143
     if (input.username !== undefined) next.imap_username = input.username
-    if (input.password !== undefined) next.imap_password = input.password
+    if (input.password !== undefined) next.imap_password = input.password && deps.secrets.seal(input.password)
     if (input.mailbox !== undefined) next.imap_mailbox = input.mailbox
     next.imap_mailbox ||= 'INBOX'
     if (input.poll_interval_seconds !== undefined) next.poll_interval_seconds = input.poll_interval_seconds
@@ -192,7 +192,7 @@ export interface ImapAccount {
 }
 
 /** Active IMAP accounts whose poll is due at `now` (never polled, or the interval has passed since the last poll). */
-export function dueImapAccounts(deps: Pick<Deps, 'db'>, now: number): ImapAccount[] {
+export function dueImapAccounts(deps: Pick<Deps, 'db' | 'secrets'>, now: number): ImapAccount[] {
   return deps.db.$client
     .query<Omit<ImapAccount, 'tls'> & { tls: number }, [number]>(
       `SELECT id, imap_host AS host, imap_port AS port, imap_tls AS tls, imap_username AS username, imap_password AS password, imap_mailbox AS mailbox
@@ -201,7 +201,7 @@ export function dueImapAccounts(deps: Pick<Deps, 'db'>, now: number): ImapAccoun
        ORDER BY id`,
     )
     .all(now)
-    .map((a) => ({ ...a, tls: !!a.tls, mailbox: a.mailbox || 'INBOX' }))
+    .map((a) => ({ ...a, password: deps.secrets.open(a.password), tls: !!a.tls, mailbox: a.mailbox || 'INBOX' }))
 }
 
 /** Records a finished poll: when, and the error (null after a clean poll). */

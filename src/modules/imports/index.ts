@@ -1,34 +1,14 @@
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
-import { commonErrors, enumOf, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from '../../http/schemas'
+import { crudRoutes } from '../../http/crud'
+import { commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from '../../http/schemas'
 import { AppError } from '../../lib/errors'
+import { CreateImportQuery, ImportErrorSchema, ImportFilters, ImportSchema, MEDIA_TYPES } from './model'
 import type { ImportRunner } from './runner'
 import { createImport, getImport, importErrorsCsv, listImportErrors, listImports } from './service'
 
 const tags = ['imports']
-
-const ImportSchema = t.Object({
-  id: t.Integer(),
-  list_id: t.Integer(),
-  format: enumOf(['csv', 'jsonl']),
-  mode: enumOf(['skip', 'update']),
-  mapping: t.Record(t.String(), t.String(), { description: 'Contact attribute -> source column.' }),
-  status: enumOf(['queued', 'running', 'completed', 'failed']),
-  total_rows: t.Union([t.Integer(), t.Null()], { description: 'Data rows in the file; null until counted.' }),
-  rows_done: t.Integer(),
-  created: t.Integer(),
-  updated: t.Integer(),
-  skipped: t.Integer(),
-  invalid: t.Integer(),
-  error: t.Union([t.String(), t.Null()], { description: 'Why a failed import stopped.' }),
-  file_bytes: t.Integer(),
-  created_at: t.String(),
-  started_at: t.Union([t.String(), t.Null()]),
-  finished_at: t.Union([t.String(), t.Null()]),
-})
-
-const MEDIA_TYPES = { csv: ['text/csv', 'application/csv'], jsonl: ['application/x-ndjson', 'application/jsonl', 'application/x-jsonlines'] }
 
 function mappingFrom(query: string | undefined): Record<string, string> | undefined {
   if (query === undefined) return undefined
@@ -48,7 +28,14 @@ function mappingFrom(query: string | undefined): Record<string, string> | undefi
 
 /** /api/v2/imports: bulk import of contacts from CSV or JSON lines, run in the background. */
 export function importRoutes(deps: Deps, authOf: AuthOf, runner: ImportRunner) {
-  return new Elysia({ prefix: '/api/v2/imports' })
+  return crudRoutes(authOf, {
+    prefix: '/api/v2/imports',
+    group: 'imports',
+    tags,
+    view: ImportSchema,
+    list: { summary: 'List imports', permission: 'contacts.import', query: ImportFilters, handle: (query) => listImports(deps, query) },
+    get: { summary: 'Get an import and its progress', permission: 'contacts.import', handle: (id) => getImport(deps, id) },
+  })
     .post(
       '/',
       async ({ query, request, status }) => {
@@ -66,16 +53,7 @@ export function importRoutes(deps: Deps, authOf: AuthOf, runner: ImportRunner) {
       {
         // The file is streamed to disk by the handler; the framework must not read it first.
         parse: () => ({ streamed: true }),
-        query: t.Object({
-          list_id: t.Integer({ description: 'The list to import into.' }),
-          mode: t.Optional(enumOf(['skip', 'update'], { description: 'Addresses already on the list: skip (default) or update.' })),
-          mapping: t.Optional(
-            t.String({
-              description:
-                'JSON object: contact attribute (email, first_name, last_name, status, fields.<key>) -> column name. Default: columns named like the attributes or custom field keys.',
-            }),
-          ),
-        }),
+        query: CreateImportQuery,
         response: { 202: Envelope(ImportSchema), 413: ErrorEnvelope, 415: ErrorEnvelope, ...commonErrors },
         detail: {
           ...requires('contacts.import', 'Import contacts from a file', {
@@ -88,21 +66,11 @@ export function importRoutes(deps: Deps, authOf: AuthOf, runner: ImportRunner) {
         },
       },
     )
-    .get('/', ({ query }) => okPage(listImports(deps, query)), {
-      query: t.Object({ ...PageQuery, list_id: t.Optional(t.Integer()) }),
-      response: { 200: Paged(ImportSchema), ...commonErrors },
-      detail: requires('contacts.import', 'List imports', { tags }),
-    })
-    .get('/:id', ({ params }) => ok(getImport(deps, params.id)), {
-      params: IdParams,
-      response: { 200: Envelope(ImportSchema), 404: ErrorEnvelope, ...commonErrors },
-      detail: requires('contacts.import', 'Get an import and its progress', { tags }),
-    })
     .get('/:id/errors', ({ params, query }) => okPage(listImportErrors(deps, params.id, query)), {
       params: IdParams,
       query: t.Object(PageQuery),
       response: {
-        200: Paged(t.Object({ row: t.Integer({ description: 'Data row number; the header is row 0.' }), reason: t.String(), raw: t.String() })),
+        200: Paged(ImportErrorSchema),
         404: ErrorEnvelope,
         ...commonErrors,
       },

@@ -2,52 +2,37 @@ import { and, asc, count, desc, eq, gt } from 'drizzle-orm'
 import { createWriteStream, mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Deps } from '../../deps'
+import { columnsOf } from '../../db/crud'
 import { importErrors, imports } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
 import { pageMeta, pageRequest } from '../../lib/pagination'
 import { fieldDefinitions } from '../custom-fields/service'
 import { listExists } from '../lists/service'
+import type { ImportView } from './model'
 import { readCsvHeader, type ImportFormat } from './source'
 
 type Row = typeof imports.$inferSelect
 
-export interface ImportView {
-  id: number
-  list_id: number
-  format: ImportFormat
-  mode: 'skip' | 'update'
-  mapping: Record<string, string>
-  status: Row['status']
-  total_rows: number | null
-  rows_done: number
-  created: number
-  updated: number
-  skipped: number
-  invalid: number
-  error: string | null
-  file_bytes: number
-  created_at: string
-  started_at: string | null
-  finished_at: string | null
-}
-
+/** The wire form of an import row. */
 export function importView(r: Row): ImportView {
   return {
-    id: r.id,
-    list_id: r.list_id,
-    format: r.format,
-    mode: r.mode,
-    mapping: r.mapping,
-    status: r.status,
-    total_rows: r.total_rows,
-    rows_done: r.rows_done,
-    created: r.created,
-    updated: r.updated,
-    skipped: r.skipped,
-    invalid: r.invalid,
-    error: r.error,
-    file_bytes: r.file_bytes,
+    ...columnsOf(r, [
+      'id',
+      'list_id',
+      'format',
+      'mode',
+      'mapping',
+      'status',
+      'total_rows',
+      'rows_done',
+      'created',
+      'updated',
+      'skipped',
+      'invalid',
+      'error',
+      'file_bytes',
+    ]),
     created_at: toIso(r.created_at)!,
     started_at: toIso(r.started_at),
     finished_at: toIso(r.finished_at),
@@ -90,7 +75,7 @@ export function resolveMapping(deps: Deps, header: string[] | null, explicit: Re
  * arrives; nothing of it is held in memory. Refusals remove the partial file.
  */
 async function storeUpload(body: ReadableStream<Uint8Array>, path: string, maxBytes: number): Promise<number> {
-  const out = createWriteStream(path)
+  const out = createWriteStream(path, { mode: 0o600 })
   const decoder = new TextDecoder('utf-8', { fatal: true })
   let bytes = 0
   try {
@@ -130,7 +115,7 @@ export async function createImport(deps: Deps, input: NewImport, body: ReadableS
   if (!listExists(deps, input.list_id)) throw invalidField('list_id', `No list with id ${input.list_id}.`)
   if (!body) throw invalidField('file', 'is missing: send the file as the request body')
   const dir = join(deps.config.data_dir, 'imports')
-  mkdirSync(dir, { recursive: true })
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
   const path = join(dir, `${crypto.randomUUID()}.${input.format}`)
   const bytes = await storeUpload(body, path, deps.config.max_import_bytes)
   try {

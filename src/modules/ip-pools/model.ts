@@ -1,4 +1,5 @@
 import { t, type Static } from 'elysia'
+import { NameString } from '../../http/schemas'
 
 export const MAX_WEIGHT = 1000
 
@@ -29,7 +30,7 @@ const MembersSchema = t.Array(
 )
 
 export const CreatePoolBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: NameString(),
   is_default: t.Optional(t.Boolean({ description: 'Make this the default pool (the previous default stops being one).' })),
   members: t.Optional(MembersSchema),
 })

@@ -1,6 +1,7 @@
 import type { TInteger } from '@sinclair/typebox'
 import { t, type Static } from 'elysia'
 import { CONTACT_STATUSES, type ContactStatus } from '../../db/schema'
+import { NameString } from '../../http/schemas'
 
 export const ListSchema = t.Object({
   id: t.Integer(),
@@ -15,5 +16,5 @@ export const ListSchema = t.Object({
 })
 export type ListView = Static<typeof ListSchema>
 
-export const CreateListBody = t.Object({ name: t.String({ minLength: 1, maxLength: 200 }), description: t.Optional(t.String({ maxLength: 2000 })) })
+export const CreateListBody = t.Object({ name: NameString(), description: t.Optional(t.String({ maxLength: 2000 })) })
 export const UpdateListBody = t.Partial(CreateListBody)

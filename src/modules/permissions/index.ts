@@ -1,14 +1,7 @@
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import { commonErrors, Envelope, ok, requires } from '../../http/schemas'
 import { PERMISSION_TREE } from './catalog'
-
-const PermissionTreeSchema = t.Array(
-  t.Object({
-    id: t.String(),
-    name: t.String(),
-    permissions: t.Array(t.Object({ id: t.String(), action: t.String(), description: t.String() })),
-  }),
-)
+import { PermissionTreeSchema } from './model'
 
 /** GET /api/v2/permissions: the permission tree roles are built from. */
 export function permissionRoutes() {

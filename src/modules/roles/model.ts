@@ -1,4 +1,5 @@
-import { t } from 'elysia'
+import { t, type Static } from 'elysia'
+import { NameString } from '../../http/schemas'
 
 const Permissions = t.Array(t.String({ maxLength: 100 }), {
   maxItems: 1000,
@@ -15,9 +16,10 @@ export const RoleSchema = t.Object({
   created_at: t.String({ format: 'date-time' }),
   updated_at: t.String({ format: 'date-time' }),
 })
+export type RoleView = Static<typeof RoleSchema>
 
 export const CreateRoleBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 100 }),
+  name: NameString(100),
   description: t.Optional(t.String({ maxLength: 1000 })),
   permissions: Permissions,
 })

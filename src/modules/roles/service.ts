@@ -1,26 +1,17 @@
-import { and, asc, count, eq, isNull, ne, sql } from 'drizzle-orm'
+import { and, asc, count, eq, isNull, sql } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { assertNameFree } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { apiKeys, roles } from '../../db/schema'
 import { AppError, notFound } from '../../lib/errors'
 import { toIso } from '../../lib/clock'
 import { pageMeta, pageRequest } from '../../lib/pagination'
 import { ALL, isPermission, isSubset } from '../permissions/catalog'
+import type { RoleView } from './model'
 
 export const ADMINISTRATOR = 'Administrator'
 
 export type RoleRow = typeof roles.$inferSelect
-
-export interface RoleView {
-  id: number
-  name: string
-  description: string
-  permissions: string[]
-  builtin: boolean
-  key_count: number
-  created_at: string
-  updated_at: string
-}
 
 /** Whoever acts: an API key with its role's grants, or the command line with every grant. */
 export interface Actor {
@@ -100,13 +91,9 @@ function findRow(deps: Deps, id: number): RoleRow {
   return row
 }
 
-function assertNameFree(deps: Deps, name: string, exceptId?: number): void {
-  const clash = deps.db
-    .select({ id: roles.id })
-    .from(roles)
-    .where(and(sql`lower(${roles.name}) = lower(${name})`, exceptId ? ne(roles.id, exceptId) : undefined))
-    .get()
-  if (clash) throw new AppError('conflict', `A role named "${name}" already exists.`)
+/** Role names are unique whatever their case. */
+function assertRoleNameFree(deps: Deps, name: string, exceptId?: number): void {
+  assertNameFree(deps.db, roles, roles.name, name, { exceptId, caseInsensitive: true, message: `A role named "${name}" already exists.` })
 }
 
 function assertEditable(row: RoleRow): void {
@@ -149,7 +136,7 @@ export function listRoles(deps: Deps, query: { page?: number; per_page?: number 
 export function createRole(deps: Deps, actor: Actor, input: { name: string; description?: string; permissions: string[] }): RoleView {
   const permissions = validatePermissions(input.permissions, actor)
   const name = input.name.trim()
-  assertNameFree(deps, name)
+  assertRoleNameFree(deps, name)
   const now = deps.clock.now()
   const row = deps.db
     .insert(roles)
@@ -168,7 +155,7 @@ export function updateRole(deps: Deps, actor: Actor, id: number, input: { name?:
   const patch: Partial<RoleRow> = { updated_at: deps.clock.now() }
   if (input.name !== undefined) {
     patch.name = input.name.trim()
-    assertNameFree(deps, patch.name, id)
+    assertRoleNameFree(deps, patch.name, id)
   }
   if (input.description !== undefined) patch.description = input.description
   if (input.permissions !== undefined) patch.permissions = validatePermissions(input.permissions, actor)

@@ -1,38 +1,38 @@
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
-import { BulkDeleteBody, BulkDeleteResult, commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from '../../http/schemas'
+import { crudRoutes } from '../../http/crud'
+import { commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from '../../http/schemas'
 import { ContactSchema } from '../contacts/model'
 import { CountSchema, CreateSegmentBody, PreviewSegmentBody, SegmentSchema, UpdateSegmentBody } from './model'
-import { countSegment, createSegment, deleteSegment, deleteSegments, getSegment, listSegments, previewSegment, segmentContacts, updateSegment } from './service'
+import { countSegment, createSegment, deleteSegments, getSegment, listSegments, previewSegment, segmentContacts, updateSegment } from './service'
 
 const tags = ['segments']
 const staleRules = 'Answers 409 when the rules use a custom field that has since been deleted.'
 
 /** /api/v2/segments: saved rule trees over contacts, their members and counts. */
 export function segmentRoutes(deps: Deps, authOf: AuthOf) {
-  return new Elysia({ prefix: '/api/v2/segments' })
-    .post(
-      '/',
-      ({ body, request, status }) => {
-        const segment = createSegment(deps, body)
-        authOf(request).target = { type: 'segments', id: segment.id }
-        return status(201, ok(segment))
-      },
-      {
-        body: CreateSegmentBody,
-        response: { 201: Envelope(SegmentSchema), ...commonErrors },
-        detail: requires('segments.create', 'Create a segment', {
-          tags,
-          description: 'The rules are checked (fields, operators, values, lists) and stored in canonical form.',
-        }),
-      },
-    )
-    .get('/', ({ query }) => okPage(listSegments(deps, query)), {
-      query: t.Object(PageQuery),
-      response: { 200: Paged(SegmentSchema), ...commonErrors },
-      detail: requires('segments.read', 'List segments', { tags }),
-    })
+  return crudRoutes(authOf, {
+    prefix: '/api/v2/segments',
+    group: 'segments',
+    tags,
+    view: SegmentSchema,
+    create: {
+      summary: 'Create a segment',
+      description: 'The rules are checked (fields, operators, values, lists) and stored in canonical form.',
+      body: CreateSegmentBody,
+      handle: (body) => createSegment(deps, body),
+    },
+    list: { summary: 'List segments', handle: (query) => listSegments(deps, query) },
+    get: {
+      summary: 'Get a segment',
+      description: 'Without a member count, which can be slow on a large audience: see /count.',
+      handle: (id) => getSegment(deps, id),
+    },
+    update: { summary: 'Update a segment', body: UpdateSegmentBody, handle: (id, body) => updateSegment(deps, id, body) },
+    remove: { summary: 'Delete a segment', description: 'Contacts are not touched.' },
+    bulkDelete: { summary: 'Delete several segments', description: 'Contacts are not touched.', handle: (ids) => deleteSegments(deps, ids) },
+  })
     .post(
       '/preview',
       async ({ body, request }) => {
@@ -46,16 +46,6 @@ export function segmentRoutes(deps: Deps, authOf: AuthOf) {
         detail: requires('segments.read', 'Count the contacts some rules match, without saving them', { tags }),
       },
     )
-    .post('/bulk-delete', ({ body }) => ok(deleteSegments(deps, body.ids)), {
-      body: BulkDeleteBody,
-      response: { 200: Envelope(BulkDeleteResult), ...commonErrors },
-      detail: requires('segments.delete', 'Delete several segments', { tags, description: 'Contacts are not touched.' }),
-    })
-    .get('/:id', ({ params }) => ok(getSegment(deps, params.id)), {
-      params: IdParams,
-      response: { 200: Envelope(SegmentSchema), 404: ErrorEnvelope, ...commonErrors },
-      detail: requires('segments.read', 'Get a segment', { tags, description: 'Without a member count, which can be slow on a large audience: see /count.' }),
-    })
     .get('/:id/count', async ({ params }) => ok(await countSegment(deps, params.id)), {
       params: IdParams,
       response: { 200: Envelope(CountSchema), 404: ErrorEnvelope, 409: ErrorEnvelope, ...commonErrors },
@@ -66,16 +56,5 @@ export function segmentRoutes(deps: Deps, authOf: AuthOf) {
       query: t.Object(PageQuery),
       response: { 200: Paged(ContactSchema), 404: ErrorEnvelope, 409: ErrorEnvelope, ...commonErrors },
       detail: requires('segments.read', "A page of a segment's contacts", { tags, description: `Contacts matching the rules now, by id. ${staleRules}` }),
-    })
-    .patch('/:id', ({ params, body }) => ok(updateSegment(deps, params.id, body)), {
-      params: IdParams,
-      body: UpdateSegmentBody,
-      response: { 200: Envelope(SegmentSchema), 404: ErrorEnvelope, ...commonErrors },
-      detail: requires('segments.update', 'Update a segment', { tags }),
-    })
-    .delete('/:id', ({ params }) => ok(deleteSegment(deps, params.id)), {
-      params: IdParams,
-      response: { 200: Envelope(SegmentSchema), 404: ErrorEnvelope, ...commonErrors },
-      detail: requires('segments.delete', 'Delete a segment', { tags, description: 'Contacts are not touched.' }),
     })
 }

@@ -1,5 +1,6 @@
-import { t } from 'elysia'
+import { t, type Static } from 'elysia'
 import { MAX_CONDITIONS, MAX_DEPTH } from './rules'
+import { NameString } from '../../http/schemas'
 
 /**
  * The rule tree is checked by the compiler (./rules.ts), not by the schema: its messages
@@ -32,9 +33,10 @@ export const SegmentSchema = t.Object({
   created_at: t.String({ format: 'date-time' }),
   updated_at: t.String({ format: 'date-time' }),
 })
+export type SegmentView = Static<typeof SegmentSchema>
 
 export const CreateSegmentBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: NameString(),
   description: t.Optional(t.String({ maxLength: 2000 })),
   rules: RulesSchema,
 })

@@ -1,26 +1,20 @@
-import { asc, count, eq, inArray } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { segments, type CustomFieldType } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, notFound } from '../../lib/errors'
 import { pageMeta, pageRequest, pageWindow, type PageMeta } from '../../lib/pagination'
-import { contactView, type ContactView } from '../contacts/service'
+import type { ContactView } from '../contacts/model'
+import { contactView } from '../contacts/service'
 import type { RawContact } from '../contacts/writer'
 import { parallelCount } from './count-pool'
+import type { SegmentView } from './model'
 import { compileRules, type CompiledRules, type CustomFieldInfo, type RuleCatalog, type RuleNode, type SqlValue } from './rules'
 
 type Row = typeof segments.$inferSelect
-
-export interface SegmentView {
-  id: number
-  name: string
-  description: string
-  rules: RuleNode
-  created_at: string
-  updated_at: string
-}
 
 function toView(r: Row): SegmentView {
   return { id: r.id, name: r.name, description: r.description, rules: r.rules as RuleNode, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
@@ -113,10 +107,7 @@ export function getSegment(deps: Deps, id: number): SegmentView {
 
 /** A page of segments, oldest first. */
 export function listSegments(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(segments).get()!.n
-  const rows = deps.db.select().from(segments).orderBy(asc(segments.id)).limit(req.per_page).offset(req.offset).all()
-  return { items: rows.map(toView), meta: pageMeta(req, total) }
+  return pageOfTable(deps.db, segments, query, (rows: Row[]) => rows.map(toView))
 }
 
 /** Changes name, description or rules; new rules are checked like on create. */
@@ -130,28 +121,9 @@ export function updateSegment(deps: Deps, id: number, input: Partial<SegmentInpu
   return getSegment(deps, id)
 }
 
-/** Deletes one segment and answers with it as it was. Contacts are not touched. */
-export function deleteSegment(deps: Deps, id: number): SegmentView {
-  const view = toView(findSegment(deps, id))
-  deps.db.delete(segments).where(eq(segments.id, id)).run()
-  return view
-}
-
-/** Bulk delete: which ids were deleted and which did not exist, in one transaction. */
-export function deleteSegments(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  if (unique.length === 0) return { deleted: [], not_found: [] }
-  return deps.db.transaction((tx) => {
-    const found = tx
-      .select({ id: segments.id })
-      .from(segments)
-      .where(inArray(segments.id, unique))
-      .all()
-      .map((r) => r.id)
-    if (found.length) tx.delete(segments).where(inArray(segments.id, found)).run()
-    const gone = new Set(found)
-    return { deleted: found, not_found: unique.filter((id) => !gone.has(id)) }
-  })
+/** Bulk delete: which ids were deleted and which did not exist, in one statement. Contacts are not touched. */
+export function deleteSegments(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, segments, ids)
 }
 
 /**

@@ -137,7 +137,7 @@ export async function createSendingDomain(deps: Deps, input: SendingDomainSettin
       name,
       status: 'pending',
       dkim_selector: dkimSelector(now),
-      dkim_private_key: privateKey,
+      dkim_private_key: deps.secrets.seal(privateKey),
       dkim_public_key: publicKey.toString('base64'),
       return_path_host: returnPath,
       pool_id: input.pool_id ?? null,
@@ -210,7 +210,7 @@ export interface SendingDomainKey {
   name: string
   status: DomainStatus
   dkim_selector: string
-  /** PKCS#8 PEM. */
+  /** PKCS#8 PEM, sealed: deps.secrets.open gives the PEM. */
   dkim_private_key: string
   pool_id: number | null
   return_path_host: string

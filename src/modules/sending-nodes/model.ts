@@ -1,6 +1,6 @@
 import { t, type Static, type TSchema } from 'elysia'
 import { NODE_KINDS, RELAY_TLS_MODES } from '../../db/schema'
-import { enumOf } from '../../http/schemas'
+import { enumOf, NameString } from '../../http/schemas'
 
 const Nullable = <T extends TSchema>(schema: T, description?: string) => t.Union([schema, t.Null()], description ? { description } : {})
 
@@ -28,7 +28,7 @@ export type SendingNodeView = Static<typeof SendingNodeSchema>
 const NoControl = '^[^\\u0000-\\u001f\\u007f]*$'
 
 export const CreateSendingNodeBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: NameString(),
   kind: enumOf(NODE_KINDS),
   pool_id: t.Optional(Nullable(t.Integer({ minimum: 1 }), 'direct only.')),
   relay_host: t.Optional(Nullable(t.String({ minLength: 1, maxLength: 253 }), 'relay: host name or IP address of the smart host (required).')),

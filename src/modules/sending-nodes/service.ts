@@ -134,6 +134,10 @@ function resolveFields(deps: Deps, current: Row | null, input: Partial<SendingNo
   return f
 }
 
+/** The fields with a password the input brings sealed for storage (a kept one is sealed already). */
+const sealPassword = (deps: Deps, f: Fields, input: Partial<SendingNodeInput>): Fields =>
+  f.relay_password !== null && f.relay_password === input.relay_password ? { ...f, relay_password: deps.secrets.seal(f.relay_password) } : f
+
 function assertNameFree(deps: Deps, name: string, exceptId?: number): void {
   assertUnique(deps.db, sendingNodes, sendingNodes.name, name, { exceptId, message: `A sending node named "${name}" already exists.` })
 }
@@ -157,7 +161,7 @@ export function createSendingNode(deps: Deps, input: SendingNodeInput): SendingN
     if (fields.is_default) tx.update(sendingNodes).set({ is_default: false, updated_at: now }).where(eq(sendingNodes.is_default, true)).run()
     return tx
       .insert(sendingNodes)
-      .values({ ...fields, created_at: now, updated_at: now })
+      .values({ ...sealPassword(deps, fields, input), created_at: now, updated_at: now })
       .returning({ id: sendingNodes.id })
       .get().id
   })
@@ -172,7 +176,7 @@ export function updateSendingNode(deps: Deps, id: number, input: Partial<Sending
   deps.db.transaction((tx) => {
     if (input.is_default) tx.update(sendingNodes).set({ is_default: false, updated_at: now }).where(eq(sendingNodes.is_default, true)).run()
     tx.update(sendingNodes)
-      .set({ ...fields, updated_at: now })
+      .set({ ...sealPassword(deps, fields, input), updated_at: now })
       .where(eq(sendingNodes.id, id))
       .run()
   })
@@ -223,7 +227,7 @@ function toRoute(r: RawRow): NodeRoute {
 export function resolveNode(deps: Deps, nodeId: number | null): NodeRoute | null {
   const s = statements(deps.db)
   const row = nodeId === null ? s.defaultActive.get() : s.byId.get(nodeId)
-  return row ? toRoute(row) : null
+  return row ? toRoute({ ...row, relay_password: row.relay_password === null ? null : deps.secrets.open(row.relay_password) }) : null
 }
 
 /** A node's caps; null when there is no such node. The cap decisions are the engine's (src/delivery/node-caps.ts). */

@@ -1,4 +1,4 @@
-import { t } from 'elysia'
+import { t, type Static } from 'elysia'
 import { MAX_ALTERNATIVE_LENGTH, MAX_ALTERNATIVES, MIN_ALTERNATIVES, SPIN_TAG_NAME_PATTERN } from './rules'
 
 export const SpinTagSchema = t.Object({
@@ -8,6 +8,7 @@ export const SpinTagSchema = t.Object({
   created_at: t.String({ format: 'date-time' }),
   updated_at: t.String({ format: 'date-time' }),
 })
+export type SpinTagView = Static<typeof SpinTagSchema>
 
 const Alternatives = t.Array(t.String({ minLength: 1, maxLength: MAX_ALTERNATIVE_LENGTH }), {
   minItems: MIN_ALTERNATIVES,

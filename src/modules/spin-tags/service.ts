@@ -1,22 +1,15 @@
-import { asc, count, eq, inArray } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
+import { assertNameFree, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { spinTags } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, notFound } from '../../lib/errors'
-import { pageMeta, pageRequest } from '../../lib/pagination'
+import type { SpinTagView } from './model'
 import { checkAlternatives, SPIN_TAG_NAME } from './rules'
 
 type Row = typeof spinTags.$inferSelect
-
-export interface SpinTagView {
-  id: number
-  name: string
-  alternatives: string[]
-  created_at: string
-  updated_at: string
-}
 
 function toView(r: Row): SpinTagView {
   return { id: r.id, name: r.name, alternatives: r.alternatives, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
@@ -44,9 +37,7 @@ function checkInput(input: { name?: string; alternatives?: string[] }): void {
 /** Creates a spin tag; 409 when the name is taken. */
 export function createSpinTag(deps: Deps, input: { name: string; alternatives: string[] }): SpinTagView {
   checkInput(input)
-  if (deps.db.select({ id: spinTags.id }).from(spinTags).where(eq(spinTags.name, input.name)).get()) {
-    throw new AppError('conflict', `A spin tag named "${input.name}" already exists.`)
-  }
+  assertNameFree(deps.db, spinTags, spinTags.name, input.name, { message: `A spin tag named "${input.name}" already exists.` })
   const now = deps.clock.now()
   const row = deps.db.insert(spinTags).values({ name: input.name, alternatives: input.alternatives, created_at: now, updated_at: now }).returning().get()
   return toView(row)
@@ -59,10 +50,7 @@ export function getSpinTag(deps: Deps, id: number): SpinTagView {
 
 /** A page of spin tags, oldest first. */
 export function listSpinTags(deps: Deps, query: { page?: number; per_page?: number }) {
-  const req = pageRequest(query)
-  const total = deps.db.select({ n: count() }).from(spinTags).get()!.n
-  const rows = deps.db.select().from(spinTags).orderBy(asc(spinTags.id)).limit(req.per_page).offset(req.offset).all()
-  return { items: rows.map(toView), meta: pageMeta(req, total) }
+  return pageOfTable(deps.db, spinTags, query, (rows: Row[]) => rows.map(toView))
 }
 
 /**
@@ -85,28 +73,9 @@ export function updateSpinTag(deps: Deps, id: number, input: { name?: string; al
   return getSpinTag(deps, id)
 }
 
-/** Deletes one tag and answers with it as it was. Templates using it render it empty from then on (and report it). */
-export function deleteSpinTag(deps: Deps, id: number): SpinTagView {
-  const view = toView(findSpinTag(deps, id))
-  deps.db.delete(spinTags).where(eq(spinTags.id, id)).run()
-  return view
-}
-
-/** Bulk delete: which ids were deleted and which did not exist, in one transaction. */
-export function deleteSpinTags(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  if (unique.length === 0) return { deleted: [], not_found: [] }
-  return deps.db.transaction((tx) => {
-    const found = tx
-      .select({ id: spinTags.id })
-      .from(spinTags)
-      .where(inArray(spinTags.id, unique))
-      .all()
-      .map((r) => r.id)
-    if (found.length) tx.delete(spinTags).where(inArray(spinTags.id, found)).run()
-    const gone = new Set(found)
-    return { deleted: found, not_found: unique.filter((id) => !gone.has(id)) }
-  })
+/** Bulk delete: which ids were deleted and which did not exist, in one statement. Templates using them render them empty from then on (and report it). */
+export function deleteSpinTags(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, spinTags, ids)
 }
 
 /**

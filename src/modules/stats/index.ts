@@ -1,40 +1,10 @@
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
-import { commonErrors, enumOf, Envelope, ok, requires } from '../../http/schemas'
-import { queryStats, STATS_BUCKETS, STATS_GROUPS, statsCsv } from './service'
+import { commonErrors, Envelope, ok, requires } from '../../http/schemas'
+import { StatsQuerySchema, StatsSchema } from './model'
+import { queryStats, statsCsv } from './service'
 
 const tags = ['statistics']
-
-const StatsQuerySchema = t.Object({
-  from: t.Optional(
-    t.String({
-      format: 'date-time',
-      description: 'Start (ISO 8601), rounded down to its bucket. Default: 24 hours (bucket=hour) or 30 days (bucket=day) before `to`.',
-    }),
-  ),
-  to: t.Optional(t.String({ format: 'date-time', description: 'End (ISO 8601, exclusive), rounded up to its bucket. Default: now.' })),
-  bucket: t.Optional(enumOf(STATS_BUCKETS, { description: 'hour, or day (UTC days). Default day.' })),
-  group_by: t.Optional(enumOf(STATS_GROUPS, { description: 'Split the counts by sending domain, IP, pool, bridge, list or broadcast. Default all.' })),
-  kinds: t.Optional(t.String({ maxLength: 1000, description: 'Comma-separated event kinds to count. Default: every kind.' })),
-})
-
-const Counts = t.Record(t.String(), t.Integer(), { description: 'Events per kind.' })
-const Rate = t.Union([t.Number(), t.Null()])
-const RatesSchema = t.Object(
-  { delivery_rate: Rate, bounce_rate: Rate, complaint_rate: Rate, open_rate: Rate, click_rate: Rate, unsubscribe_rate: Rate },
-  { description: 'Fractions from 0 to 1, null when the denominator is 0 (docs/api.md "Statistics").' },
-)
-const Group = t.Union([t.String(), t.Null()], { description: 'The group value (domain name, IP, or pool/bridge/list/broadcast id); null with group_by=all.' })
-
-const StatsSchema = t.Object({
-  from: t.String({ format: 'date-time' }),
-  to: t.String({ format: 'date-time' }),
-  bucket: t.String(),
-  group_by: t.String(),
-  kinds: t.Array(t.String()),
-  rows: t.Array(t.Object({ bucket_start: t.String({ format: 'date-time' }), group: Group, counts: Counts, rates: RatesSchema })),
-  totals: t.Array(t.Object({ group: Group, counts: Counts, rates: RatesSchema })),
-})
 
 /** GET /api/v2/stats and its CSV export, both served from the hourly rollups (rollup.ts). */
 export function statsRoutes(deps: Deps) {

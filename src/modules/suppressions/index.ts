@@ -1,14 +1,28 @@
-import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
-import { commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, requires } from '../../http/schemas'
-import { BatchAddBody, BatchAddResultSchema, BatchDeleteBody, BatchDeleteResultSchema, ListSuppressionsQuery, SuppressionSchema } from './model'
-import { addSuppressions, deleteSuppression, getSuppression, listSuppressions, MAX_BATCH_ENTRIES, removeSuppressions } from './service'
+import type { AuthOf } from '../../http/auth'
+import { crudRoutes } from '../../http/crud'
+import { commonErrors, Envelope, ok, requires } from '../../http/schemas'
+import { BatchAddBody, BatchAddResultSchema, BatchDeleteBody, BatchDeleteResultSchema, MAX_BATCH_ENTRIES, SuppressionFilters, SuppressionSchema } from './model'
+import { addSuppressions, deleteSuppression, getSuppression, listSuppressions, removeSuppressions } from './service'
 
 const tags = ['suppressions']
 
 /** /api/v2/suppressions: addresses and domains that no send may reach, globally or for one list or program. */
-export function suppressionRoutes(deps: Deps) {
-  return new Elysia({ prefix: '/api/v2/suppressions' })
+export function suppressionRoutes(deps: Deps, authOf: AuthOf) {
+  return crudRoutes(authOf, {
+    prefix: '/api/v2/suppressions',
+    group: 'suppressions',
+    tags,
+    view: SuppressionSchema,
+    list: {
+      summary: 'List suppressions',
+      description: 'Newest first. `search` matches the start of the stored value.',
+      query: SuppressionFilters,
+      handle: (query) => listSuppressions(deps, query),
+    },
+    get: { summary: 'Get a suppression', handle: (id) => getSuppression(deps, id) },
+    remove: { summary: 'Lift one suppression', description: 'Answers with the record as it was.', handle: (id) => deleteSuppression(deps, id) },
+  })
     .post('/batch', ({ body }) => ok(addSuppressions(deps, body)), {
       body: BatchAddBody,
       response: { 200: Envelope(BatchAddResultSchema), ...commonErrors },
@@ -24,20 +38,5 @@ export function suppressionRoutes(deps: Deps) {
         tags,
         description: `Up to ${MAX_BATCH_ENTRIES} entries in one scope, removed in one transaction.`,
       }),
-    })
-    .get('/', ({ query }) => okPage(listSuppressions(deps, query)), {
-      query: ListSuppressionsQuery,
-      response: { 200: Paged(SuppressionSchema), ...commonErrors },
-      detail: requires('suppressions.read', 'List suppressions', { tags, description: 'Newest first. `search` matches the start of the stored value.' }),
-    })
-    .get('/:id', ({ params }) => ok(getSuppression(deps, params.id)), {
-      params: IdParams,
-      response: { 200: Envelope(SuppressionSchema), 404: ErrorEnvelope, ...commonErrors },
-      detail: requires('suppressions.read', 'Get a suppression', { tags }),
-    })
-    .delete('/:id', ({ params }) => ok(deleteSuppression(deps, params.id)), {
-      params: IdParams,
-      response: { 200: Envelope(SuppressionSchema), 404: ErrorEnvelope, ...commonErrors },
-      detail: requires('suppressions.delete', 'Lift one suppression', { tags, description: 'Answers with the record as it was.' }),
     })
 }

@@ -1,7 +1,19 @@
-import { t } from 'elysia'
+import { t, type Static } from 'elysia'
 import { PROGRAM_TYPES, SUPPRESSION_SCOPES, SUPPRESSION_TYPES } from '../../db/schema'
-import { PageQuery, enumOf } from '../../http/schemas'
-import { MAX_BATCH_ENTRIES, SUPPRESSION_REASONS } from './service'
+import { enumOf } from '../../http/schemas'
+
+/**
+ * Why an entry is suppressed: a closed list, so that reports and later automation (bounce
+ * and complaint processing, unsubscribe links, imports) can rely on the values. `manual` is
+ * the spec's; the others name the sources a later issue writes from: a permanent failure
+ * (RFC 3464 status 5.x.x), a feedback-loop complaint (RFC 5965), an unsubscribe (RFC 8058
+ * one-click or a link), and a bulk import of an existing suppression list.
+ */
+export const SUPPRESSION_REASONS = ['manual', 'hard_bounce', 'complaint', 'unsubscribe', 'import'] as const
+export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number]
+
+/** Entries per batch request: large enough for a real list clean-up, small enough for one transaction of well under a second. */
+export const MAX_BATCH_ENTRIES = 10_000
 
 const Scope = enumOf(SUPPRESSION_SCOPES, { description: 'global: every send; list: sends to one list; program: one broadcast, drip or trigger.' })
 const Type = enumOf(SUPPRESSION_TYPES, { description: 'email: one address; domain: every address at exactly that domain (not its subdomains).' })
@@ -19,6 +31,8 @@ export const SuppressionSchema = t.Object({
   reason: Reason,
   created_at: t.String({ format: 'date-time' }),
 })
+/** A suppression on the wire. */
+export type SuppressionView = Static<typeof SuppressionSchema>
 
 /** Scope fields shared by batch add and batch delete; null is the same as absent. */
 const ScopeFields = {
@@ -53,8 +67,8 @@ export const BatchDeleteResultSchema = t.Object({
   invalid: InvalidEntries,
 })
 
-export const ListSuppressionsQuery = t.Object({
-  ...PageQuery,
+/** The list's filters beside page and per_page. */
+export const SuppressionFilters = {
   scope: t.Optional(Scope),
   list_id: t.Optional(t.Integer({ minimum: 1 })),
   program_type: t.Optional(ProgramType),
@@ -62,4 +76,4 @@ export const ListSuppressionsQuery = t.Object({
   type: t.Optional(Type),
   reason: t.Optional(Reason),
   search: t.Optional(t.String({ maxLength: 254, description: 'Values starting with this text (case-insensitive), e.g. "jane@" or "example.".' })),
-})
+}

@@ -1,53 +1,23 @@
 import { and, count, desc, eq, gte, lt, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
+import { columnsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { suppressions, type PROGRAM_TYPES, type SUPPRESSION_SCOPES, type SUPPRESSION_TYPES } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { checkEmail, domainOf, normaliseDomain, normaliseEmail } from '../../lib/email'
 import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
 import { pageMeta, pageRequest } from '../../lib/pagination'
+import { MAX_BATCH_ENTRIES, type SuppressionReason, type SuppressionView } from './model'
 
 export type SuppressionScope = (typeof SUPPRESSION_SCOPES)[number]
 export type SuppressionType = (typeof SUPPRESSION_TYPES)[number]
 export type ProgramType = (typeof PROGRAM_TYPES)[number]
 
-/**
- * Why an entry is suppressed: a closed list, so that reports and later automation (bounce
- * and complaint processing, unsubscribe links, imports) can rely on the values. `manual` is
- * the spec's; the others name the sources a later issue writes from: a permanent failure
- * (RFC 3464 status 5.x.x), a feedback-loop complaint (RFC 5965), an unsubscribe (RFC 8058
- * one-click or a link), and a bulk import of an existing suppression list.
- */
-export const SUPPRESSION_REASONS = ['manual', 'hard_bounce', 'complaint', 'unsubscribe', 'import'] as const
-export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number]
-
-/** Entries per batch request: large enough for a real list clean-up, small enough for one transaction of well under a second. */
-export const MAX_BATCH_ENTRIES = 10_000
-
 type SuppressionRow = typeof suppressions.$inferSelect
-
-/** A suppression on the wire. */
-export interface SuppressionView {
-  id: number
-  scope: SuppressionScope
-  list_id: number | null
-  program_type: ProgramType | null
-  program_id: number | null
-  type: SuppressionType
-  value: string
-  reason: SuppressionReason
-  created_at: string
-}
 
 function toView(row: SuppressionRow): SuppressionView {
   return {
-    id: row.id,
-    scope: row.scope,
-    list_id: row.list_id,
-    program_type: row.program_type,
-    program_id: row.program_id,
-    type: row.type,
-    value: row.value,
+    ...columnsOf(row, ['id', 'scope', 'list_id', 'program_type', 'program_id', 'type', 'value']),
     // Every write goes through SUPPRESSION_REASONS, so the stored text is one of them.
     reason: row.reason as SuppressionReason,
     created_at: toIso(row.created_at)!,

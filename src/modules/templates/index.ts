@@ -1,7 +1,8 @@
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
-import { BulkDeleteBody, BulkDeleteResult, commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from '../../http/schemas'
+import { crudRoutes } from '../../http/crud'
+import { commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from '../../http/schemas'
 import {
   CreateTemplateBody,
   RenderBody,
@@ -16,7 +17,6 @@ import {
 import {
   activateVersion,
   createTemplate,
-  deleteTemplate,
   deleteTemplates,
   getTemplate,
   getVersion,
@@ -30,53 +30,34 @@ const tags = ['templates']
 
 /** /api/v2/templates: Handlebars templates with immutable versions, and rendering. */
 export function templateRoutes(deps: Deps, authOf: AuthOf) {
-  return new Elysia({ prefix: '/api/v2/templates' })
-    .post(
-      '/',
-      ({ body, request, status }) => {
-        const template = createTemplate(deps, body)
-        authOf(request).target = { type: 'templates', id: template.id }
-        return status(201, ok(template))
-      },
-      {
-        body: CreateTemplateBody,
-        response: { 201: Envelope(TemplateSchema), ...commonErrors },
-        detail: requires('templates.create', 'Create a template', {
-          tags,
-          description: 'Creates the template and its version 1, which is active. Syntax errors and unknown spin tags answer 422 under the part.',
-        }),
-      },
-    )
-    .get('/', ({ query }) => okPage(listTemplates(deps, query)), {
-      query: t.Object(PageQuery),
-      response: { 200: Paged(TemplateSummarySchema), ...commonErrors },
-      detail: requires('templates.read', 'List templates', { tags, description: 'Oldest first, without html and text (GET one has them).' }),
-    })
-    .post('/bulk-delete', ({ body }) => ok(deleteTemplates(deps, body.ids)), {
-      body: BulkDeleteBody,
-      response: { 200: Envelope(BulkDeleteResult), ...commonErrors },
-      detail: requires('templates.delete', 'Delete several templates', { tags, description: 'With all their versions.' }),
-    })
-    .get('/:id', ({ params }) => ok(getTemplate(deps, params.id)), {
-      params: IdParams,
-      response: { 200: Envelope(TemplateSchema), 404: ErrorEnvelope, ...commonErrors },
-      detail: requires('templates.read', 'Get a template with its active content', { tags }),
-    })
-    .patch('/:id', ({ params, body }) => ok(updateTemplate(deps, params.id, body)), {
-      params: IdParams,
+  return crudRoutes(authOf, {
+    prefix: '/api/v2/templates',
+    group: 'templates',
+    tags,
+    view: TemplateSchema,
+    create: {
+      summary: 'Create a template',
+      description: 'Creates the template and its version 1, which is active. Syntax errors and unknown spin tags answer 422 under the part.',
+      body: CreateTemplateBody,
+      handle: (body) => createTemplate(deps, body),
+    },
+    list: {
+      summary: 'List templates',
+      description: 'Oldest first, without html and text (GET one has them).',
+      item: TemplateSummarySchema,
+      handle: (query) => listTemplates(deps, query),
+    },
+    get: { summary: 'Get a template with its active content', handle: (id) => getTemplate(deps, id) },
+    update: {
+      summary: 'Update a template',
+      description:
+        'name and description change the template. A change to subject, html or text creates a new version (the active one with those parts replaced) and makes it active; versions never change.',
       body: UpdateTemplateBody,
-      response: { 200: Envelope(TemplateSchema), 404: ErrorEnvelope, ...commonErrors },
-      detail: requires('templates.update', 'Update a template', {
-        tags,
-        description:
-          'name and description change the template. A change to subject, html or text creates a new version (the active one with those parts replaced) and makes it active; versions never change.',
-      }),
-    })
-    .delete('/:id', ({ params }) => ok(deleteTemplate(deps, params.id)), {
-      params: IdParams,
-      response: { 200: Envelope(TemplateSchema), 404: ErrorEnvelope, ...commonErrors },
-      detail: requires('templates.delete', 'Delete a template', { tags, description: 'With all its versions.' }),
-    })
+      handle: (id, body) => updateTemplate(deps, id, body),
+    },
+    remove: { summary: 'Delete a template', description: 'With all its versions.' },
+    bulkDelete: { summary: 'Delete several templates', description: 'With all their versions.', handle: (ids) => deleteTemplates(deps, ids) },
+  })
     .get('/:id/versions', ({ params, query }) => okPage(listVersions(deps, params.id, query)), {
       params: IdParams,
       query: t.Object(PageQuery),

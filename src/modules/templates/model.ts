@@ -1,5 +1,10 @@
-import { t } from 'elysia'
-import { MAX_PART_BYTES, MAX_SUBJECT_LENGTH } from './service'
+import { t, type Static } from 'elysia'
+import { NameString } from '../../http/schemas'
+
+/** Each of html and text, in UTF-8 bytes. */
+export const MAX_PART_BYTES = 512 * 1024
+/** The subject template: one line of at most RFC 5322's 998 characters (section 2.1.1). */
+export const MAX_SUBJECT_LENGTH = 998
 
 const summaryFields = {
   id: t.Integer(),
@@ -18,6 +23,10 @@ const sender = {
   reply_to: t.Nullable(t.String({ description: "Reply-To of the template's sends; null: none." })),
 }
 
+const SenderSchema = t.Object(sender)
+/** Who a template's sends come from and go back to ("Name <address>"); null: not set. */
+export type TemplateSender = Static<typeof SenderSchema>
+
 const body = {
   html: t.Nullable(t.String({ description: 'HTML part template; values are HTML-escaped.' })),
   text: t.Nullable(t.String({ description: 'Plain-text part template; values are inserted as they are.' })),
@@ -26,6 +35,8 @@ const body = {
 
 export const TemplateSummarySchema = t.Object(summaryFields)
 export const TemplateSchema = t.Object({ ...summaryFields, ...body })
+export type TemplateSummary = Static<typeof TemplateSummarySchema>
+export type TemplateView = Static<typeof TemplateSchema>
 
 const versionFields = {
   id: t.Integer({ description: 'Version id, unique across templates.' }),
@@ -38,6 +49,8 @@ const versionFields = {
 
 export const VersionSummarySchema = t.Object(versionFields)
 export const VersionSchema = t.Object({ ...versionFields, ...body })
+export type VersionSummary = Static<typeof VersionSummarySchema>
+export type VersionView = Static<typeof VersionSchema>
 
 // Sizes are checked in UTF-8 bytes by the service; the character limit here only stops absurd bodies early.
 const Subject = t.String({ minLength: 1, maxLength: MAX_SUBJECT_LENGTH, description: `Handlebars, one line, at most ${MAX_SUBJECT_LENGTH} characters.` })
@@ -54,7 +67,7 @@ const Mailbox = (what: string) =>
   )
 
 export const CreateTemplateBody = t.Object({
-  name: t.String({ minLength: 1, maxLength: 200 }),
+  name: NameString(),
   description: t.Optional(t.String({ maxLength: 2000 })),
   subject: Subject,
   html: Part('HTML part'),
@@ -64,7 +77,7 @@ export const CreateTemplateBody = t.Object({
 })
 
 export const UpdateTemplateBody = t.Object({
-  name: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
+  name: t.Optional(NameString()),
   description: t.Optional(t.String({ maxLength: 2000 })),
   subject: t.Optional(Subject),
   html: Part('HTML part'),
@@ -99,3 +112,4 @@ export const RenderedSchema = t.Object({
   template_version_id: t.Integer(),
   version: t.Integer(),
 })
+export type RenderedTemplate = Static<typeof RenderedSchema>

@@ -1,6 +1,7 @@
-import { eq, inArray } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
+import { bulkDeleteByIds, type BulkDeleteOutcome } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { templates, templateVersions } from '../../db/schema'
 import { toIso } from '../../lib/clock'
@@ -11,60 +12,16 @@ import { mailboxProblem, type SendInput } from '../messages/compose'
 import { spinTagAlternatives } from '../spin-tags/service'
 import { compiledCacheOf } from './cache'
 import { buildVariables, compileVersion, renderVersion, TEMPLATE_PARTS, type CompiledVersion, type TemplateSource } from './engine'
-
-/** Each of html and text, in UTF-8 bytes. */
-export const MAX_PART_BYTES = 512 * 1024
-/** The subject template: one line of at most RFC 5322's 998 characters (section 2.1.1). */
-export const MAX_SUBJECT_LENGTH = 998
-
-export interface TemplateSummary {
-  id: number
-  name: string
-  description: string
-  /** Number of the version sends use. */
-  active_version: number
-  active_version_id: number
-  versions_count: number
-  /** The active version's subject. */
-  subject: string
-  created_at: string
-  updated_at: string
-}
-
-/** Who a template's sends come from and go back to ("Name <address>"); null: not set. */
-export interface TemplateSender {
-  from: string | null
-  reply_to: string | null
-}
-
-export interface TemplateView extends TemplateSummary, TemplateSender {
-  html: string | null
-  text: string | null
-}
-
-export interface VersionSummary {
-  id: number
-  template_id: number
-  version: number
-  subject: string
-  active: boolean
-  created_at: string
-}
-
-export interface VersionView extends VersionSummary, TemplateSender {
-  html: string | null
-  text: string | null
-}
-
-export interface RenderedTemplate extends TemplateSender {
-  subject: string
-  html: string | null
-  text: string | null
-  missing_variables: string[]
-  template_id: number
-  template_version_id: number
-  version: number
-}
+import {
+  MAX_PART_BYTES,
+  MAX_SUBJECT_LENGTH,
+  type RenderedTemplate,
+  type TemplateSender,
+  type TemplateSummary,
+  type TemplateView,
+  type VersionSummary,
+  type VersionView,
+} from './model'
 
 interface SummaryRow {
   id: number
@@ -333,28 +290,9 @@ export function updateTemplate(deps: Deps, id: number, input: { name?: string; d
   return getTemplate(deps, id)
 }
 
-/** Deletes one template with its versions and answers with it as it was. Messages already queued keep their rendered bytes. */
-export function deleteTemplate(deps: Deps, id: number): TemplateView {
-  const view = getTemplate(deps, id)
-  deps.db.delete(templates).where(eq(templates.id, id)).run()
-  return view
-}
-
-/** Bulk delete: which ids were deleted and which did not exist, in one transaction. */
-export function deleteTemplates(deps: Deps, ids: number[]): { deleted: number[]; not_found: number[] } {
-  const unique = [...new Set(ids)]
-  if (unique.length === 0) return { deleted: [], not_found: [] }
-  return deps.db.transaction((tx) => {
-    const found = tx
-      .select({ id: templates.id })
-      .from(templates)
-      .where(inArray(templates.id, unique))
-      .all()
-      .map((r) => r.id)
-    if (found.length) tx.delete(templates).where(inArray(templates.id, found)).run()
-    const gone = new Set(found)
-    return { deleted: found, not_found: unique.filter((id) => !gone.has(id)) }
-  })
+/** Bulk delete with their versions: which ids were deleted and which did not exist, in one statement. Messages already queued keep their rendered bytes. */
+export function deleteTemplates(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, templates, ids)
 }
 
 // ------------------------------------------------------------------------------------

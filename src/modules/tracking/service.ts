@@ -36,7 +36,7 @@ const linkBase = (deps: Pick<Deps, 'config'>) => deps.config.public_url
 
 export const trackingPaths = { open: '/t/o/', click: '/t/c/', unsubscribe: '/t/u/' } as const
 
-export function trackingUrl(deps: Pick<Deps, 'db' | 'clock' | 'config'>, token: TrackingToken): string {
+export function trackingUrl(deps: Pick<Deps, 'db' | 'clock' | 'config' | 'secrets'>, token: TrackingToken): string {
   return `${linkBase(deps)}${trackingPaths[token.kind]}${signToken(deps, token)}`
 }
 
@@ -54,7 +54,7 @@ export function trackingChoice(
 
 /** The pixel and link builders of rewriteHtml for one message; null when neither opens nor clicks are tracked. */
 export function htmlTrackingFor(
-  deps: Pick<Deps, 'db' | 'clock' | 'config'>,
+  deps: Pick<Deps, 'db' | 'clock' | 'config' | 'secrets'>,
   messageId: string,
   choice: Pick<TrackingChoice, 'opens' | 'clicks'>,
 ): HtmlTracking | null {
@@ -71,7 +71,7 @@ export function htmlTrackingFor(
  * one-click unsubscribe for a message with several recipients (it could not say whom to
  * unsubscribe) or one whose caller already set List-Unsubscribe.
  */
-export function applyTracking(deps: Pick<Deps, 'db' | 'clock' | 'config'>, m: CheckedMessage, messageId: string, choice: TrackingChoice): void {
+export function applyTracking(deps: Pick<Deps, 'db' | 'clock' | 'config' | 'secrets'>, m: CheckedMessage, messageId: string, choice: TrackingChoice): void {
   if (choice.unsubscribe) {
     if (m.recipients.length !== 1)
       throw invalidField('list_unsubscribe', 'needs a message with exactly one recipient (to, cc and bcc together): the link unsubscribes that address')

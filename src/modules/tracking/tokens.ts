@@ -29,7 +29,7 @@ const UUID_BYTES = 16
 
 const secrets = new WeakMap<Db, Buffer>()
 
-function secretOf(deps: Pick<Deps, 'db' | 'clock'>): Buffer {
+function secretOf(deps: Pick<Deps, 'db' | 'clock' | 'secrets'>): Buffer {
   let secret = secrets.get(deps.db)
   if (!secret) {
     secret = serverSecret(deps, 'tracking')
@@ -40,13 +40,13 @@ function secretOf(deps: Pick<Deps, 'db' | 'clock'>): Buffer {
 
 const mac = (secret: Buffer, payload: Buffer) => createHmac('sha256', secret).update(payload).digest().subarray(0, MAC_BYTES)
 
-export function signToken(deps: Pick<Deps, 'db' | 'clock'>, token: TrackingToken): string {
+export function signToken(deps: Pick<Deps, 'db' | 'clock' | 'secrets'>, token: TrackingToken): string {
   const payload = Buffer.concat([Buffer.of(KIND_BYTE[token.kind]), Buffer.from(token.messageId.replaceAll('-', ''), 'hex'), Buffer.from(token.value, 'utf8')])
   return `${payload.toString('base64url')}.${mac(secretOf(deps), payload).toString('base64url')}`
 }
 
 /** The token's content when its MAC is right (compared in constant time) and it is of `kind`; else null. */
-export function verifyToken(deps: Pick<Deps, 'db' | 'clock'>, text: string, kind: TokenKind): TrackingToken | null {
+export function verifyToken(deps: Pick<Deps, 'db' | 'clock' | 'secrets'>, text: string, kind: TokenKind): TrackingToken | null {
   const dot = text.indexOf('.')
   if (dot < 0) return null
   const payload = Buffer.from(text.slice(0, dot), 'base64url')

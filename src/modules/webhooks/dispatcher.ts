@@ -187,7 +187,7 @@ export function createWebhookDispatcher(deps: Deps, parts: DispatcherParts = {})
       return
     }
     const body = payloadOf({ ...ev, data: JSON.parse(ev.data) as Record<string, unknown> })
-    const headers = signatureHeaders(signingSecrets(w, now), messageId(d.event_id, d.webhook_id), Math.floor(now / 1000), body)
+    const headers = signatureHeaders(signingSecrets(w, now).map(deps.secrets.open), messageId(d.event_id, d.webhook_id), Math.floor(now / 1000), body)
     try {
       result = await postWebhook({
         url: w.url,

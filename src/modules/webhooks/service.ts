@@ -95,13 +95,14 @@ export async function createWebhook(deps: Deps, input: WebhookInput, opts: Webho
   const url = await checkUrl(deps, input.endpoint, opts)
   const now = deps.clock.now()
   const enabled = input.enabled ?? true
+  const secret = input.secret ?? generateSecret()
   const r = deps.db
     .insert(webhooks)
     .values({
       url,
       description: input.description ?? '',
       kinds,
-      secret: input.secret ?? generateSecret(),
+      secret: deps.secrets.seal(secret),
       enabled,
       disabled_reason: enabled ? null : 'manual',
       disabled_at: enabled ? null : now,
@@ -110,7 +111,7 @@ export async function createWebhook(deps: Deps, input: WebhookInput, opts: Webho
     })
     .returning()
     .get()
-  return { ...toView(deps, r), secret: r.secret }
+  return { ...toView(deps, r), secret }
 }
 
 /**
@@ -163,13 +164,13 @@ export function rotateSecret(deps: Deps, id: number, input: { secret?: string } 
   if (input.secret !== undefined) {
     const p = secretProblem(input.secret)
     if (p) throw invalidField('secret', p)
-    if (input.secret === current.secret) throw invalidField('secret', 'must differ from the current secret')
+    if (input.secret === deps.secrets.open(current.secret)) throw invalidField('secret', 'must differ from the current secret')
   }
   const now = deps.clock.now()
   const secret = input.secret ?? generateSecret()
   deps.db
     .update(webhooks)
-    .set({ secret, previous_secret: current.secret, previous_secret_until: now + ROTATION_GRACE_MS, updated_at: now })
+    .set({ secret: deps.secrets.seal(secret), previous_secret: current.secret, previous_secret_until: now + ROTATION_GRACE_MS, updated_at: now })
     .where(eq(webhooks.id, id))
     .run()
   return { ...getWebhook(deps, id), secret }
@@ -280,7 +281,7 @@ export async function testWebhook(deps: Deps, id: number, input: { events?: stri
   let kinds = input.events !== undefined ? checkKinds(input.events) : w.kinds
   if (kinds.includes('*')) kinds = input.events !== undefined ? [...WEBHOOK_EVENT_KINDS] : ['contact.subscribed']
   const now = deps.clock.now()
-  const secrets = signingSecrets(w, now)
+  const secrets = signingSecrets(w, now).map(deps.secrets.open)
   return Promise.all(
     kinds.map(async (kind, i) => {
       const body = payloadOf(sampleEvent(kind, now))

@@ -1,0 +1,65 @@
+/**
+ * Issue 13 items 19-21, from source as a new user runs it: `npm start -- --flags`. The server
+ * logs the settings that differ from their defaults, prints the key command as it was
+ * started, and stopping npm stops the server.
+ */
+import { expect, test } from 'bun:test'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { until } from './support/server-process'
+
+const ROOT = join(import.meta.dir, '..')
+
+test('npm start: flags after --, the settings line, the key hint, and SIGTERM to npm stops the server', async () => {
+  const dir = join(mkdtempSync(join(tmpdir(), 'mailroom-npm-')), 'data')
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MAILROOM_') && !k.startsWith('npm_')))
+  const flags = [
+    '--data-dir',
+    dir,
+    '--http-listen',
+    '127.0.0.1:0',
+    '--smtp-listen',
+    '127.0.0.1:0',
+    '--allow-unverified-domains',
+    'true',
+    '--access-log',
+    'false',
+  ]
+  const npm = Bun.spawn(['npm', 'start', '--', ...flags], { cwd: ROOT, env, stdout: 'pipe', stderr: 'pipe' })
+  const out = { text: '' }
+  const err = { text: '' }
+  const pump = async (stream: ReadableStream<Uint8Array>, into: { text: string }) => {
+    for await (const chunk of stream) into.text += new TextDecoder().decode(chunk)
+  }
+  const pumps = Promise.all([pump(npm.stdout, out), pump(npm.stderr, err)])
+  try {
+    await until('the server to announce itself', () => /No API keys yet/.test(out.text) || npm.exitCode !== null, 60_000)
+    const base = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out.text)?.[1]
+    expect(base, out.text + err.text).toBeDefined()
+    expect((await fetch(`${base}/ready`)).status).toBe(200)
+    // The key hint is the command that works from this checkout, for this data directory.
+    expect(out.text).toContain(`npx bun src/main.ts keys create --role Administrator --name admin --data-dir ${dir}`)
+    // The settings that differ from their defaults, with where they came from.
+    const settings = err.text
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'settings')
+    expect(settings.changed.allow_unverified_domains).toEqual({ value: true, from: '--allow-unverified-domains' })
+    expect(settings.changed.data_dir).toEqual({ value: dir, from: '--data-dir' })
+    expect(settings.changed.log_level).toBeUndefined()
+
+    npm.kill('SIGTERM')
+    await npm.exited
+    await until('the server to stop', () => out.text.includes('Mailroom stopped.'))
+    const after = await fetch(`${base}/health`).then(
+      () => 'answered',
+      () => 'refused',
+    )
+    expect(after).toBe('refused')
+  } finally {
+    npm.kill('SIGKILL')
+    await pumps.catch(() => {})
+  }
+}, 90_000)

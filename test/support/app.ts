@@ -32,6 +32,8 @@ export interface Reply {
   status: number
   headers: Headers
   body: any
+  /** The body as received, for substring checks. */
+  text: string
 }
 
 /** A test application with helpers to make keys and call routes through app.handle. */
@@ -42,22 +44,22 @@ export function testApp(overrides: Partial<Config> = {}) {
   const call = async (
     method: string,
     path: string,
-    opts: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+    opts: { key?: string; body?: unknown; rawBody?: string | Uint8Array; headers?: Record<string, string> } = {},
   ): Promise<Reply> => {
     const headers: Record<string, string> = { ...opts.headers }
     if (opts.key) headers.authorization = `Bearer ${opts.key}`
-    let body: string | undefined = opts.rawBody
+    let body: string | Uint8Array | undefined = opts.rawBody
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body)
       headers['content-type'] ??= 'application/json'
     }
-    const res = await app.handle(new Request(`http://mailroom.test${path}`, { method, headers, body }))
+    const res = await app.handle(new Request(`http://mailroom.test${path}`, { method, headers, body: body as BodyInit | undefined }))
     const text = await res.text()
     let parsed: unknown = text
     try {
       parsed = JSON.parse(text)
     } catch {}
-    return { status: res.status, headers: res.headers, body: parsed }
+    return { status: res.status, headers: res.headers, body: parsed, text }
   }
 
   /** Creates a key through the service; `permissions` makes a fresh role with exactly those grants. */
@@ -79,3 +81,5 @@ export function testApp(overrides: Partial<Config> = {}) {
 
   return { deps, app, usage, imports, call, makeKey }
 }
+
+export type TestApp = ReturnType<typeof testApp>

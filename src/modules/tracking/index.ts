@@ -1,7 +1,8 @@
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
 import { clientAddress } from '../../http/auth'
 import { publicRoute } from '../../http/schemas'
+import { TokenParams, UnsubscribeBody } from './model'
 import { recordEngagement, senderOf, unsubscribeRecipient, type ClientInfo } from './service'
 import { verifyToken, type TrackingToken } from './tokens'
 
@@ -9,10 +10,6 @@ const tags = ['tracking']
 
 /** 1x1 transparent GIF (GIF89a, one palette entry, transparent). */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64')
-
-const TokenParams = t.Object({
-  token: t.String({ minLength: 24, maxLength: 8192, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$', description: 'A signed token from a tracked message.' }),
-})
 
 // Every tracking answer is about one reader at one moment: never cached by a browser or a proxy.
 const NO_STORE = 'no-store, private'
@@ -98,9 +95,7 @@ export function trackingRoutes(deps: Deps) {
       },
       {
         params: TokenParams,
-        body: t.Optional(
-          t.Record(t.String(), t.Unknown(), { description: 'RFC 8058: List-Unsubscribe=One-Click (form-encoded); the page posts source=page.' }),
-        ),
+        body: UnsubscribeBody,
         detail: {
           ...publicRoute('One-click unsubscribe (RFC 8058; records message.unsubscribed)', tags),
           'x-content-types': ['application/x-www-form-urlencoded', 'multipart/form-data'],

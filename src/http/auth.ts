@@ -6,7 +6,7 @@ import type { RateDecision, RateLimiter } from '../lib/rate-limit'
 import { pathnameOf, pathParams, type RouteInfo, type RouteTable } from '../lib/route-table'
 import { recordActivity } from '../modules/activity-logs/service'
 import type { KeyIdentity, UsageRecorder } from '../modules/api-keys/service'
-import { grants } from '../modules/permissions/catalog'
+import { grants } from '../modules/permissions/service'
 import type { Actor } from '../modules/roles/service'
 
 /** What a handler knows about the caller of an authenticated route. */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { isPermission } from '../../src/modules/permissions/catalog'
+import { isPermission } from '../../src/modules/permissions/service'
 import { testApp } from '../support/app'
 
 const t = testApp()

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { ALL_PERMISSIONS, grants, isSubset, PERMISSION_TREE } from '../../src/modules/permissions/catalog'
+import { ALL_PERMISSIONS, grants, isSubset, PERMISSION_TREE } from '../../src/modules/permissions/service'
 import { findRoleByName } from '../../src/modules/roles/service'
 import { testApp } from '../support/app'
 import { runScenarios, type Scenario, type ScenarioContext } from '../support/scenarios'

@@ -3,7 +3,7 @@ import type { AuthOf } from '../../http/auth'
 import { crudRoutes } from '../../http/crud'
 import { commonErrors, Envelope, ok, requires } from '../../http/schemas'
 import { AppError } from '../../lib/errors'
-import { grants } from '../permissions/catalog'
+import { grants } from '../permissions/service'
 import { BatchAddBody, BatchAddResult, ContactFilters, ContactSchema, CreateContactBody, UpdateContactBody } from './model'
 import { batchAddContacts, contactCreateProblems, createContact, deleteContacts, getContact, listContacts, updateContact } from './service'
 

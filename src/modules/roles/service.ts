@@ -6,7 +6,7 @@ import { apiKeys, roles } from '../../db/schema'
 import { AppError, notFound } from '../../lib/errors'
 import { toIso } from '../../lib/clock'
 import { pageMeta, pageRequest } from '../../lib/pagination'
-import { ALL, isPermission, isSubset } from '../permissions/catalog'
+import { ALL, isPermission, isSubset } from '../permissions/service'
 import type { RoleView } from './model'
 
 export const ADMINISTRATOR = 'Administrator'

@@ -1,6 +1,6 @@
 import { and, asc, count, eq, inArray, ne, sql, type SQL } from 'drizzle-orm'
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core'
-import { AppError } from '../lib/errors'
+import { AppError, notFound } from '../lib/errors'
 import { pageMeta, pageRequest, type PageMeta } from '../lib/pagination'
 import type { Db } from './client'
 
@@ -30,6 +30,17 @@ export function bulkDeleteByIds(db: DbOrTx, table: TableWithId, ids: number[], a
   if (deleted.length && afterDelete) afterDelete(deleted)
   const gone = new Set(deleted)
   return { deleted, not_found: unique.filter((id) => !gone.has(id)) }
+}
+
+/** The row with this id, or 404 `not_found` naming the resource ("No sending node with id 7."). */
+export function findById<T extends TableWithId>(db: DbOrTx, table: T, id: number, resource: string): T['$inferSelect'] {
+  const row = db
+    .select()
+    .from(table as SQLiteTable)
+    .where(eq(table.id, id))
+    .get() as T['$inferSelect'] | undefined
+  if (!row) throw notFound(resource, id)
+  return row
 }
 
 /**

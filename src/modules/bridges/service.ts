@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto'
 import { asc, count, eq, inArray } from 'drizzle-orm'
 import { bridges, roles } from '../../db/schema'
 import type { Deps } from '../../deps'
+import { findById } from '../../db/crud'
 import { hashToken, tokenPrefix } from '../../lib/api-key-token'
 import { toIso } from '../../lib/clock'
 import { normaliseDomain } from '../../lib/email'
-import { AppError, invalidField, notFound, type ErrorDetails } from '../../lib/errors'
+import { AppError, invalidField, type ErrorDetails } from '../../lib/errors'
 import { compileAllowlist } from '../../lib/ip-allowlist'
 import { pageMeta, pageRequest } from '../../lib/pagination'
 import { PUBLIC_HOST_NAME_PLACEHOLDER, publicHostNameWarning } from '../../lib/public-host-name'
@@ -66,9 +67,7 @@ function toView(deps: Deps, r: Row): BridgeView {
 }
 
 function findRow(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(bridges).where(eq(bridges.id, id)).get()
-  if (!row) throw notFound('bridge', id)
-  return row
+  return findById(deps.db, bridges, id, 'bridge')
 }
 
 function assertNameFree(deps: Deps, name: string, exceptId?: number): void {

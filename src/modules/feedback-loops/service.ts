@@ -1,10 +1,10 @@
 import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
 import { feedbackLoopAccounts } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { normaliseEmail, domainOf, normaliseDomain } from '../../lib/email'
-import { AppError, type ErrorDetails, notFound } from '../../lib/errors'
+import { AppError, type ErrorDetails } from '../../lib/errors'
 import { MIN_POLL_SECONDS, type FeedbackLoopInput, type FeedbackLoopView } from './model'
 
 /**
@@ -115,9 +115,7 @@ function assertNameFree(deps: Deps, name: string, exceptId?: number): void {
 }
 
 function getRow(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(feedbackLoopAccounts).where(eq(feedbackLoopAccounts.id, id)).get()
-  if (!row) throw notFound('feedback-loop account', id)
-  return row
+  return findById(deps.db, feedbackLoopAccounts, id, 'feedback-loop account')
 }
 
 /** One account as the API shows it (never the password). */

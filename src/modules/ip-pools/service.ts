@@ -1,11 +1,11 @@
 import { asc, eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
 import { toIso } from '../../lib/clock'
-import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
+import { AppError, type ErrorDetails } from '../../lib/errors'
 import { bumpPoolsVersion } from './version'
 
 type Row = typeof ipPools.$inferSelect
@@ -31,9 +31,7 @@ function toView(r: Row, members: PoolMemberView[]): PoolView {
 }
 
 function findPool(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(ipPools).where(eq(ipPools.id, id)).get()
-  if (!row) throw notFound('IP pool', id)
-  return row
+  return findById(deps.db, ipPools, id, 'IP pool')
 }
 
 /** True when the pool exists (sending domains and nodes check their pool_id with this). */

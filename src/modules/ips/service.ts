@@ -2,10 +2,10 @@ import { asc, eq, inArray } from 'drizzle-orm'
 import net from 'node:net'
 import ipaddr from 'ipaddr.js'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
 import { toIso } from '../../lib/clock'
-import { AppError, invalidField, notFound } from '../../lib/errors'
+import { AppError, invalidField } from '../../lib/errors'
 import { normaliseDomain } from '../../lib/email'
 import { bumpPoolsVersion } from '../ip-pools/version'
 import type { IpView } from './model'
@@ -85,9 +85,7 @@ async function requireBindable(address: string): Promise<void> {
 }
 
 function findIp(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(ips).where(eq(ips.id, id)).get()
-  if (!row) throw notFound('IP', id)
-  return row
+  return findById(deps.db, ips, id, 'IP')
 }
 
 function assertAddressFree(deps: Deps, address: string, except?: number): void {

@@ -1,11 +1,11 @@
 import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { segments, type CustomFieldType } from '../../db/schema'
 import { toIso } from '../../lib/clock'
-import { AppError, notFound } from '../../lib/errors'
+import { AppError } from '../../lib/errors'
 import { pageMeta, pageRequest, pageWindow, type PageMeta } from '../../lib/pagination'
 import type { ContactView } from '../contacts/model'
 import { contactView } from '../contacts/service'
@@ -67,9 +67,7 @@ function compileSaved(deps: Deps, segment: Row): CompiledRules {
 }
 
 function findSegment(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(segments).where(eq(segments.id, id)).get()
-  if (!row) throw notFound('segment', id)
-  return row
+  return findById(deps.db, segments, id, 'segment')
 }
 
 /** How many contacts match a compiled condition: one COUNT(*) that SQLite evaluates, nothing loaded. */

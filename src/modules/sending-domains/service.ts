@@ -4,14 +4,14 @@ import { domainToASCII } from 'node:url'
 import { promisify } from 'node:util'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { sendingDomains, type DomainStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
-import { AppError, invalidField, notFound } from '../../lib/errors'
+import { invalidField } from '../../lib/errors'
 import { normaliseDomain } from '../../lib/email'
 import { defaultPoolId, poolAddresses, poolExists } from '../ip-pools/service'
-import { dkimSelector, expectedRecords, nextDomainStatus, type DnsRecordSpec, type RecordCheck, type RecordPurpose, type RecordState } from './records'
+import { dkimSelector, expectedRecords, nextDomainStatus, type DnsRecordSpec, type RecordCheck, type RecordPurpose } from './records'
 import { checkRecords } from './verify'
 
 type Row = typeof sendingDomains.$inferSelect
@@ -76,9 +76,7 @@ function toView(deps: Deps, r: Row, addresses: string[]): SendingDomainView {
 }
 
 function findDomain(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(sendingDomains).where(eq(sendingDomains.id, id)).get()
-  if (!row) throw notFound('sending domain', id)
-  return row
+  return findById(deps.db, sendingDomains, id, 'sending domain')
 }
 
 function checkPool(deps: Deps, poolId: number | null | undefined): void {

@@ -2,11 +2,11 @@ import { eq } from 'drizzle-orm'
 import net from 'node:net'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { sendingNodes, type NodeKind, type RelayTlsMode } from '../../db/schema'
 import { toIso } from '../../lib/clock'
-import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
+import { AppError, type ErrorDetails } from '../../lib/errors'
 import { poolExists } from '../ip-pools/service'
 
 type Row = typeof sendingNodes.$inferSelect
@@ -65,9 +65,7 @@ function toView(deps: Deps, r: Row): SendingNodeView {
 }
 
 function findNode(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(sendingNodes).where(eq(sendingNodes.id, id)).get()
-  if (!row) throw notFound('sending node', id)
-  return row
+  return findById(deps.db, sendingNodes, id, 'sending node')
 }
 
 const HOST_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/

@@ -1,11 +1,11 @@
 import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { assertNameFree, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { spinTags } from '../../db/schema'
 import { toIso } from '../../lib/clock'
-import { AppError, notFound } from '../../lib/errors'
+import { AppError } from '../../lib/errors'
 import type { SpinTagView } from './model'
 import { checkAlternatives, SPIN_TAG_NAME } from './rules'
 
@@ -20,9 +20,7 @@ const statements = preparedFor((db: Db) => ({
 }))
 
 function findSpinTag(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(spinTags).where(eq(spinTags.id, id)).get()
-  if (!row) throw notFound('spin tag', id)
-  return row
+  return findById(deps.db, spinTags, id, 'spin tag')
 }
 
 function checkInput(input: { name?: string; alternatives?: string[] }): void {

@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
 import { webhookAttempts, webhookDeliveries, webhooks } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
@@ -72,9 +72,7 @@ async function checkUrl(deps: Deps, text: string, opts: WebhookOptions): Promise
 }
 
 function row(deps: Deps, id: number): Row {
-  const r = deps.db.select().from(webhooks).where(eq(webhooks.id, id)).get()
-  if (!r) throw notFound('webhook', id)
-  return r
+  return findById(deps.db, webhooks, id, 'webhook')
 }
 
 export function getWebhook(deps: Deps, id: number): WebhookView {

@@ -12,9 +12,7 @@ const tags = ['contacts']
 /** /api/v2/contacts (spec "Contact", "Endpoints", "Batch and bulk operations"). */
 export function contactRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/contacts',
-    group: 'contacts',
-    tags,
+    resource: 'contacts',
     view: ContactSchema,
     create: {
       summary: 'Create a contact',

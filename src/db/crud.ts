@@ -1,5 +1,6 @@
 import { and, asc, count, eq, inArray, ne, sql, type SQL } from 'drizzle-orm'
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core'
+import { toIso } from '../lib/clock'
 import { AppError, notFound } from '../lib/errors'
 import { pageMeta, pageRequest, type PageMeta } from '../lib/pagination'
 import type { Db } from './client'
@@ -87,4 +88,9 @@ export function columnsOf<Row extends object, K extends keyof Row>(row: Row, key
   const out = {} as Pick<Row, K>
   for (const key of keys) out[key] = row[key]
   return out
+}
+
+/** A record's creation and change times as the wire shows them (ISO 8601 UTC). */
+export function timestampsOf(row: { created_at: number; updated_at: number }): { created_at: string; updated_at: string } {
+  return { created_at: toIso(row.created_at)!, updated_at: toIso(row.updated_at)! }
 }

@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { asc, count, eq, inArray } from 'drizzle-orm'
 import { bridges, roles } from '../../db/schema'
 import type { Deps } from '../../deps'
-import { findById } from '../../db/crud'
+import { findById, columnsOf, timestampsOf } from '../../db/crud'
 import { hashToken, tokenPrefix } from '../../lib/api-key-token'
-import { toIso } from '../../lib/clock'
 import { normaliseDomain } from '../../lib/email'
 import { AppError, invalidField, type ErrorDetails } from '../../lib/errors'
 import { compileAllowlist } from '../../lib/ip-allowlist'
@@ -45,24 +44,12 @@ function prefixOf(deps: Deps, keyId: number | null): string | null {
 
 function toView(deps: Deps, r: Row): BridgeView {
   return {
-    id: r.id,
-    name: r.name,
-    smtp_username: r.smtp_username,
-    api_key_id: r.api_key_id,
+    ...columnsOf(r, ['id', 'name', 'smtp_username', 'api_key_id']),
     api_key_prefix: prefixOf(deps, r.api_key_id),
-    domains: r.domains,
-    pool_id: r.pool_id,
-    node_id: r.node_id,
-    hourly_quota: r.hourly_quota,
-    daily_quota: r.daily_quota,
-    allowed_ips: r.allowed_ips,
-    track_opens: r.track_opens,
-    track_clicks: r.track_clicks,
-    active: r.active,
+    ...columnsOf(r, ['domains', 'pool_id', 'node_id', 'hourly_quota', 'daily_quota', 'allowed_ips', 'track_opens', 'track_clicks', 'active']),
     counts: bridgeCounts(deps.db, r.id),
     usage: bridgeUsage(deps, r.id),
-    created_at: toIso(r.created_at)!,
-    updated_at: toIso(r.updated_at)!,
+    ...timestampsOf(r),
   }
 }
 

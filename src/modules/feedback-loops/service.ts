@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, columnsOf, timestampsOf } from '../../db/crud'
 import { feedbackLoopAccounts } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { normaliseEmail, domainOf, normaliseDomain } from '../../lib/email'
@@ -22,10 +22,7 @@ export const RESERVED_LOCAL_PARTS = /^(bounces\+|dmarc$)/
 
 function toView(r: Row): FeedbackLoopView {
   return {
-    id: r.id,
-    name: r.name,
-    kind: r.kind,
-    address: r.address,
+    ...columnsOf(r, ['id', 'name', 'kind', 'address']),
     host: r.imap_host,
     port: r.imap_port,
     tls: r.imap_tls,
@@ -36,8 +33,7 @@ function toView(r: Row): FeedbackLoopView {
     active: r.active,
     last_polled_at: toIso(r.last_polled_at),
     last_error: r.last_error,
-    created_at: toIso(r.created_at)!,
-    updated_at: toIso(r.updated_at)!,
+    ...timestampsOf(r),
   }
 }
 

@@ -1,10 +1,9 @@
 import { asc, eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, columnsOf, timestampsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
-import { toIso } from '../../lib/clock'
 import { AppError, type ErrorDetails } from '../../lib/errors'
 import { bumpPoolsVersion } from './version'
 
@@ -27,7 +26,7 @@ function membersOf(deps: Deps, poolIds: number[]): Map<number, PoolMemberView[]>
 }
 
 function toView(r: Row, members: PoolMemberView[]): PoolView {
-  return { id: r.id, name: r.name, is_default: r.is_default, members, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
+  return { ...columnsOf(r, ['id', 'name', 'is_default']), members, ...timestampsOf(r) }
 }
 
 function findPool(deps: Deps, id: number): Row {

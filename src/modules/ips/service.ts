@@ -2,9 +2,8 @@ import { asc, eq, inArray } from 'drizzle-orm'
 import net from 'node:net'
 import ipaddr from 'ipaddr.js'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, timestampsOf } from '../../db/crud'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
-import { toIso } from '../../lib/clock'
 import { AppError, invalidField } from '../../lib/errors'
 import { normaliseDomain } from '../../lib/email'
 import { bumpPoolsVersion } from '../ip-pools/version'
@@ -33,8 +32,7 @@ function toView(r: Row, pools: IpView['pools']): IpView {
     family: net.isIPv6(r.address) ? 6 : 4,
     hostname: r.hostname,
     pools,
-    created_at: toIso(r.created_at)!,
-    updated_at: toIso(r.updated_at)!,
+    ...timestampsOf(r),
   }
 }
 

@@ -1,8 +1,7 @@
 import { eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, columnsOf, timestampsOf } from '../../db/crud'
 import { CONTACT_STATUSES, contactCounts, lists, type ContactStatus } from '../../db/schema'
-import { toIso } from '../../lib/clock'
 import { notFound } from '../../lib/errors'
 import type { ListView } from './model'
 
@@ -27,7 +26,7 @@ function countsFor(deps: Deps, ids: number[]): Map<number, ListView['counts']> {
 }
 
 function toView(r: Row, counts: ListView['counts']): ListView {
-  return { id: r.id, name: r.name, description: r.description, counts, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
+  return { ...columnsOf(r, ['id', 'name', 'description']), counts, ...timestampsOf(r) }
 }
 
 /** True when the list exists (contacts and imports check this before writing). */

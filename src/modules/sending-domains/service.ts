@@ -4,7 +4,7 @@ import { domainToASCII } from 'node:url'
 import { promisify } from 'node:util'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, columnsOf, timestampsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { sendingDomains, type DomainStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
@@ -58,20 +58,12 @@ function toView(deps: Deps, r: Row, addresses: string[]): SendingDomainView {
     return { ...spec, state: check.state, ...(check.found && { found: check.found }), ...(check.message && { message: check.message }) }
   })
   return {
-    id: r.id,
-    name: r.name,
-    status: r.status,
-    pool_id: r.pool_id,
-    dkim_selector: r.dkim_selector,
-    return_path_host: r.return_path_host,
-    track_opens: r.track_opens,
-    track_clicks: r.track_clicks,
+    ...columnsOf(r, ['id', 'name', 'status', 'pool_id', 'dkim_selector', 'return_path_host', 'track_opens', 'track_clicks']),
     dns_records,
     warnings: [...new Set(dns_records.flatMap((d) => (d.warning ? [d.warning] : [])))],
     checked_at: toIso(r.checked_at),
     verified_at: toIso(r.verified_at),
-    created_at: toIso(r.created_at)!,
-    updated_at: toIso(r.updated_at)!,
+    ...timestampsOf(r),
   }
 }
 

@@ -1,10 +1,9 @@
 import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById } from '../../db/crud'
+import { assertNameFree, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, columnsOf, timestampsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { spinTags } from '../../db/schema'
-import { toIso } from '../../lib/clock'
 import { AppError } from '../../lib/errors'
 import type { SpinTagView } from './model'
 import { checkAlternatives, SPIN_TAG_NAME } from './rules'
@@ -12,7 +11,7 @@ import { checkAlternatives, SPIN_TAG_NAME } from './rules'
 type Row = typeof spinTags.$inferSelect
 
 function toView(r: Row): SpinTagView {
-  return { id: r.id, name: r.name, alternatives: r.alternatives, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
+  return { ...columnsOf(r, ['id', 'name', 'alternatives']), ...timestampsOf(r) }
 }
 
 const statements = preparedFor((db: Db) => ({

@@ -65,6 +65,20 @@ export function assertNameFree(
 }
 
 /**
+ * Rows to views where each view needs related rows (counts, members), fetched for the whole
+ * page in one query by `fetch` (id -> related), never one query per row.
+ */
+export function viewsWith<Row extends { id: number }, Related, View>(
+  fetch: (ids: number[]) => Map<number, Related>,
+  toView: (row: Row, related: Related) => View,
+): (rows: Row[]) => View[] {
+  return (rows) => {
+    const related = fetch(rows.map((r) => r.id))
+    return rows.map((r) => toView(r, related.get(r.id)!))
+  }
+}
+
+/**
  * A page of a whole table in id order, with the spec's `meta`. `toViews` turns the page's
  * rows into their views at once, so views that need related rows fetch them in one query.
  */

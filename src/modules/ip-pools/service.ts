@@ -1,7 +1,16 @@
 import { asc, eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, columnsOf, timestampsOf } from '../../db/crud'
+import {
+  assertNameFree as assertUnique,
+  bulkDeleteByIds,
+  pageOfTable,
+  type BulkDeleteOutcome,
+  findById,
+  columnsOf,
+  timestampsOf,
+  viewsWith,
+} from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
 import { AppError, type ErrorDetails } from '../../lib/errors'
@@ -87,13 +96,12 @@ export function getPool(deps: Deps, id: number): PoolView {
 
 /** A page of pools, oldest first. */
 export function listPools(deps: Deps, query: { page?: number; per_page?: number }) {
-  return pageOfTable(deps.db, ipPools, query, (rows: Row[]) => {
-    const members = membersOf(
-      deps,
-      rows.map((r) => r.id),
-    )
-    return rows.map((r) => toView(r, members.get(r.id)!))
-  })
+  return pageOfTable(
+    deps.db,
+    ipPools,
+    query,
+    viewsWith((ids) => membersOf(deps, ids), toView),
+  )
 }
 
 /** Creates a pool; making it the default takes the flag from the previous default in the same transaction. */

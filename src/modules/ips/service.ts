@@ -2,7 +2,7 @@ import { asc, eq, inArray } from 'drizzle-orm'
 import net from 'node:net'
 import ipaddr from 'ipaddr.js'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, timestampsOf } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, timestampsOf, viewsWith } from '../../db/crud'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
 import { AppError, invalidField } from '../../lib/errors'
 import { normaliseDomain } from '../../lib/email'
@@ -98,13 +98,12 @@ export function getIp(deps: Deps, id: number): IpView {
 
 /** A page of IPs, oldest first. */
 export function listIps(deps: Deps, query: { page?: number; per_page?: number }) {
-  return pageOfTable(deps.db, ips, query, (rows: Row[]) => {
-    const pools = poolsOf(
-      deps,
-      rows.map((r) => r.id),
-    )
-    return rows.map((r) => toView(r, pools.get(r.id)!))
-  })
+  return pageOfTable(
+    deps.db,
+    ips,
+    query,
+    viewsWith((ids) => poolsOf(deps, ids), toView),
+  )
 }
 
 /** Registers a source address after checking that this host can bind it. */

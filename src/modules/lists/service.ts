@@ -1,6 +1,6 @@
 import { eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, columnsOf, timestampsOf } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, columnsOf, timestampsOf, viewsWith } from '../../db/crud'
 import { CONTACT_STATUSES, contactCounts, lists, type ContactStatus } from '../../db/schema'
 import { notFound } from '../../lib/errors'
 import type { ListView } from './model'
@@ -42,13 +42,12 @@ export function getList(deps: Deps, id: number): ListView {
 
 /** A page of lists, oldest first. */
 export function listLists(deps: Deps, query: { page?: number; per_page?: number }) {
-  return pageOfTable(deps.db, lists, query, (rows: Row[]) => {
-    const counts = countsFor(
-      deps,
-      rows.map((r) => r.id),
-    )
-    return rows.map((r) => toView(r, counts.get(r.id)!))
-  })
+  return pageOfTable(
+    deps.db,
+    lists,
+    query,
+    viewsWith((ids) => countsFor(deps, ids), toView),
+  )
 }
 
 export function createList(deps: Deps, input: { name: string; description?: string }): ListView {

@@ -224,6 +224,11 @@ describe('session expiry and sign-out', () => {
     expect(out.headers.get('set-cookie')).toMatch(/^mailroom_session=; .*Max-Age=0/)
     expect((await t.withSession('GET', '/api/v2/lists', s)).status).toBe(401)
     expect((await t.withSession('GET', '/admin/api/session', s)).status).toBe(401)
+    const log = t.deps.db.$client.query("SELECT actor_admin_id, actor_name, action FROM activity_logs WHERE action LIKE 'admins.sign_%' ORDER BY id").all()
+    expect(log).toEqual([
+      { actor_admin_id: t.ada.id, actor_name: 'ada@example.com', action: 'admins.sign_in' },
+      { actor_admin_id: t.ada.id, actor_name: 'ada@example.com', action: 'admins.sign_out' },
+    ])
   })
 
   test('a new password ends the other sessions of the person', async () => {

@@ -112,7 +112,11 @@ export function createSignInThrottle(clock: Clock, opts: { limit?: number; addre
       }
       return wait
     },
-    /** Counts a failed attempt against the account and the address. */
+    /**
+     * Counts an attempt as failed against the account and the address. Called before the
+     * password is checked, so that attempts sent at once cannot all pass `retryAfter`
+     * while the (slow, awaited) checks run; `succeed` takes it back.
+     */
     fail(address: string | null, account: string): void {
       const now = clock.now()
       for (const [key] of keys(address, account)) {
@@ -120,9 +124,10 @@ export function createSignInThrottle(clock: Clock, opts: { limit?: number; addre
         failures.set(key, [...recent(key, now), now])
       }
     },
-    /** A successful sign-in: the account starts afresh. */
-    succeed(account: string): void {
+    /** A successful sign-in: the account starts afresh, and the address's provisional count (see `fail`) is taken back. */
+    succeed(address: string | null, account: string): void {
       failures.delete(`a:${account.trim().toLowerCase()}`)
+      failures.get(`ip:${address ?? 'unknown'}`)?.pop()
     },
   }
 }
@@ -195,12 +200,10 @@ export function sessionRoutes(deps: Deps, throttle: SignInThrottle = createSignI
           set.headers['retry-after'] = String(wait)
           throw new AppError('rate_limited', `Too many failed sign-ins; try again in ${wait} s.`)
         }
+        throttle.fail(ip, body.email)
         const admin = await verifyCredentials(deps, body.email, body.password)
-        if (!admin) {
-          throttle.fail(ip, body.email)
-          throw new AppError('unauthorized', 'The email or password is wrong.')
-        }
-        throttle.succeed(body.email)
+        if (!admin) throw new AppError('unauthorized', 'The email or password is wrong.')
+        throttle.succeed(ip, body.email)
         return signIn(request, server, set, admin)
       },
       {

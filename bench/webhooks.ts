@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config'
 import { openDatabase } from '../src/db/client'
 import { migrate } from '../src/db/migrate'
+import { createDeps } from '../src/deps'
 import { createWebhookDispatcher } from '../src/modules/webhooks/dispatcher'
 import { systemClock } from '../src/lib/clock'
 import { memoryLogger } from '../src/lib/logger'
@@ -36,7 +37,7 @@ export async function run(argv: string[], command: string): Promise<number> {
   const db = openDatabase(join(dataDir, 'mailroom.db'))
   migrate(db, { now: systemClock.now() })
   const config = Object.freeze({ ...loadConfig({ env: {}, flags: { 'data-dir': dataDir, 'access-log': 'false' } }), webhooks_allow_private: true })
-  const deps = { db, clock: systemClock, log: memoryLogger(), config, secrets: createSecretBox(generateSecretKey()) }
+  const deps = createDeps({ db, clock: systemClock, log: memoryLogger(), config, secrets: createSecretBox(generateSecretKey()) })
   await createWebhook(deps, { endpoint: `http://127.0.0.1:${port}/hook`, events: ['*'] })
   const now = systemClock.now()
   db.$client.transaction(() => {

@@ -1,6 +1,5 @@
 import { Elysia } from 'elysia'
 import type { Deps } from './deps'
-import { createGroupCommitter } from './db/group-commit'
 import { createAuth } from './http/auth'
 import { bodyPlugin } from './http/body'
 import { envelopePlugin } from './http/envelope'
@@ -29,7 +28,6 @@ import { listRoutes } from './modules/lists'
 import { messageRoutes } from './modules/messages'
 import { messageReadRoutes } from './modules/messages/reads'
 import { resendErrorDialect, resendRoutes } from './modules/messages/resend'
-import type { SendingRuntime } from './modules/messages/service'
 import { createKeyResolver, createUsageRecorder } from './modules/api-keys/service'
 import { permissionRoutes } from './modules/permissions'
 import { roleRoutes } from './modules/roles'
@@ -78,16 +76,6 @@ export function buildApp(deps: Deps) {
     usage,
   })
 
-  // The send path's shared transaction batching, and the doorbell of the delivery engine
-  // (attached by the server process; tests attach one with their own transport).
-  const commits = createGroupCommitter(deps.db)
-  let engine: { wake(): void } | null = null
-  const sending: SendingRuntime & { attach(e: { wake(): void }): void } = {
-    commits,
-    wake: () => engine?.wake(),
-    attach: (e) => (engine = e),
-  }
-
   // From source, Bun itself bundles and serves the console (hot reload); the binary serves it through webPlugin.
   const app = new Elysia({ serve: { routes: consoleDevRoutes() } })
     .use(envelopePlugin(deps.log, auth.recordFailure, [resendErrorDialect], (method, route) => checks.get(`${method} ${route}`)))
@@ -120,11 +108,11 @@ export function buildApp(deps: Deps) {
     .use(sendingDomainRoutes(deps, auth.authOf))
     .use(sendingNodeRoutes(deps, auth.authOf))
     // messages: sends, message reads, Resend-compatible surface (issue 4)
-    .use(messageRoutes(deps, sending, auth.authOf))
-    .use(resendRoutes(deps, sending, auth.authOf))
+    .use(messageRoutes(deps, auth.authOf))
+    .use(resendRoutes(deps, auth.authOf))
     .use(messageReadRoutes(deps))
     // open and click tracking, one-click unsubscribe: public links in sent mail (issue 6)
-    .use(trackingRoutes(deps, sending))
+    .use(trackingRoutes(deps))
     // bridges (issue 5)
     .use(bridgeRoutes(deps, auth.authOf))
     // inbound: feedback-loop accounts, DMARC reports (issue 5)
@@ -144,7 +132,7 @@ export function buildApp(deps: Deps) {
   }
   // Typed as a plain instance: nothing reads the routes' inferred types (tests call app.handle),
   // and that type had reached TypeScript's instantiation depth limit in the tests that hold it.
-  return { app: app as unknown as Elysia, usage, imports, sending }
+  return { app: app as unknown as Elysia, usage, imports }
 }
 
 export type App = ReturnType<typeof buildApp>['app']

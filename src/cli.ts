@@ -8,7 +8,7 @@ import { SERVER_BODY_CAP } from './http/body'
 import { ConfigError, defaultOf, readConfigFile, resolveConfig, SETTINGS, type ChangedSetting, type Config } from './config'
 import { backupDatabase, openDatabaseFile } from './db/client'
 import { migrate } from './db/migrate'
-import type { Deps } from './deps'
+import { createDeps, type Deps } from './deps'
 import type { Clock } from './lib/clock'
 import { createLogger } from './lib/logger'
 import { publicHostNameWarning } from './lib/public-host-name'
@@ -23,7 +23,7 @@ import { stopSegmentCountPool } from './modules/segments/count-pool'
 import { startInboundListener } from './smtp/inbound/listener'
 import { startStatsRollup } from './modules/stats/rollup'
 import { startFeedbackLoopPoller } from './smtp/inbound/imap-poller'
-import { startSubmissionListener, type SubmissionListener } from './smtp/submission'
+import { startSubmissionListener, type SubmissionListener } from './smtp/submission/server'
 import { loadSmtpCertificate } from './smtp/tls'
 import { VERSION } from './version'
 import { startWebhooks } from './modules/webhooks/dispatcher'
@@ -167,7 +167,7 @@ function openStore(config: Config, clock: Clock, log: ReturnType<typeof createLo
     if (result.applied.length) log.info('migrations applied', { applied: result.applied, backup: result.backup })
     const { box, created } = secretBoxFor(config, !hasSealedSecrets({ db }))
     if (created) log.info('secret key file created', { path: resolve(config.secret_key_file), key_id: box.keyId })
-    const deps: Deps = { db, clock, log, config, secrets: box }
+    const deps = createDeps({ db, clock, log, config, secrets: box })
     const sealed = sealStoredSecrets(deps, box)
     if (sealed) {
       // The WAL still holds the pages as they were: fold it into the file and empty it.
@@ -436,13 +436,13 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   // Loud, on stderr and in the log: DNS records and bridge hosts are built from this name (issue 13 item 17).
   const hostWarning = publicHostNameWarning(deps.config.hostname)
   if (hostWarning) (log.warn('no public host name', { hostname: deps.config.hostname }), io.err(`mailroom: WARNING: ${hostWarning}`))
-  const { app, usage, imports, sending } = buildApp(deps)
+  const { app, usage, imports } = buildApp(deps)
 
   // Imports that were queued or under way when the server last stopped go on from their last committed batch.
   imports.kick()
   const checkpoints = startCheckpointer(join(deps.config.data_dir, 'mailroom.db'), log)
   // Recipients left mid-delivery by the last process go back in the queue, then delivery starts.
-  const delivery = startDelivery(deps, sending)
+  const delivery = startDelivery(deps)
 
   // Every listener is bound before anything is announced: an address in use stops the start
   // with one line, and nobody (a load balancer polling /ready included) sees a server that is
@@ -451,7 +451,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   let inbound: Awaited<ReturnType<typeof startInboundListener>> | null = null
   try {
     // Submission for bridges (smtp_listen STARTTLS, smtp_tls_listen implicit TLS).
-    if (deps.config.smtp_listen || deps.config.smtp_tls_listen) submission = await startSubmissionListener(deps, sending)
+    if (deps.config.smtp_listen || deps.config.smtp_tls_listen) submission = await startSubmissionListener(deps)
     // Inbound bounces, complaints and DMARC reports (mx_listen, off by default), with STARTTLS on the listeners' certificate.
     if (deps.config.mx_listen) inbound = await startInboundListener(deps, { tls: await loadSmtpCertificate(deps) })
     const { host, port } = deps.config.http_listen
@@ -492,7 +492,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
 
   const feedbackLoops = startFeedbackLoopPoller(deps)
   // Background jobs of issue 6 (webhook dispatch, statistics rollups): start here, stop below
-  const webhooks = startWebhooks(deps, { commits: sending.commits })
+  const webhooks = startWebhooks(deps)
   const statsRollup = startStatsRollup(deps)
 
   const flusher = setInterval(() => {

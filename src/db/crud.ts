@@ -1,6 +1,7 @@
 import { and, asc, count, eq, inArray, ne, sql, type SQL } from 'drizzle-orm'
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core'
-import { AppError } from '../lib/errors'
+import { toIso } from '../lib/clock'
+import { AppError, notFound } from '../lib/errors'
 import { pageMeta, pageRequest, type PageMeta } from '../lib/pagination'
 import type { Db } from './client'
 
@@ -32,6 +33,17 @@ export function bulkDeleteByIds(db: DbOrTx, table: TableWithId, ids: number[], a
   return { deleted, not_found: unique.filter((id) => !gone.has(id)) }
 }
 
+/** The row with this id, or 404 `not_found` naming the resource ("No sending node with id 7."). */
+export function findById<T extends TableWithId>(db: DbOrTx, table: T, id: number, resource: string): T['$inferSelect'] {
+  const row = db
+    .select()
+    .from(table as SQLiteTable)
+    .where(eq(table.id, id))
+    .get() as T['$inferSelect'] | undefined
+  if (!row) throw notFound(resource, id)
+  return row
+}
+
 /**
  * 409 `conflict` when another row already uses this name. `caseInsensitive` compares with
  * SQLite's `lower()` (ASCII case folding), for names people type in several spellings.
@@ -50,6 +62,20 @@ export function assertNameFree(
     .where(and(same, options.exceptId ? ne(table.id, options.exceptId) : undefined))
     .get()
   if (clash) throw new AppError('conflict', typeof options.message === 'string' ? options.message : options.message(clash.id as number))
+}
+
+/**
+ * Rows to views where each view needs related rows (counts, members), fetched for the whole
+ * page in one query by `fetch` (id -> related), never one query per row.
+ */
+export function viewsWith<Row extends { id: number }, Related, View>(
+  fetch: (ids: number[]) => Map<number, Related>,
+  toView: (row: Row, related: Related) => View,
+): (rows: Row[]) => View[] {
+  return (rows) => {
+    const related = fetch(rows.map((r) => r.id))
+    return rows.map((r) => toView(r, related.get(r.id)!))
+  }
 }
 
 /**
@@ -76,4 +102,9 @@ export function columnsOf<Row extends object, K extends keyof Row>(row: Row, key
   const out = {} as Pick<Row, K>
   for (const key of keys) out[key] = row[key]
   return out
+}
+
+/** A record's creation and change times as the wire shows them (ISO 8601 UTC). */
+export function timestampsOf(row: { created_at: number; updated_at: number }): { created_at: string; updated_at: string } {
+  return { created_at: toIso(row.created_at)!, updated_at: toIso(row.updated_at)! }
 }

@@ -1,7 +1,6 @@
 import { availableParallelism } from 'node:os'
 import type { Deps } from '../deps'
 import { createResolver } from '../lib/dns'
-import type { SendingRuntime } from '../modules/messages/service'
 import { createIpRotation } from './ip-rotation'
 import { createDeliveryEngine, type EngineParts } from './scheduler'
 import { createSignerPool } from './signer-pool'
@@ -12,7 +11,7 @@ import { createTransport } from './transport'
  * SMTP transport with the configured limits, DKIM signing in worker threads (one per core,
  * so signing never sits on the thread that serves HTTP) and the IP pool rotation.
  */
-export function startDelivery(deps: Deps, sending: SendingRuntime & { attach(e: { wake(): void }): void }, overrides: Partial<EngineParts> = {}) {
+export function startDelivery(deps: Deps, overrides: Partial<EngineParts> = {}) {
   const transport = createTransport({
     resolver: createResolver(deps.config.dns_servers),
     mxPort: deps.config.mx_port,
@@ -22,8 +21,8 @@ export function startDelivery(deps: Deps, sending: SendingRuntime & { attach(e: 
     ehlo: deps.config.hostname,
   })
   const signer = createSignerPool({ size: Math.max(1, availableParallelism()) })
-  const engine = createDeliveryEngine(deps, { transport, signer, rotation: createIpRotation(deps), commits: sending.commits, ...overrides })
-  sending.attach(engine)
+  const engine = createDeliveryEngine(deps, { transport, signer, rotation: createIpRotation(deps), commits: deps.commits, ...overrides })
+  deps.doorbell.attach(engine)
   engine.start()
   return {
     engine,

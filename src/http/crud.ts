@@ -46,13 +46,16 @@ interface Operation {
  * (`/rotate-secret`, `/test`) are ordinary routes added to the returned instance.
  */
 export interface CrudResource<View extends TSchema, Create extends TSchema, Update extends TSchema, Query extends TProperties, Item extends TSchema = View> {
-  /** e.g. `/api/v2/lists`. */
-  prefix: string
-  /** The permission group (`lists` -> `lists.read` ...). */
-  group: string
-  /** The activity log's target type of changes; defaults to the group. */
-  target?: string
-  tags: string[]
+  /**
+   * The resource's name in snake_case (`sending_nodes`): the activity log's target type, and
+   * by default the permission group, the path `/api/v2/sending-nodes` and the OpenAPI tag
+   * `sending nodes`.
+   */
+  resource: string
+  /** The permission group (`ips` -> `ips.read` ...) when it is not the resource. */
+  group?: string
+  prefix?: string
+  tags?: string[]
   /** The record as the API shows it. */
   view: View
   create?: Operation & {
@@ -85,6 +88,11 @@ function errorsFor(op: Operation, item: boolean): Record<number, TSchema> {
   return out
 }
 
+/** The OpenAPI tags of a resource's routes: its name in words (`sending_nodes` -> `sending nodes`). */
+export function resourceTags(resource: string): string[] {
+  return [resource.replace(/_/g, ' ')]
+}
+
 function detailOf(resource: { group: string; tags: string[] }, op: Operation, action: string) {
   return requires(op.permission ?? `${resource.group}.${action}`, op.summary, { tags: resource.tags, description: op.description, check: op.check })
 }
@@ -99,7 +107,13 @@ export function crudRoutes<
   Update extends TSchema = TSchema,
   Query extends TProperties = {},
   Item extends TSchema = View,
->(authOf: AuthOf, resource: CrudResource<View, Create, Update, Query, Item>) {
+>(authOf: AuthOf, declared: CrudResource<View, Create, Update, Query, Item>) {
+  const resource = {
+    ...declared,
+    group: declared.group ?? declared.resource,
+    prefix: declared.prefix ?? `/api/v2/${declared.resource.replace(/_/g, '-')}`,
+    tags: declared.tags ?? resourceTags(declared.resource),
+  }
   // Elysia mutates the instance on each route call; the loose type keeps the generic
   // schemas from being re-inferred per call (the routes' types are not used by clients).
   const app = new Elysia({ prefix: resource.prefix })
@@ -107,10 +121,9 @@ export function crudRoutes<
     [M in 'get' | 'post' | 'patch' | 'delete']: (path: string, handler: (ctx: any) => unknown, hooks: Record<string, unknown>) => unknown
   }
   const context = (request: Request): CrudContext => ({ request, auth: () => authOf(request) })
-  const targetType = resource.target ?? resource.group
   // The activity log names the changed record; set here so a target type other than the group holds on every change.
   const markTarget = (request: Request, id: number | string) => {
-    authOf(request).target = { type: targetType, id }
+    authOf(request).target = { type: resource.resource, id }
   }
   const { create, list, get, update, remove, bulkDelete } = resource
 

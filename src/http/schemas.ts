@@ -1,5 +1,5 @@
 import { t, type TSchema } from 'elysia'
-import type { ErrorDetails } from '../lib/errors'
+import { ERROR_CODES, type ErrorCode, type ErrorDetails } from '../lib/errors'
 import { MAX_PAGE, MAX_PER_PAGE, type PageMeta } from '../lib/pagination'
 
 /** `{ success: true, data }` around a record schema. */
@@ -15,11 +15,15 @@ export const PageMetaSchema = t.Object({
 /** `{ success: true, data: [...], meta }` for paginated lists. */
 export const Paged = <T extends TSchema>(item: T) => t.Object({ success: t.Literal(true), data: t.Array(item), meta: PageMetaSchema })
 
+/** The closed list of error codes (src/lib/errors.ts), so the OpenAPI document names every one. */
+const ErrorCodeSchema = enumOf(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]], { description: 'A code from the closed list in docs/api.md.' })
+
+/** `{ success: false, error }`, the failure envelope of the spec. */
 export const ErrorEnvelope = t.Object(
   {
     success: t.Literal(false),
     error: t.Object({
-      code: t.String(),
+      code: ErrorCodeSchema,
       message: t.String(),
       details: t.Optional(t.Record(t.String(), t.Array(t.String()))),
     }),

@@ -4,6 +4,8 @@ import type { Deps } from '../deps'
 import type { Clock } from '../lib/clock'
 import { clientAddress } from '../lib/client-address'
 import { AppError } from '../lib/errors'
+import { pathnameOf } from '../lib/route-table'
+import { recordActivity } from '../modules/activity-logs/service'
 import { SessionSchema, SetupBody, SetupStateSchema, SignInBody, type SessionView } from '../modules/admins/model'
 import { completeSetup, countAdmins, recordSignIn, verifyCredentials } from '../modules/admins/service'
 import { createSession, deleteSession, resolveSession, type SessionIdentity } from '../modules/admins/sessions'
@@ -110,7 +112,11 @@ export function createSignInThrottle(clock: Clock, opts: { limit?: number; addre
       }
       return wait
     },
-    /** Counts a failed attempt against the account and the address. */
+    /**
+     * Counts an attempt as failed against the account and the address. Called before the
+     * password is checked, so that attempts sent at once cannot all pass `retryAfter`
+     * while the (slow, awaited) checks run; `succeed` takes it back.
+     */
     fail(address: string | null, account: string): void {
       const now = clock.now()
       for (const [key] of keys(address, account)) {
@@ -118,9 +124,10 @@ export function createSignInThrottle(clock: Clock, opts: { limit?: number; addre
         failures.set(key, [...recent(key, now), now])
       }
     },
-    /** A successful sign-in: the account starts afresh. */
-    succeed(account: string): void {
+    /** A successful sign-in: the account starts afresh, and the address's provisional count (see `fail`) is taken back. */
+    succeed(address: string | null, account: string): void {
       failures.delete(`a:${account.trim().toLowerCase()}`)
+      failures.get(`ip:${address ?? 'unknown'}`)?.pop()
     },
   }
 }
@@ -141,10 +148,31 @@ export function sessionRoutes(deps: Deps, throttle: SignInThrottle = createSignI
     const token = sessionCookieOf(request)
     return token ? resolveSession(deps, token) : null
   }
-  const signIn = (request: Request, server: Parameters<typeof clientAddress>[1], set: { headers: Record<string, string | number> }, adminId: number) => {
+  /** Sign-ins and sign-outs are in the activity log with the person as actor (failed attempts are not: anyone can make those). */
+  const audit = (request: Request, ip: string | null, admin: { id: number; email: string }, action: string) =>
+    recordActivity(deps, {
+      actor_key_id: null,
+      actor_admin_id: admin.id,
+      actor_name: admin.email,
+      action,
+      target_type: 'admins',
+      target_id: String(admin.id),
+      method: request.method,
+      path: pathnameOf(request.url),
+      ip,
+      status: 200,
+      outcome: 'success',
+    })
+  const signIn = (
+    request: Request,
+    server: Parameters<typeof clientAddress>[1],
+    set: { headers: Record<string, string | number> },
+    admin: { id: number; email: string },
+  ) => {
     const ip = clientAddress(request, server, deps.config.trust_proxy)
-    const { token } = createSession(deps, adminId, { ip, userAgent: request.headers.get('user-agent') })
-    recordSignIn(deps, adminId)
+    const { token } = createSession(deps, admin.id, { ip, userAgent: request.headers.get('user-agent') })
+    recordSignIn(deps, admin.id)
+    audit(request, ip, admin, 'admins.sign_in')
     set.headers['set-cookie'] = sessionCookie(token, deps.config.admin_session_max_hours * 3600, isHttps(request, deps.config.trust_proxy))
     set.headers['cache-control'] = 'no-store'
     return ok(view(resolveSession(deps, token)!))
@@ -172,13 +200,11 @@ export function sessionRoutes(deps: Deps, throttle: SignInThrottle = createSignI
           set.headers['retry-after'] = String(wait)
           throw new AppError('rate_limited', `Too many failed sign-ins; try again in ${wait} s.`)
         }
+        throttle.fail(ip, body.email)
         const admin = await verifyCredentials(deps, body.email, body.password)
-        if (!admin) {
-          throttle.fail(ip, body.email)
-          throw new AppError('unauthorized', 'The email or password is wrong.')
-        }
-        throttle.succeed(body.email)
-        return signIn(request, server, set, admin.id)
+        if (!admin) throw new AppError('unauthorized', 'The email or password is wrong.')
+        throttle.succeed(ip, body.email)
+        return signIn(request, server, set, admin)
       },
       {
         body: SignInBody,
@@ -188,11 +214,12 @@ export function sessionRoutes(deps: Deps, throttle: SignInThrottle = createSignI
     )
     .delete(
       '/session',
-      ({ request, set }) => {
+      ({ request, server, set }) => {
         const session = current(request)
         if (session) {
           assertCsrf(request, deps, session)
           deleteSession(deps, session.hash)
+          audit(request, clientAddress(request, server, deps.config.trust_proxy), { id: session.admin_id, email: session.email }, 'admins.sign_out')
         }
         set.headers['set-cookie'] = sessionCookie('', 0, isHttps(request, deps.config.trust_proxy))
         return ok({ signed_out: true as const })
@@ -211,7 +238,7 @@ export function sessionRoutes(deps: Deps, throttle: SignInThrottle = createSignI
       async ({ body, request, server, set }) => {
         assertSameOrigin(request, deps)
         const admin = await completeSetup(deps, body)
-        return signIn(request, server, set, admin.id)
+        return signIn(request, server, set, admin)
       },
       {
         body: SetupBody,

@@ -112,6 +112,7 @@ describe('events', () => {
   test('emit appends a row; inside a rolled-back transaction it leaves nothing', () => {
     const deps = testDeps()
     const id = emit(deps.db, deps.clock.now(), { kind: 'contact.subscribed', contact_id: 7, list_id: 2, data: { email: 'a@example.com' } })
+    // Raw SQL on purpose: the test is of the stored row and the transaction that holds it.
     const row = deps.db.$client.query('SELECT * FROM events WHERE id = ?').get(id) as Record<string, unknown>
     expect(row).toMatchObject({ kind: 'contact.subscribed', contact_id: 7, list_id: 2, message_id: null })
     expect(JSON.parse(row.data as string)).toEqual({ email: 'a@example.com' })

@@ -55,7 +55,7 @@ async function setup(overrides: Parameters<typeof testApp>[0] = {}) {
     log: t.deps.log,
     ehlo: t.deps.config.hostname,
   })
-  const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.sending.commits, random: () => 0.5 })
+  const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.deps.commits, random: () => 0.5 })
   const state = (id: string) =>
     t.deps.db.$client
       .query('SELECT address, state, attempts, next_attempt_at, last_code, last_enhanced, last_ip FROM message_recipients WHERE message_id = ? ORDER BY id')

@@ -100,6 +100,14 @@ describe('sign-in throttling', () => {
     expect((await t.signIn()).status).toBe(200)
   })
 
+  test('attempts sent at once cannot slip past the limit while their passwords are checked', async () => {
+    const t = await consoleApp()
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => t.signIn('ada@example.com', `wrong ${i}`)))
+    const statuses = answers.map((r) => r.status).sort()
+    expect(statuses.filter((s) => s === 401)).toHaveLength(5)
+    expect(statuses.filter((s) => s === 429)).toHaveLength(7)
+  })
+
   test('one client address trying many accounts is stopped too', async () => {
     const t = await consoleApp()
     for (let i = 0; i < 20; i++) expect((await t.signIn(`guess${i}@example.com`, 'password123')).status).toBe(401)
@@ -224,6 +232,11 @@ describe('session expiry and sign-out', () => {
     expect(out.headers.get('set-cookie')).toMatch(/^mailroom_session=; .*Max-Age=0/)
     expect((await t.withSession('GET', '/api/v2/lists', s)).status).toBe(401)
     expect((await t.withSession('GET', '/admin/api/session', s)).status).toBe(401)
+    const log = t.deps.db.$client.query("SELECT actor_admin_id, actor_name, action FROM activity_logs WHERE action LIKE 'admins.sign_%' ORDER BY id").all()
+    expect(log).toEqual([
+      { actor_admin_id: t.ada.id, actor_name: 'ada@example.com', action: 'admins.sign_in' },
+      { actor_admin_id: t.ada.id, actor_name: 'ada@example.com', action: 'admins.sign_out' },
+    ])
   })
 
   test('a new password ends the other sessions of the person', async () => {

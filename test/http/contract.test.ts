@@ -1,10 +1,12 @@
 import { describe, expect, test } from 'bun:test'
-import { isPermission } from '../../src/modules/permissions/catalog'
+import { isPermission } from '../../src/modules/permissions/service'
 import { testApp } from '../support/app'
 
 const t = testApp()
 const routes = t.app.routes.map((r) => ({ method: r.method, path: r.path, hooks: r.hooks as { detail?: Record<string, unknown>; response?: unknown } }))
-const apiRoutes = routes.filter((r) => r.path.startsWith('/api/v2') || r.path.startsWith('/v1'))
+// The Resend-compatible surface is API too: it needs a key and answers in Resend's dialect.
+const RESEND = '/compat/resend'
+const apiRoutes = routes.filter((r) => r.path.startsWith('/api/v2') || r.path.startsWith('/v1') || r.path.startsWith(RESEND))
 const concrete = (path: string) => path.replace(/:[a-z_]+/g, '1')
 
 describe('every API route', () => {
@@ -16,9 +18,24 @@ describe('every API route', () => {
       expect(r.hooks.response).toBeDefined()
       const res = await t.call(r.method, concrete(r.path))
       expect(res.status).toBe(401)
-      expect(res.body).toEqual({ success: false, error: { code: 'unauthorized', message: expect.any(String) } })
+      if (r.path.startsWith(RESEND)) {
+        // https://resend.com/docs/api-reference/errors: what the `resend` SDK reads.
+        expect(res.body).toEqual({ statusCode: 401, name: 'invalid_api_key', message: expect.any(String) })
+        // Its success answers are Resend's shapes, not our envelope.
+        const ok = (r.hooks.response as Record<number, { properties?: Record<string, unknown> }>)[200]
+        expect(ok?.properties).toBeDefined()
+        expect(ok!.properties!.success).toBeUndefined()
+      } else {
+        expect(res.body).toEqual({ success: false, error: { code: 'unauthorized', message: expect.any(String) } })
+      }
     })
   }
+})
+
+test('the Resend-compatible routes are among those checked', () => {
+  expect(apiRoutes.filter((r) => r.path.startsWith(RESEND)).map((r) => `${r.method} ${r.path}`)).toEqual(
+    expect.arrayContaining(['POST /compat/resend/emails', 'POST /compat/resend/emails/batch', 'GET /compat/resend/emails/:id']),
+  )
 })
 
 describe('the OpenAPI document', () => {

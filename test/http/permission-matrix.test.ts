@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { ALL_PERMISSIONS } from '../../src/modules/permissions/catalog'
+import { ALL_PERMISSIONS } from '../../src/modules/permissions/service'
 import { testApp } from '../support/app'
 
 /**

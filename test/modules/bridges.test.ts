@@ -370,7 +370,7 @@ describe('end to end', () => {
       log: t.deps.log,
       ehlo: t.deps.config.hostname,
     })
-    const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.sending.commits, random: () => 0.5 })
+    const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.deps.commits, random: () => 0.5 })
     try {
       const b = await t.createBridge()
       const sent = await t.sendAs(b.api_key, { to: ['ada@example.net', 'permfail@example.net'] })

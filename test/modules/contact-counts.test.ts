@@ -3,7 +3,7 @@ import type { Deps } from '../../src/deps'
 import { createContactWriter } from '../../src/modules/contacts/writer'
 import { testApp, testDeps } from '../support/app'
 
-/** contact_counts holds exactly the real number of contacts per list and status. */
+/** contact_counts holds exactly the real number of contacts per list and status (raw SQL on purpose: the counter table is the thing under test). */
 function expectCountsExact(deps: Deps): void {
   const real = deps.db.$client.query('SELECT list_id, status, count(*) AS n FROM contacts GROUP BY list_id, status ORDER BY list_id, status').all()
   const kept = deps.db.$client.query('SELECT list_id, status, n FROM contact_counts WHERE n > 0 ORDER BY list_id, status').all()

@@ -6,7 +6,8 @@ import { createDeliveryEngine } from '../../src/delivery/scheduler'
 import { createResolver } from '../../src/lib/dns'
 import { createIpRotation } from '../../src/delivery/ip-rotation'
 import { startInboundListener, type InboundListener } from '../../src/smtp/inbound/listener'
-import { startSubmissionListener } from '../../src/smtp/submission'
+import { listEvents } from '../../src/modules/events/service'
+import { startSubmissionListener } from '../../src/smtp/submission/server'
 import { tokenFromAddress } from '../../src/lib/return-path-token'
 import { fixture, TOKENS } from '../smtp/reports/support'
 import { testApp } from '../support/app'
@@ -49,9 +50,9 @@ async function setup() {
     log: t.deps.log,
     ehlo: t.deps.config.hostname,
   })
-  const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.sending.commits, random: () => 0.5 })
+  const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.deps.commits, random: () => 0.5 })
   const inbound = await startInboundListener(t.deps, { host: '127.0.0.1', port: 0 })
-  const submission = await startSubmissionListener(t.deps, t.sending, { certificate: world.certificate })
+  const submission = await startSubmissionListener(t.deps, { certificate: world.certificate })
   open.push(transport, { close: () => engine.stop() }, inbound, submission)
 
   /** Drains the engine and returns the return path of the one transaction it made. */
@@ -164,7 +165,7 @@ describe('message events carry the bridge they came through', () => {
   test('SMTP submission: queued, deferred, sent and a delayed DSN carry the bridge id; a message sent with an ordinary key has none', async () => {
     const t = await setup()
     await t.smtpClient.sendMail({ from: 'orders@example.com', to: ['carol@example.net', 'tempfail@example.net'], subject: 'Receipt', text: 'Thanks' })
-    const id = (t.deps.db.$client.query('SELECT id FROM messages WHERE bridge_id = ?').get(t.bridge.id) as { id: string }).id
+    const id = listEvents(t.deps, { bridge_id: t.bridge.id, kind: 'message.queued' }).items[0]!.message_id!
     const returnPath = await t.deliver()
     expect(await report(t.inbound, returnPath, fromFixture('postfix-delayed.eml', returnPath, 'carol@example.net'))).toBe('250 2.0.0 Received')
     expect(t.lastInbound()).toEqual({ kind: 'dsn', outcome: 'applied' })

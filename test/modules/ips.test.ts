@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { createIpRotation } from '../../src/delivery/ip-rotation'
 import { testApp } from '../support/app'
+import { runScenarios, type Scenario, type ScenarioContext } from '../support/scenarios'
 
 /** An app with an admin key and helpers for IPs and pools. 127.0.0.2 and .3 are bindable on Linux loopback; 192.0.2.1 (TEST-NET-1) is not. */
 function infra() {
@@ -31,33 +32,12 @@ describe('IPs', () => {
     expect((await call('GET', `/api/v2/ips/${id}`)).status).toBe(404)
   })
 
-  test('an address this host cannot bind is refused on address', async () => {
+  test('an address this host cannot bind is refused on update (on create: the table)', async () => {
     const { call, ip } = infra()
-    const r = await call('POST', '/api/v2/ips', { address: '192.0.2.1', hostname: 'mta.example.net' })
-    expect(r.status).toBe(422)
-    expect(r.body.error.code).toBe('validation_failed')
-    expect(r.body.error.details.address[0]).toContain('this host cannot send from 192.0.2.1 (EADDRNOTAVAIL)')
     const id = await ip('127.0.0.2')
     expect((await call('PATCH', `/api/v2/ips/${id}`, { address: '192.0.2.1' })).status).toBe(422)
     expect((await call('GET', `/api/v2/ips/${id}`)).body.data.address).toBe('127.0.0.2')
   })
-
-  const bad: Array<[string, Record<string, string>, string]> = [
-    ['not an address', { address: 'mail.example.net', hostname: 'a.example.net' }, 'address'],
-    ['a legacy IPv4 form', { address: '127.2', hostname: 'a.example.net' }, 'address'],
-    ['the unspecified address', { address: '0.0.0.0', hostname: 'a.example.net' }, 'address'],
-    ['a multicast address', { address: '224.0.0.1', hostname: 'a.example.net' }, 'address'],
-    ['a hostname that is not a FQDN', { address: '127.0.0.2', hostname: 'localhost' }, 'hostname'],
-    ['a hostname with a space', { address: '127.0.0.2', hostname: 'a b.example.net' }, 'hostname'],
-  ]
-  for (const [name, body, field] of bad) {
-    test(`refuses ${name}`, async () => {
-      const { call } = infra()
-      const r = await call('POST', '/api/v2/ips', body)
-      expect(r.status).toBe(422)
-      expect(Object.keys(r.body.error.details)).toEqual([field])
-    })
-  }
 
   test('IPv6 loopback is stored in RFC 5952 form', async () => {
     const { call } = infra()
@@ -65,17 +45,57 @@ describe('IPs', () => {
     expect(r.status).toBe(201)
     expect(r.body.data).toMatchObject({ address: '::1', family: 6 })
   })
-
-  test('keys without the permission are refused', async () => {
-    const { t } = infra()
-    const reader = t.makeKey({ permissions: ['ips.read'] })
-    const r = await t.call('POST', '/api/v2/ips', { key: reader.key, body: { address: '127.0.0.2', hostname: 'a.example.net' } })
-    expect(r.status).toBe(403)
-    expect((await t.call('GET', '/api/v2/ips', { key: reader.key })).status).toBe(200)
-    const none = t.makeKey({ permissions: ['sending_domains.read'] })
-    expect((await t.call('GET', '/api/v2/ip-pools', { key: none.key })).status).toBe(403)
-  })
 })
+
+runScenarios('IPs: refusals', [
+  {
+    name: 'an address this host cannot bind',
+    method: 'POST',
+    url: '/api/v2/ips',
+    body: { address: '192.0.2.1', hostname: 'mta.example.net' },
+    status: 422,
+    code: 'validation_failed',
+    after: (_, r) => expect(r.body.error.details.address[0]).toContain('this host cannot send from 192.0.2.1 (EADDRNOTAVAIL)'),
+  },
+  ...(
+    [
+      ['not an address', { address: 'mail.example.net', hostname: 'a.example.net' }, 'address'],
+      ['a legacy IPv4 form', { address: '127.2', hostname: 'a.example.net' }, 'address'],
+      ['the unspecified address', { address: '0.0.0.0', hostname: 'a.example.net' }, 'address'],
+      ['a multicast address', { address: '224.0.0.1', hostname: 'a.example.net' }, 'address'],
+      ['a hostname that is not a FQDN', { address: '127.0.0.2', hostname: 'localhost' }, 'hostname'],
+      ['a hostname with a space', { address: '127.0.0.2', hostname: 'a b.example.net' }, 'hostname'],
+    ] as Array<[string, Record<string, string>, string]>
+  ).map(([name, body, field]): Scenario => ({ name, method: 'POST', url: '/api/v2/ips', body, status: 422, detailFields: [field] })),
+])
+
+runScenarios('IPs: keys without the permission are refused', [
+  {
+    name: 'ips.read cannot register',
+    method: 'POST',
+    url: '/api/v2/ips',
+    body: { address: '127.0.0.2', hostname: 'a.example.net' },
+    key: { permissions: ['ips.read'] },
+    status: 403,
+  },
+  { name: 'ips.read lists', method: 'GET', url: '/api/v2/ips', key: { permissions: ['ips.read'] }, status: 200 },
+  { name: 'another permission cannot list pools', method: 'GET', url: '/api/v2/ip-pools', key: { permissions: ['sending_domains.read'] }, status: 403 },
+])
+
+// A registered IP, made with the scenario's Administrator key; `setup` is its id.
+const registered = async ({ t, admin }: ScenarioContext) =>
+  (await t.call('POST', '/api/v2/ips', { key: admin, body: { address: '127.0.0.2', hostname: 'mta-127-0-0-2.example.net' } })).body.data.id as number
+runScenarios(
+  'IP pools: a member weight is 1 to 1000',
+  [0, 1001].map((weight): Scenario => ({
+    name: `weight ${weight}`,
+    method: 'POST',
+    before: registered,
+    url: '/api/v2/ip-pools',
+    body: (c) => ({ name: 'p', members: [{ ip_id: c.setup, weight }] }),
+    status: 422,
+  })),
+)
 
 describe('IP pools', () => {
   test('create with members, read with addresses, replace members, delete', async () => {
@@ -104,7 +124,7 @@ describe('IP pools', () => {
     expect((await call('GET', `/api/v2/ip-pools/${pool.id}`)).status).toBe(404)
   })
 
-  test('members must be known IPs, each once, with a weight of 1 to 1000', async () => {
+  test('members must be known IPs, each once (weights: the table)', async () => {
     const { call, ip } = infra()
     const a = await ip('127.0.0.2')
     const r = await call('POST', '/api/v2/ip-pools', { name: 'p', members: [{ ip_id: a }, { ip_id: 4242 }, { ip_id: a }] })
@@ -113,7 +133,6 @@ describe('IP pools', () => {
       'members.1.ip_id': ['no IP with id 4242; GET /api/v2/ips lists them'],
       'members.2.ip_id': ['appears more than once'],
     })
-    for (const weight of [0, 1001]) expect((await call('POST', '/api/v2/ip-pools', { name: 'p', members: [{ ip_id: a, weight }] })).status).toBe(422)
   })
 
   test('at most one default pool', async () => {

@@ -1,19 +1,96 @@
 import { describe, expect, test } from 'bun:test'
-import { ALL_PERMISSIONS, grants, isSubset, PERMISSION_TREE } from '../../src/modules/permissions/catalog'
+import { ALL_PERMISSIONS, grants, isSubset, PERMISSION_TREE } from '../../src/modules/permissions/service'
+import { findRoleByName } from '../../src/modules/roles/service'
 import { testApp } from '../support/app'
+import { runScenarios, type Scenario, type ScenarioContext } from '../support/scenarios'
+
+const administratorId = ({ t }: ScenarioContext) => findRoleByName(t.deps, 'Administrator')!.id
+
+runScenarios('the built-in Administrator role exists and cannot be changed or deleted', [
+  {
+    name: 'it is the only role, and holds the key',
+    method: 'GET',
+    url: '/api/v2/roles',
+    status: 200,
+    json: { data: [{ name: 'Administrator', permissions: ['*'], builtin: true, key_count: 1 }] },
+    after: (_, r) => expect(r.body.data).toHaveLength(1),
+  },
+  { name: 'PATCH', method: 'PATCH', url: (c) => `/api/v2/roles/${administratorId(c)}`, body: { permissions: [] }, status: 409 },
+  { name: 'DELETE', method: 'DELETE', url: (c) => `/api/v2/roles/${administratorId(c)}`, status: 409 },
+])
+
+runScenarios('create refuses', [
+  ...(
+    [
+      ['unknown permission', { name: 'X', permissions: ['contacts.read', 'contacts.fly'] }, 422, 'validation_failed'],
+      ['missing permissions', { name: 'X' }, 422, 'validation_failed'],
+      ['empty name', { name: '', permissions: [] }, 422, 'validation_failed'],
+      ['duplicate name, other case', { name: 'administrator', permissions: [] }, 409, 'conflict'],
+    ] as const
+  ).map(([name, body, status, code]): Scenario => ({ name, method: 'POST', url: '/api/v2/roles', body, status, code })),
+  {
+    name: 'an unknown permission, named in the details',
+    method: 'POST',
+    url: '/api/v2/roles',
+    body: { name: 'X', permissions: ['contacts.fly'] },
+    status: 422,
+    after: (_, r) => expect(r.body.error.details.permissions[0]).toContain('"contacts.fly" is not a permission'),
+  },
+])
+
+runScenarios('a role bound to keys cannot be deleted', [
+  {
+    name: 'DELETE a role with one key',
+    method: 'DELETE',
+    before: ({ t }) => t.makeKey({ permissions: ['roles.read'] }),
+    url: ({ setup }) => `/api/v2/roles/${setup.role_id}`,
+    status: 409,
+    message: 'bound to 1 API key',
+  },
+])
+
+// A key that may create and update roles and read them, but grants nothing else.
+const limited = ({ t }: ScenarioContext) => t.makeKey({ permissions: ['roles.create', 'roles.update', 'roles.read'] })
+runScenarios('a role cannot grant what the caller lacks', [
+  {
+    name: 'a permission the caller lacks',
+    method: 'POST',
+    url: '/api/v2/roles',
+    before: limited,
+    key: (c) => c.setup.key,
+    body: { name: 'Sneaky', permissions: ['api_keys.create'] },
+    status: 403,
+  },
+  {
+    name: 'the wildcard',
+    method: 'POST',
+    url: '/api/v2/roles',
+    before: limited,
+    key: (c) => c.setup.key,
+    body: { name: 'Star', permissions: ['*'] },
+    status: 403,
+  },
+  {
+    name: 'the wildcard, onto its own role',
+    method: 'PATCH',
+    before: limited,
+    url: (c) => `/api/v2/roles/${c.setup.role_id}`,
+    key: (c) => c.setup.key,
+    body: { permissions: ['*'] },
+    status: 403,
+  },
+  {
+    name: 'a permission it holds',
+    method: 'POST',
+    url: '/api/v2/roles',
+    before: limited,
+    key: (c) => c.setup.key,
+    body: { name: 'Reader', permissions: ['roles.read'] },
+    status: 201,
+  },
+])
 
 describe('roles', () => {
-  test('the built-in Administrator role exists and cannot be changed or deleted', async () => {
-    const t = testApp()
-    const admin = t.makeKey()
-    const list = await t.call('GET', '/api/v2/roles', { key: admin.key })
-    expect(list.body.data).toHaveLength(1)
-    expect(list.body.data[0]).toMatchObject({ name: 'Administrator', permissions: ['*'], builtin: true, key_count: 1 })
-    const id = list.body.data[0].id
-    expect((await t.call('PATCH', `/api/v2/roles/${id}`, { key: admin.key, body: { permissions: [] } })).status).toBe(409)
-    expect((await t.call('DELETE', `/api/v2/roles/${id}`, { key: admin.key })).status).toBe(409)
-  })
-
   test('create, read, update, delete a custom role', async () => {
     const t = testApp()
     const admin = t.makeKey()
@@ -35,38 +112,6 @@ describe('roles', () => {
     expect((await t.call('GET', `/api/v2/roles/${id}`, { key: admin.key })).body.data.name).toBe('Helpdesk')
     expect((await t.call('DELETE', `/api/v2/roles/${id}`, { key: admin.key })).status).toBe(200)
     expect((await t.call('GET', `/api/v2/roles/${id}`, { key: admin.key })).status).toBe(404)
-  })
-
-  const invalid: Array<[string, unknown, number, string]> = [
-    ['unknown permission', { name: 'X', permissions: ['contacts.read', 'contacts.fly'] }, 422, 'validation_failed'],
-    ['missing permissions', { name: 'X' }, 422, 'validation_failed'],
-    ['empty name', { name: '', permissions: [] }, 422, 'validation_failed'],
-    ['duplicate name, other case', { name: 'administrator', permissions: [] }, 409, 'conflict'],
-  ]
-  for (const [name, body, status, code] of invalid) {
-    test(`create refuses ${name}`, async () => {
-      const t = testApp()
-      const admin = t.makeKey()
-      const r = await t.call('POST', '/api/v2/roles', { key: admin.key, body })
-      expect(r.status).toBe(status)
-      expect(r.body.error.code).toBe(code)
-    })
-  }
-
-  test('an unknown permission is named in the details', async () => {
-    const t = testApp()
-    const admin = t.makeKey()
-    const r = await t.call('POST', '/api/v2/roles', { key: admin.key, body: { name: 'X', permissions: ['contacts.fly'] } })
-    expect(r.body.error.details.permissions[0]).toContain('"contacts.fly" is not a permission')
-  })
-
-  test('a role bound to keys cannot be deleted', async () => {
-    const t = testApp()
-    const admin = t.makeKey()
-    const k = t.makeKey({ permissions: ['roles.read'] })
-    const r = await t.call('DELETE', `/api/v2/roles/${k.role_id}`, { key: admin.key })
-    expect(r.status).toBe(409)
-    expect(r.body.error.message).toContain('bound to 1 API key')
   })
 
   test('a change to a role applies to its keys at the next request', async () => {
@@ -95,16 +140,6 @@ describe('roles', () => {
     expect(counts).toEqual({ [list.body.data[0].id]: 1, [one.role_id]: 2, [empty.body.data.id]: 0 })
     expect((await t.call('GET', `/api/v2/roles/${one.role_id}`, { key: admin.key })).body.data.key_count).toBe(2)
     expect((await t.call('GET', `/api/v2/roles/${empty.body.data.id}`, { key: admin.key })).body.data.key_count).toBe(0)
-  })
-
-  test('a role cannot grant what the caller lacks', async () => {
-    const t = testApp()
-    const limited = t.makeKey({ permissions: ['roles.create', 'roles.update', 'roles.read'] })
-    const r = await t.call('POST', '/api/v2/roles', { key: limited.key, body: { name: 'Sneaky', permissions: ['api_keys.create'] } })
-    expect(r.status).toBe(403)
-    expect((await t.call('POST', '/api/v2/roles', { key: limited.key, body: { name: 'Star', permissions: ['*'] } })).status).toBe(403)
-    expect((await t.call('PATCH', `/api/v2/roles/${limited.role_id}`, { key: limited.key, body: { permissions: ['*'] } })).status).toBe(403)
-    expect((await t.call('POST', '/api/v2/roles', { key: limited.key, body: { name: 'Reader', permissions: ['roles.read'] } })).status).toBe(201)
   })
 })
 

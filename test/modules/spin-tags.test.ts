@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { renderForRecipient } from '../../src/modules/templates/service'
 import { testApp } from '../support/app'
+import { runScenarios, type Scenario, type ScenarioContext } from '../support/scenarios'
 
 function setup() {
   const t = testApp()
@@ -61,36 +62,51 @@ describe('spin tags resource', () => {
     expect((await call('GET', `/api/v2/spin-tags/${id}`)).status).toBe(404)
     expect((await call('POST', '/api/v2/spin-tags/bulk-delete', { ids: [other, id] })).body.data).toEqual({ deleted: [other], not_found: [id] })
   })
-
-  const invalid: Array<[string, unknown]> = [
-    ['upper-case name', { name: 'Greeting', alternatives: ['a', 'b'] }],
-    ['name with a dash', { name: 'good-bye', alternatives: ['a', 'b'] }],
-    ['name starting with a digit', { name: '1st', alternatives: ['a', 'b'] }],
-    ['one alternative', { name: 'x', alternatives: ['a'] }],
-    ['101 alternatives', { name: 'x', alternatives: Array.from({ length: 101 }, (_, i) => `a${i}`) }],
-    ['an empty alternative', { name: 'x', alternatives: ['a', ''] }],
-    ['a blank alternative', { name: 'x', alternatives: ['a', '   '] }],
-  ]
-  for (const [name, body] of invalid) {
-    test(`422 for ${name}`, async () => {
-      const { call } = setup()
-      const res = await call('POST', '/api/v2/spin-tags', body)
-      expect(res.status).toBe(422)
-      expect(res.body.error.code).toBe('validation_failed')
-    })
-  }
-
-  test('permissions', async () => {
-    const { t, tag } = setup()
-    const id = await tag('greeting', ['a', 'b'])
-    const key = t.makeKey({ permissions: ['templates.read'] }).key
-    expect((await t.call('GET', `/api/v2/spin-tags/${id}`, { key })).status).toBe(403)
-    expect((await t.call('POST', '/api/v2/spin-tags/bulk-delete', { key, body: { ids: [id] } })).status).toBe(403)
-    const reader = t.makeKey({ permissions: ['spin_tags.read'] }).key
-    expect((await t.call('GET', '/api/v2/spin-tags', { key: reader })).status).toBe(200)
-    expect((await t.call('DELETE', `/api/v2/spin-tags/${id}`, { key: reader })).status).toBe(403)
-  })
 })
+
+// A spin tag made with the scenario's Administrator key; `setup` is its id.
+const greeting = async ({ t, admin }: ScenarioContext) =>
+  (await t.call('POST', '/api/v2/spin-tags', { key: admin, body: { name: 'greeting', alternatives: ['a', 'b'] } })).body.data.id as number
+
+runScenarios('spin tags: refusals', [
+  ...(
+    [
+      ['upper-case name', { name: 'Greeting', alternatives: ['a', 'b'] }],
+      ['name with a dash', { name: 'good-bye', alternatives: ['a', 'b'] }],
+      ['name starting with a digit', { name: '1st', alternatives: ['a', 'b'] }],
+      ['one alternative', { name: 'x', alternatives: ['a'] }],
+      ['101 alternatives', { name: 'x', alternatives: Array.from({ length: 101 }, (_, i) => `a${i}`) }],
+      ['an empty alternative', { name: 'x', alternatives: ['a', ''] }],
+      ['a blank alternative', { name: 'x', alternatives: ['a', '   '] }],
+    ] as Array<[string, Record<string, unknown>]>
+  ).map(([name, body]): Scenario => ({ name, method: 'POST', url: '/api/v2/spin-tags', body, status: 422, code: 'validation_failed' })),
+  {
+    name: 'templates.read cannot read a tag',
+    method: 'GET',
+    before: greeting,
+    url: (c) => `/api/v2/spin-tags/${c.setup}`,
+    key: { permissions: ['templates.read'] },
+    status: 403,
+  },
+  {
+    name: 'templates.read cannot bulk delete',
+    method: 'POST',
+    before: greeting,
+    url: '/api/v2/spin-tags/bulk-delete',
+    body: (c) => ({ ids: [c.setup] }),
+    key: { permissions: ['templates.read'] },
+    status: 403,
+  },
+  { name: 'spin_tags.read lists', method: 'GET', before: greeting, url: '/api/v2/spin-tags', key: { permissions: ['spin_tags.read'] }, status: 200 },
+  {
+    name: 'spin_tags.read cannot delete',
+    method: 'DELETE',
+    before: greeting,
+    url: (c) => `/api/v2/spin-tags/${c.setup}`,
+    key: { permissions: ['spin_tags.read'] },
+    status: 403,
+  },
+])
 
 describe('spins in templates', () => {
   test('an unknown spin tag is refused when the template is saved, naming it', async () => {

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { drainStats } from '../../src/modules/stats/rollup'
 import { emit } from '../../src/modules/events/service'
 import { testApp } from '../support/app'
+import { runScenarios } from '../support/scenarios'
 
 /**
  * Two UTC days of events for two sending domains: one hour before midnight and one after,
@@ -113,16 +114,6 @@ describe('GET /api/v2/stats', () => {
     expect(r.body.data.kinds).toEqual(Object.keys(only.counts))
   })
 
-  test('refuses bad ranges and unknown kinds', async () => {
-    const { get } = seeded()
-    expect((await get('from=2026-02-01T00:00:00Z&to=2026-03-05T00:00:00Z&bucket=hour')).status).toBe(422) // more than 31 days of hours
-    expect((await get('from=2026-02-01T00:00:00Z&to=2026-03-05T00:00:00Z&bucket=day')).status).toBe(200)
-    expect((await get('from=2026-03-01T00:00:00Z&to=2026-02-01T00:00:00Z')).status).toBe(422)
-    expect((await get('kinds=message.sent,nope')).body.error.details.kinds[0]).toContain('nope')
-    expect((await get('group_by=country')).status).toBe(422)
-    expect((await get('bucket=week')).status).toBe(422)
-  })
-
   test('the CSV export has the same rows', async () => {
     const { t, admin } = seeded()
     const res = await t.call('GET', `/api/v2/stats/export?${RANGE}&group_by=domain&kinds=message.sent,message.bounced`, { key: admin.key })
@@ -137,13 +128,28 @@ describe('GET /api/v2/stats', () => {
       ].join('\r\n'),
     )
   })
-
-  test('needs statistics.read', async () => {
-    const { t, get } = seeded()
-    const other = t.makeKey({ permissions: ['contacts.read'] })
-    const reader = t.makeKey({ permissions: ['statistics.read'] })
-    expect((await get(RANGE, other.key)).status).toBe(403)
-    expect((await t.call('GET', `/api/v2/stats/export?${RANGE}`, { key: other.key })).status).toBe(403)
-    expect((await get(RANGE, reader.key)).status).toBe(200)
-  })
 })
+
+const shared = seeded()
+const other = { permissions: ['contacts.read'] }
+runScenarios(
+  'GET /api/v2/stats refuses bad ranges and unknown kinds; needs statistics.read',
+  [
+    { name: 'more than 31 days of hours', method: 'GET', url: '/api/v2/stats?from=2026-02-01T00:00:00Z&to=2026-03-05T00:00:00Z&bucket=hour', status: 422 },
+    { name: 'the same range in days', method: 'GET', url: '/api/v2/stats?from=2026-02-01T00:00:00Z&to=2026-03-05T00:00:00Z&bucket=day', status: 200 },
+    { name: 'a range that ends before it starts', method: 'GET', url: '/api/v2/stats?from=2026-03-01T00:00:00Z&to=2026-02-01T00:00:00Z', status: 422 },
+    {
+      name: 'an unknown kind',
+      method: 'GET',
+      url: '/api/v2/stats?kinds=message.sent,nope',
+      status: 422,
+      after: (_, r) => expect(r.body.error.details.kinds[0]).toContain('nope'),
+    },
+    { name: 'an unknown group_by', method: 'GET', url: '/api/v2/stats?group_by=country', status: 422 },
+    { name: 'an unknown bucket', method: 'GET', url: '/api/v2/stats?bucket=week', status: 422 },
+    { name: 'another permission', method: 'GET', url: `/api/v2/stats?${RANGE}`, key: other, status: 403 },
+    { name: 'another permission, export', method: 'GET', url: `/api/v2/stats/export?${RANGE}`, key: other, status: 403 },
+    { name: 'statistics.read', method: 'GET', url: `/api/v2/stats?${RANGE}`, key: { permissions: ['statistics.read'] }, status: 200 },
+  ],
+  { app: shared.t, admin: shared.admin.key },
+)

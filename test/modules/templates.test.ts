@@ -3,6 +3,7 @@ import { CompiledCache, compiledCacheOf } from '../../src/modules/templates/cach
 import { compileVersion } from '../../src/modules/templates/engine'
 import { renderForRecipient } from '../../src/modules/templates/service'
 import { testApp } from '../support/app'
+import { runScenarios, type Scenario, type ScenarioContext } from '../support/scenarios'
 
 /** An app with an admin key and helpers for the templates API. */
 function setup() {
@@ -132,27 +133,16 @@ describe('templates', () => {
     expect(some.html).toBe('Code: X1 until \nACME in \none 0 two 1 \n\nbye')
   })
 
-  test('variables: dotted names nest; a clash is 422; prototype names reach nothing', async () => {
-    const { call, create, render } = setup()
+  test('variables: dotted names nest; prototype names reach nothing', async () => {
+    const { create, render } = setup()
     const { id } = await create({ subject: 's', text: '[{{user}}][{{user.name}}][{{constructor}}][{{__proto__}}][{{user.constructor.name}}][{{name.length}}]' })
     const out = await render(id, { variables: { 'user.name': 'Ann' } })
     expect(out.text).toBe('[][Ann][][][][]')
     expect(out.missing_variables).toEqual(['constructor', '__proto__', 'user.constructor.name', 'name.length'])
-
-    const clash = await call('POST', `/api/v2/templates/${id}/render`, { variables: { user: 'x', 'user.name': 'Ann' } })
-    expect(clash.status).toBe(422)
-    expect(Object.keys(clash.body.error.details)).toEqual(['variables.user.name'])
-    const empty = await call('POST', `/api/v2/templates/${id}/render`, { variables: { 'a..b': 'x' } })
-    expect(empty.body.error.details).toEqual({ 'variables.a..b': ['has an empty segment between dots'] })
-    expect((await call('POST', `/api/v2/templates/${id}/render`, { to: 'not an address' })).body.error.details.to).toBeDefined()
-    expect((await call('POST', '/api/v2/templates/999/render', {})).status).toBe(404)
   })
 
-  test('the subject stays on one line: CR/LF refused in the template, folded from variables', async () => {
-    const { call, create, render } = setup()
-    const bad = await call('POST', '/api/v2/templates', { name: 'x', subject: 'Hi\r\nBcc: victim@example.com', text: 't' })
-    expect(bad.status).toBe(422)
-    expect(bad.body.error.details.subject[0]).toContain('one line')
+  test('the subject stays on one line: folded from variables (CR/LF in the template: the 422 table)', async () => {
+    const { create, render } = setup()
     const { id } = await create({ subject: 'Hello {{name}}!', text: 'Dear {{name}}' })
     const out = await render(id, { variables: { name: 'Ann\r\nBcc: victim@example.com\n\n\u2028x\u0000' } })
     expect(out.subject).toBe('Hello Ann Bcc: victim@example.com x!')
@@ -161,38 +151,6 @@ describe('templates', () => {
     const trailing = await render(id, { variables: { name: '\r\n' } })
     expect(trailing.subject).toBe('Hello  !')
   })
-
-  const invalid: Array<[string, Record<string, unknown>, string, string]> = [
-    ['unclosed block', { html: 'Hi {{#if x}} there' }, 'html', 'Parse error on line 1'],
-    ['mismatched block', { text: '{{#if x}}a{{/each}}' }, 'text', "if doesn't match each"],
-    ['unknown helper', { html: '{{uppercase name}}' }, 'html', 'unknown helper "uppercase"'],
-    ['unknown block helper', { html: '{{#items}}x{{/items}}' }, 'html', 'unknown block helper "#items"'],
-    ['partial', { html: '{{> footer}}' }, 'html', 'partials'],
-    ['decorator', { html: '{{* deco}}' }, 'html', 'decorators'],
-    ['lookup helper', { html: '{{lookup a b}}' }, 'html', 'unknown helper "lookup"'],
-    ['log helper', { html: '{{log a}}' }, 'html', 'unknown helper "log"'],
-    ['hash argument', { html: '{{#each items key=1}}x{{/each}}' }, 'html', 'named arguments'],
-    ['sub-expression', { html: '{{#if (spin "a")}}x{{/if}}' }, 'html', '#if takes one variable'],
-    ['inline if', { html: '{{if x}}' }, 'html', 'block helper'],
-    ['data variable', { html: '{{@partial-block}}' }, 'html', 'data variables'],
-    ['literal', { html: '{{"text"}}' }, 'html', 'literal'],
-    ['colon in a name', { html: '{{spin:greeting}}' }, 'html', "':' is not allowed"],
-    ['subject syntax', { subject: 'Hi {{name', html: 'x' }, 'subject', 'Parse error'],
-    ['no body part', { html: '', text: null }, 'text', 'give html, text or both'],
-    ['html over 512 KiB', { html: 'é'.repeat(300_000) }, 'html', 'at most 524288 bytes'],
-    ['spin without a name', { html: '{{spin}}' }, 'html', 'spin takes the name'],
-    ['spin_inline with one alternative', { html: '{{spin_inline "a"}}' }, 'html', 'spin_inline takes 2 to 100'],
-  ]
-  for (const [name, body, field, message] of invalid) {
-    test(`422 validation_failed: ${name}`, async () => {
-      const { call } = setup()
-      const res = await call('POST', '/api/v2/templates', { name: 'x', subject: 's', ...body })
-      expect(res.status).toBe(422)
-      expect(res.body.error.code).toBe('validation_failed')
-      expect(res.body.error.details[field].join('\n')).toContain(message)
-      expect((await call('GET', '/api/v2/templates')).body.meta.total).toBe(0)
-    })
-  }
 
   test('from and reply_to: one mailbox each, versioned with the content, shown by GET, versions and render', async () => {
     const { call, create, render } = setup()
@@ -231,24 +189,6 @@ describe('templates', () => {
     expect((await call('GET', `/api/v2/templates/${id}`)).body.data).toMatchObject({ name: 'Welcome', versions_count: 1 })
   })
 
-  test('permissions: reading, rendering and writing each need their permission', async () => {
-    const { t, create } = setup()
-    const { id } = await create({ subject: 's', html: 'x' })
-    const writer = t.makeKey({ permissions: ['templates.create'] })
-    const reader = t.makeKey({ permissions: ['templates.read'] })
-    const as = (key: string, method: string, path: string, body?: unknown) => t.call(method, path, { key, body })
-    expect((await as(writer.key, 'GET', `/api/v2/templates/${id}`)).status).toBe(403)
-    const render = await as(writer.key, 'POST', `/api/v2/templates/${id}/render`, {})
-    expect(render.status).toBe(403)
-    expect(render.body.error.code).toBe('forbidden')
-    expect((await as(writer.key, 'POST', '/api/v2/templates', { name: 'n', subject: 's', text: 't' })).status).toBe(201)
-    expect((await as(reader.key, 'POST', `/api/v2/templates/${id}/render`, {})).status).toBe(200)
-    expect((await as(reader.key, 'PATCH', `/api/v2/templates/${id}`, { name: 'n' })).status).toBe(403)
-    expect((await as(reader.key, 'POST', `/api/v2/templates/${id}/versions/1/activate`)).status).toBe(403)
-    expect((await as(reader.key, 'DELETE', `/api/v2/templates/${id}`)).status).toBe(403)
-    expect((await t.call('GET', '/api/v2/templates')).status).toBe(401)
-  })
-
   test('renderForRecipient: the render call and the send path agree; compiled once per version', async () => {
     const { t, create, render } = setup()
     const { id, active_version_id } = await create({ subject: 'Hi {{name}}', html: '<b>{{name}}</b>', text: '{{name}} {{missing}}' })
@@ -262,6 +202,140 @@ describe('templates', () => {
     expect(() => renderForRecipient(t.deps, { templateId: id, version: 5, variables: {}, to: 'a@example.com' })).toThrow('has no version 5')
   })
 })
+
+const invalid: Array<[string, Record<string, unknown>, string, string]> = [
+  ['unclosed block', { html: 'Hi {{#if x}} there' }, 'html', 'Parse error on line 1'],
+  ['mismatched block', { text: '{{#if x}}a{{/each}}' }, 'text', "if doesn't match each"],
+  ['unknown helper', { html: '{{uppercase name}}' }, 'html', 'unknown helper "uppercase"'],
+  ['unknown block helper', { html: '{{#items}}x{{/items}}' }, 'html', 'unknown block helper "#items"'],
+  ['partial', { html: '{{> footer}}' }, 'html', 'partials'],
+  ['decorator', { html: '{{* deco}}' }, 'html', 'decorators'],
+  ['lookup helper', { html: '{{lookup a b}}' }, 'html', 'unknown helper "lookup"'],
+  ['log helper', { html: '{{log a}}' }, 'html', 'unknown helper "log"'],
+  ['hash argument', { html: '{{#each items key=1}}x{{/each}}' }, 'html', 'named arguments'],
+  ['sub-expression', { html: '{{#if (spin "a")}}x{{/if}}' }, 'html', '#if takes one variable'],
+  ['inline if', { html: '{{if x}}' }, 'html', 'block helper'],
+  ['data variable', { html: '{{@partial-block}}' }, 'html', 'data variables'],
+  ['literal', { html: '{{"text"}}' }, 'html', 'literal'],
+  ['colon in a name', { html: '{{spin:greeting}}' }, 'html', "':' is not allowed"],
+  ['subject syntax', { subject: 'Hi {{name', html: 'x' }, 'subject', 'Parse error'],
+  ['no body part', { html: '', text: null }, 'text', 'give html, text or both'],
+  ['html over 512 KiB', { html: 'é'.repeat(300_000) }, 'html', 'at most 524288 bytes'],
+  ['spin without a name', { html: '{{spin}}' }, 'html', 'spin takes the name'],
+  ['spin_inline with one alternative', { html: '{{spin_inline "a"}}' }, 'html', 'spin_inline takes 2 to 100'],
+]
+
+// A template made through the API with the scenario's Administrator key; its id is `setup`.
+const template =
+  (body: Record<string, unknown>) =>
+  async ({ t, admin }: ScenarioContext) => {
+    const res = await t.call('POST', '/api/v2/templates', { key: admin, body: { name: 'Welcome', ...body } })
+    expect(res.status).toBe(201)
+    return res.body.data.id as number
+  }
+const noTemplates: Scenario['after'] = async ({ t, admin }) => expect((await t.call('GET', '/api/v2/templates', { key: admin })).body.meta.total).toBe(0)
+
+runScenarios('templates: 422 validation_failed', [
+  ...invalid.map(([name, body, field, message]): Scenario => ({
+    name,
+    method: 'POST',
+    url: '/api/v2/templates',
+    body: { name: 'x', subject: 's', ...body },
+    status: 422,
+    code: 'validation_failed',
+    after: async (ctx, res) => {
+      expect(res.body.error.details[field].join('\n')).toContain(message)
+      await noTemplates!(ctx, res)
+    },
+  })),
+  {
+    name: 'CR/LF in the subject',
+    method: 'POST',
+    url: '/api/v2/templates',
+    body: { name: 'x', subject: 'Hi\r\nBcc: victim@example.com', text: 't' },
+    status: 422,
+    after: (_, r) => expect(r.body.error.details.subject[0]).toContain('one line'),
+  },
+])
+
+const textTemplate = template({ subject: 's', text: '[{{user}}][{{user.name}}]' })
+runScenarios('templates: render refuses bad variables and unknown templates', [
+  {
+    name: 'a name that is both a value and a parent',
+    method: 'POST',
+    before: textTemplate,
+    url: (c) => `/api/v2/templates/${c.setup}/render`,
+    body: { variables: { user: 'x', 'user.name': 'Ann' } },
+    status: 422,
+    detailFields: ['variables.user.name'],
+  },
+  {
+    name: 'an empty segment',
+    method: 'POST',
+    before: textTemplate,
+    url: (c) => `/api/v2/templates/${c.setup}/render`,
+    body: { variables: { 'a..b': 'x' } },
+    status: 422,
+    details: { 'variables.a..b': ['has an empty segment between dots'] },
+  },
+  {
+    name: 'a bad recipient',
+    method: 'POST',
+    before: textTemplate,
+    url: (c) => `/api/v2/templates/${c.setup}/render`,
+    body: { to: 'not an address' },
+    status: 422,
+    after: (_, r) => expect(r.body.error.details.to).toBeDefined(),
+  },
+  { name: 'an unknown template', method: 'POST', url: '/api/v2/templates/999/render', body: {}, status: 404 },
+])
+
+// Reading, rendering and writing each need their permission.
+const oneTemplate = template({ subject: 's', html: 'x' })
+const writer = { permissions: ['templates.create'] }
+const reader = { permissions: ['templates.read'] }
+runScenarios('templates: permissions', [
+  { name: 'a writer cannot read', method: 'GET', before: oneTemplate, url: (c) => `/api/v2/templates/${c.setup}`, key: writer, status: 403 },
+  {
+    name: 'a writer cannot render',
+    method: 'POST',
+    before: oneTemplate,
+    url: (c) => `/api/v2/templates/${c.setup}/render`,
+    body: {},
+    key: writer,
+    status: 403,
+    code: 'forbidden',
+  },
+  {
+    name: 'a writer creates',
+    method: 'POST',
+    before: oneTemplate,
+    url: '/api/v2/templates',
+    body: { name: 'n', subject: 's', text: 't' },
+    key: writer,
+    status: 201,
+  },
+  { name: 'a reader renders', method: 'POST', before: oneTemplate, url: (c) => `/api/v2/templates/${c.setup}/render`, body: {}, key: reader, status: 200 },
+  {
+    name: 'a reader cannot update',
+    method: 'PATCH',
+    before: oneTemplate,
+    url: (c) => `/api/v2/templates/${c.setup}`,
+    body: { name: 'n' },
+    key: reader,
+    status: 403,
+  },
+  {
+    name: 'a reader cannot activate',
+    method: 'POST',
+    before: oneTemplate,
+    url: (c) => `/api/v2/templates/${c.setup}/versions/1/activate`,
+    key: reader,
+    status: 403,
+  },
+  { name: 'a reader cannot delete', method: 'DELETE', before: oneTemplate, url: (c) => `/api/v2/templates/${c.setup}`, key: reader, status: 403 },
+  { name: 'no key', method: 'GET', before: oneTemplate, url: '/api/v2/templates', key: null, status: 401 },
+])
 
 describe('template engine', () => {
   test('the compiled cache is bounded by entries and by source size, least recently used out first', () => {

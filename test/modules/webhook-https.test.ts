@@ -9,7 +9,7 @@ import { createWebhookDispatcher } from '../../src/modules/webhooks/dispatcher'
 import { emit } from '../../src/modules/events/service'
 import type { Lookup } from '../../src/modules/webhooks/address'
 import { generateSecret, postWebhook, signatureHeaders } from '../../src/modules/webhooks/post'
-import { createWebhook } from '../../src/modules/webhooks/service'
+import { createWebhook, listAttempts, listDeliveries } from '../../src/modules/webhooks/service'
 import { testApp } from '../support/app'
 
 /**
@@ -160,15 +160,12 @@ describe('webhooks to https://<name>', () => {
     open.push({ close: () => d.stop() })
     emit(t.deps.db, t.deps.clock.now(), { kind: 'contact.subscribed', contact_id: 1, list_id: 1, data: { email: 'a@example.com' } })
     await d.drain()
-    const delivery = t.deps.db.$client.query('SELECT state, attempts, last_status, last_error FROM webhook_deliveries WHERE webhook_id = ?').get(hook.id) as {
-      state: string
-      attempts: number
-      last_status: number | null
-      last_error: string
-    }
+    const deliveries = listDeliveries(t.deps, hook.id, {}).items
+    expect(deliveries).toHaveLength(1)
+    const delivery = deliveries[0]!
     expect(delivery).toMatchObject({ state: 'pending', attempts: 1, last_status: null })
     expect(delivery.last_error).toMatch(/self[- ]signed/i)
-    const attempt = t.deps.db.$client.query('SELECT status, error FROM webhook_attempts WHERE webhook_id = ?').get(hook.id) as { status: null; error: string }
+    const attempt = listAttempts(t.deps, hook.id, delivery.id, {}).items[0]!
     expect(attempt.error).toBe(delivery.last_error)
     expect(rx.requests).toEqual([])
   })
@@ -188,8 +185,9 @@ describe('webhooks to https://<name>', () => {
     open.push({ close: () => d.stop() })
     emit(t.deps.db, t.deps.clock.now(), { kind: 'contact.subscribed', contact_id: 1, list_id: 1, data: { email: 'a@example.com' } })
     await d.drain()
-    const delivery = t.deps.db.$client.query('SELECT state, last_error FROM webhook_deliveries WHERE webhook_id = ?').get(hook.id)
-    expect(delivery).toEqual({ state: 'pending', last_error: result.error })
+    const deliveries = listDeliveries(t.deps, hook.id, {}).items
+    expect(deliveries).toHaveLength(1)
+    expect(deliveries[0]).toMatchObject({ state: 'pending', last_error: result.error })
     expect(rx.connections()).toBe(0)
   })
 })

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { fixedClock } from '../../src/lib/clock'
 import { AppError } from '../../src/lib/errors'
-import { replyForError } from '../../src/smtp/submission'
+import { replyForError } from '../../src/smtp/submission/server'
 import { createAuthThrottle, isLoopback } from '../../src/smtp/submission/auth-throttle'
 import { createLineEndingCheck } from '../../src/smtp/submission/line-endings'
 

@@ -5,7 +5,7 @@ import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { generate } from 'selfsigned'
-import { startSubmissionListener } from '../../src/smtp/submission'
+import { startSubmissionListener } from '../../src/smtp/submission/server'
 import { loadSmtpCertificate, TlsConfigError } from '../../src/smtp/tls'
 import { testApp, testDeps } from '../support/app'
 
@@ -69,7 +69,7 @@ describe('smtp certificate', () => {
     const port = (taken.address() as { port: number }).port
     const t = testApp({ smtp_listen: { host: '127.0.0.1', port: 0 }, smtp_tls_listen: { host: '127.0.0.1', port } })
     const pems = await generate(undefined, { keySize: 2048 })
-    const error = await startSubmissionListener(t.deps, t.sending, { certificate: { key: pems.private, cert: pems.cert } }).then(
+    const error = await startSubmissionListener(t.deps, { certificate: { key: pems.private, cert: pems.cert } }).then(
       () => null,
       (e: Error) => e,
     )

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import { simpleParser } from 'mailparser'
 import nodemailer from 'nodemailer'
 import { generate } from 'selfsigned'
-import { startSubmissionListener } from '../../src/smtp/submission'
+import { startSubmissionListener } from '../../src/smtp/submission/server'
 import { testApp } from '../support/app'
 
 /**
@@ -42,7 +42,7 @@ async function setup(bridgeBody: Record<string, unknown>, domain?: Record<string
   const b = await call('POST', '/api/v2/bridges', { name: 'shop', domains: ['example.com'], ...bridgeBody })
   expect(b.status, JSON.stringify(b.body)).toBe(201)
   const bridge = b.body.data as { id: number; smtp: { username: string; password: string } }
-  const listener = await startSubmissionListener(t.deps, t.sending, { certificate })
+  const listener = await startSubmissionListener(t.deps, { certificate })
   open.push(listener)
   const server = t.app.listen({ hostname: '127.0.0.1', port: 0 })
   open.push({ close: () => server.stop() })

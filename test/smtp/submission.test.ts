@@ -8,7 +8,7 @@ import { createDeliveryEngine } from '../../src/delivery/scheduler'
 import { createResolver } from '../../src/lib/dns'
 import { createIpRotation } from '../../src/delivery/ip-rotation'
 import { queryDns } from '../../src/modules/sending-domains/dns-query'
-import { AUTH_FAILURE_LIMIT, AUTH_FAILURE_WINDOW_MS, startSubmissionListener, type SubmissionListener } from '../../src/smtp/submission'
+import { AUTH_FAILURE_LIMIT, AUTH_FAILURE_WINDOW_MS, startSubmissionListener, type SubmissionListener } from '../../src/smtp/submission/server'
 import { testApp } from '../support/app'
 import { useMailWorld } from '../support/mail-world'
 
@@ -39,7 +39,7 @@ async function setup(overrides: Parameters<typeof testApp>[0] = {}, bridgeBody: 
   const b = await call('POST', '/api/v2/bridges', { name: 'shop', domains: ['example.com'], ...bridgeBody })
   expect(b.status, JSON.stringify(b.body)).toBe(201)
   const bridge = b.body.data as { id: number; smtp: { username: string; password: string } }
-  const listener = await startSubmissionListener(t.deps, t.sending, { certificate: world.certificate })
+  const listener = await startSubmissionListener(t.deps, { certificate: world.certificate })
   open.push(listener)
   const port = listener.port!
 
@@ -173,7 +173,7 @@ describe('smtp submission', () => {
       log: t.deps.log,
       ehlo: t.deps.config.hostname,
     })
-    const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.sending.commits, random: () => 0.5 })
+    const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.deps.commits, random: () => 0.5 })
     await engine.drain()
     await transport.close()
     expect(t.recipients(id!).map((r) => r.state)).toEqual(['sent', 'sent', 'sent'])

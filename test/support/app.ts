@@ -5,7 +5,7 @@ import { buildApp } from '../../src/app'
 import { loadConfig, type Config } from '../../src/config'
 import { openDatabase, type Db } from '../../src/db/client'
 import { migrate } from '../../src/db/migrate'
-import type { Deps } from '../../src/deps'
+import { createDeps, type Deps } from '../../src/deps'
 import { fixedClock } from '../../src/lib/clock'
 import { memoryLogger } from '../../src/lib/logger'
 import { createApiKey } from '../../src/modules/api-keys/service'
@@ -23,7 +23,7 @@ export function testDeps(
   // Files (imports) go to a temporary data directory, never into the working tree.
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-test-'))
   const config = Object.freeze({ ...loadConfig({ env: {}, flags: { hostname: 'mailroom.test', 'access-log': 'false', 'data-dir': dataDir } }), ...overrides })
-  const deps = { db, clock, log: memoryLogger(), config, secrets: createSecretBox(generateSecretKey()) }
+  const deps = createDeps({ db, clock, log: memoryLogger(), config, secrets: createSecretBox(generateSecretKey()) })
   ensureBuiltinRoles(deps)
   return deps
 }
@@ -32,32 +32,34 @@ export interface Reply {
   status: number
   headers: Headers
   body: any
+  /** The body as received, for substring checks. */
+  text: string
 }
 
 /** A test application with helpers to make keys and call routes through app.handle. */
 export function testApp(overrides: Partial<Config> = {}) {
   const deps = testDeps(overrides)
-  const { app, usage, imports, sending } = buildApp(deps)
+  const { app, usage, imports } = buildApp(deps)
 
   const call = async (
     method: string,
     path: string,
-    opts: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+    opts: { key?: string; body?: unknown; rawBody?: string | Uint8Array; headers?: Record<string, string> } = {},
   ): Promise<Reply> => {
     const headers: Record<string, string> = { ...opts.headers }
     if (opts.key) headers.authorization = `Bearer ${opts.key}`
-    let body: string | undefined = opts.rawBody
+    let body: string | Uint8Array | undefined = opts.rawBody
     if (opts.body !== undefined) {
       body = JSON.stringify(opts.body)
       headers['content-type'] ??= 'application/json'
     }
-    const res = await app.handle(new Request(`http://mailroom.test${path}`, { method, headers, body }))
+    const res = await app.handle(new Request(`http://mailroom.test${path}`, { method, headers, body: body as BodyInit | undefined }))
     const text = await res.text()
     let parsed: unknown = text
     try {
       parsed = JSON.parse(text)
     } catch {}
-    return { status: res.status, headers: res.headers, body: parsed }
+    return { status: res.status, headers: res.headers, body: parsed, text }
   }
 
   /** Creates a key through the service; `permissions` makes a fresh role with exactly those grants. */
@@ -77,5 +79,7 @@ export function testApp(overrides: Partial<Config> = {}) {
     return { id: view.id, key, role_id: roleId }
   }
 
-  return { deps, app, usage, imports, sending, call, makeKey }
+  return { deps, app, usage, imports, call, makeKey }
 }
+
+export type TestApp = ReturnType<typeof testApp>

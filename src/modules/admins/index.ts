@@ -7,8 +7,7 @@ import { createAdmin, deleteAdmin, getAdmin, listAdmins, updateAdmin } from './s
 /** /api/v2/admins: the people who sign in to the console, each with a role (docs/api.md "Administrators"). */
 export function adminRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/admins',
-    group: 'admins',
+    resource: 'admins',
     tags: ['administrators'],
     view: AdminSchema,
     create: {

@@ -6,7 +6,7 @@ import { toIso } from '../../lib/clock'
 import { checkEmail } from '../../lib/email'
 import { AppError, invalidField, notFound } from '../../lib/errors'
 import { pageMeta, pageRequest, type PageMeta } from '../../lib/pagination'
-import { ALL, isSubset } from '../permissions/catalog'
+import { ALL, isSubset } from '../permissions/service'
 import { ADMINISTRATOR, type Actor } from '../roles/service'
 import { MIN_PASSWORD_LENGTH, type AdminView } from './model'
 

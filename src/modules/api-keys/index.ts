@@ -10,9 +10,7 @@ const tags = ['api keys']
 /** /api/v2/api-keys: create, list, read, update, soft-delete and restore keys. */
 export function apiKeyRoutes(deps: Deps, authOf: AuthOf, usage: UsageRecorder) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/api-keys',
-    group: 'api_keys',
-    tags,
+    resource: 'api_keys',
     view: ApiKeySchema,
     create: {
       summary: 'Create an API key',

@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { PageQuery, NameString } from '../../http/schemas'
+import { NameString } from '../../http/schemas'
 
 const RateLimit = t.Union([t.Integer({ minimum: 1, maximum: 1_000_000 }), t.Null()], {
   description: 'Requests per minute; null means unlimited. Omitted on create: the server default (600 unless configured).',

@@ -8,7 +8,7 @@ import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
 import { compileAllowlist, type IpRule } from '../../lib/ip-allowlist'
 import { pageMeta, pageRequest } from '../../lib/pagination'
-import { isSubset } from '../permissions/catalog'
+import { isSubset } from '../permissions/service'
 import type { Actor } from '../roles/service'
 import type { ApiKeyView } from './model'
 

@@ -2,16 +2,16 @@ import { randomBytes } from 'node:crypto'
 import { asc, count, eq, inArray } from 'drizzle-orm'
 import { bridges, roles } from '../../db/schema'
 import type { Deps } from '../../deps'
+import { findById, columnsOf, timestampsOf } from '../../db/crud'
 import { hashToken, tokenPrefix } from '../../lib/api-key-token'
-import { toIso } from '../../lib/clock'
 import { normaliseDomain } from '../../lib/email'
-import { AppError, invalidField, notFound, type ErrorDetails } from '../../lib/errors'
+import { AppError, invalidField, type ErrorDetails } from '../../lib/errors'
 import { compileAllowlist } from '../../lib/ip-allowlist'
 import { pageMeta, pageRequest } from '../../lib/pagination'
 import { PUBLIC_HOST_NAME_PLACEHOLDER, publicHostNameWarning } from '../../lib/public-host-name'
 import { createApiKey, deleteApiKey, getApiKey, updateApiKey } from '../api-keys/service'
 import { poolExists } from '../ip-pools/service'
-import { isSubset } from '../permissions/catalog'
+import { isSubset } from '../permissions/service'
 import { CLI_ACTOR, type Actor } from '../roles/service'
 import { findSendingDomain } from '../sending-domains/service'
 import { invalidateBridgeIdentities } from './identity'
@@ -44,31 +44,17 @@ function prefixOf(deps: Deps, keyId: number | null): string | null {
 
 function toView(deps: Deps, r: Row): BridgeView {
   return {
-    id: r.id,
-    name: r.name,
-    smtp_username: r.smtp_username,
-    api_key_id: r.api_key_id,
+    ...columnsOf(r, ['id', 'name', 'smtp_username', 'api_key_id']),
     api_key_prefix: prefixOf(deps, r.api_key_id),
-    domains: r.domains,
-    pool_id: r.pool_id,
-    node_id: r.node_id,
-    hourly_quota: r.hourly_quota,
-    daily_quota: r.daily_quota,
-    allowed_ips: r.allowed_ips,
-    track_opens: r.track_opens,
-    track_clicks: r.track_clicks,
-    active: r.active,
+    ...columnsOf(r, ['domains', 'pool_id', 'node_id', 'hourly_quota', 'daily_quota', 'allowed_ips', 'track_opens', 'track_clicks', 'active']),
     counts: bridgeCounts(deps.db, r.id),
     usage: bridgeUsage(deps, r.id),
-    created_at: toIso(r.created_at)!,
-    updated_at: toIso(r.updated_at)!,
+    ...timestampsOf(r),
   }
 }
 
 function findRow(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(bridges).where(eq(bridges.id, id)).get()
-  if (!row) throw notFound('bridge', id)
-  return row
+  return findById(deps.db, bridges, id, 'bridge')
 }
 
 function assertNameFree(deps: Deps, name: string, exceptId?: number): void {

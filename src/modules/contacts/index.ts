@@ -3,7 +3,7 @@ import type { AuthOf } from '../../http/auth'
 import { crudRoutes } from '../../http/crud'
 import { commonErrors, Envelope, ok, requires } from '../../http/schemas'
 import { AppError } from '../../lib/errors'
-import { grants } from '../permissions/catalog'
+import { grants } from '../permissions/service'
 import { BatchAddBody, BatchAddResult, ContactFilters, ContactSchema, CreateContactBody, UpdateContactBody } from './model'
 import { batchAddContacts, contactCreateProblems, createContact, deleteContacts, getContact, listContacts, updateContact } from './service'
 
@@ -12,9 +12,7 @@ const tags = ['contacts']
 /** /api/v2/contacts (spec "Contact", "Endpoints", "Batch and bulk operations"). */
 export function contactRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/contacts',
-    group: 'contacts',
-    tags,
+    resource: 'contacts',
     view: ContactSchema,
     create: {
       summary: 'Create a contact',

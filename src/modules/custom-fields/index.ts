@@ -7,9 +7,7 @@ import { createCustomField, deleteCustomFields, getCustomField, listCustomFields
 /** /api/v2/custom-fields: the profile fields contacts carry, with types checked on every write. */
 export function customFieldRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/custom-fields',
-    group: 'custom_fields',
-    tags: ['custom fields'],
+    resource: 'custom_fields',
     view: CustomFieldSchema,
     create: { summary: 'Create a custom field', errors: [409], body: CreateCustomFieldBody, handle: (body) => createCustomField(deps, body) },
     list: { summary: 'List custom fields', handle: (query) => listCustomFields(deps, query) },

@@ -7,9 +7,7 @@ import { createFeedbackLoop, deleteFeedbackLoops, getFeedbackLoop, listFeedbackL
 /** /api/v2/feedback-loops */
 export function feedbackLoopRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/feedback-loops',
-    group: 'feedback_loops',
-    tags: ['feedback loops'],
+    resource: 'feedback_loops',
     view: FeedbackLoopSchema,
     create: { summary: 'Create a feedback-loop account', errors: [409], body: CreateFeedbackLoopBody, handle: (body) => createFeedbackLoop(deps, body) },
     list: { summary: 'List feedback-loop accounts', handle: (query) => listFeedbackLoops(deps, query) },

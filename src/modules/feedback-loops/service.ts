@@ -1,10 +1,10 @@
 import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, columnsOf, timestampsOf } from '../../db/crud'
 import { feedbackLoopAccounts } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { normaliseEmail, domainOf, normaliseDomain } from '../../lib/email'
-import { AppError, type ErrorDetails, notFound } from '../../lib/errors'
+import { AppError, type ErrorDetails } from '../../lib/errors'
 import { MIN_POLL_SECONDS, type FeedbackLoopInput, type FeedbackLoopView } from './model'
 
 /**
@@ -22,10 +22,7 @@ export const RESERVED_LOCAL_PARTS = /^(bounces\+|dmarc$)/
 
 function toView(r: Row): FeedbackLoopView {
   return {
-    id: r.id,
-    name: r.name,
-    kind: r.kind,
-    address: r.address,
+    ...columnsOf(r, ['id', 'name', 'kind', 'address']),
     host: r.imap_host,
     port: r.imap_port,
     tls: r.imap_tls,
@@ -36,8 +33,7 @@ function toView(r: Row): FeedbackLoopView {
     active: r.active,
     last_polled_at: toIso(r.last_polled_at),
     last_error: r.last_error,
-    created_at: toIso(r.created_at)!,
-    updated_at: toIso(r.updated_at)!,
+    ...timestampsOf(r),
   }
 }
 
@@ -115,9 +111,7 @@ function assertNameFree(deps: Deps, name: string, exceptId?: number): void {
 }
 
 function getRow(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(feedbackLoopAccounts).where(eq(feedbackLoopAccounts.id, id)).get()
-  if (!row) throw notFound('feedback-loop account', id)
-  return row
+  return findById(deps.db, feedbackLoopAccounts, id, 'feedback-loop account')
 }
 
 /** One account as the API shows it (never the password). */

@@ -29,9 +29,7 @@ function mappingFrom(query: string | undefined): Record<string, string> | undefi
 /** /api/v2/imports: bulk import of contacts from CSV or JSON lines, run in the background. */
 export function importRoutes(deps: Deps, authOf: AuthOf, runner: ImportRunner) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/imports',
-    group: 'imports',
-    tags,
+    resource: 'imports',
     view: ImportSchema,
     list: { summary: 'List imports', permission: 'contacts.import', query: ImportFilters, handle: (query) => listImports(deps, query) },
     get: { summary: 'Get an import and its progress', permission: 'contacts.import', handle: (id) => getImport(deps, id) },

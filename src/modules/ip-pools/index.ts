@@ -7,10 +7,8 @@ import { createPool, deletePools, getPool, listPools, updatePool } from './servi
 /** /api/v2/ip-pools: named groups of source IPs with weights. */
 export function ipPoolRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/ip-pools',
+    resource: 'ip_pools',
     group: 'ips',
-    target: 'ip_pools',
-    tags: ['ip pools'],
     view: PoolSchema,
     create: {
       summary: 'Create an IP pool',

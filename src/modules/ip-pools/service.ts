@@ -1,11 +1,19 @@
 import { asc, eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import {
+  assertNameFree as assertUnique,
+  bulkDeleteByIds,
+  pageOfTable,
+  type BulkDeleteOutcome,
+  findById,
+  columnsOf,
+  timestampsOf,
+  viewsWith,
+} from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
-import { toIso } from '../../lib/clock'
-import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
+import { AppError, type ErrorDetails } from '../../lib/errors'
 import { bumpPoolsVersion } from './version'
 
 type Row = typeof ipPools.$inferSelect
@@ -27,13 +35,11 @@ function membersOf(deps: Deps, poolIds: number[]): Map<number, PoolMemberView[]>
 }
 
 function toView(r: Row, members: PoolMemberView[]): PoolView {
-  return { id: r.id, name: r.name, is_default: r.is_default, members, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
+  return { ...columnsOf(r, ['id', 'name', 'is_default']), members, ...timestampsOf(r) }
 }
 
 function findPool(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(ipPools).where(eq(ipPools.id, id)).get()
-  if (!row) throw notFound('IP pool', id)
-  return row
+  return findById(deps.db, ipPools, id, 'IP pool')
 }
 
 /** True when the pool exists (sending domains and nodes check their pool_id with this). */
@@ -90,13 +96,12 @@ export function getPool(deps: Deps, id: number): PoolView {
 
 /** A page of pools, oldest first. */
 export function listPools(deps: Deps, query: { page?: number; per_page?: number }) {
-  return pageOfTable(deps.db, ipPools, query, (rows: Row[]) => {
-    const members = membersOf(
-      deps,
-      rows.map((r) => r.id),
-    )
-    return rows.map((r) => toView(r, members.get(r.id)!))
-  })
+  return pageOfTable(
+    deps.db,
+    ipPools,
+    query,
+    viewsWith((ids) => membersOf(deps, ids), toView),
+  )
 }
 
 /** Creates a pool; making it the default takes the flag from the previous default in the same transaction. */

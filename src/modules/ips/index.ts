@@ -7,9 +7,7 @@ import { createIp, deleteIps, getIp, listIps, updateIp } from './service'
 /** /api/v2/ips: the local source addresses mail may leave from. */
 export function ipRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/ips',
-    group: 'ips',
-    tags: ['ips'],
+    resource: 'ips',
     view: IpSchema,
     create: {
       summary: 'Register a source IP',

@@ -2,10 +2,9 @@ import { asc, eq, inArray } from 'drizzle-orm'
 import net from 'node:net'
 import ipaddr from 'ipaddr.js'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, timestampsOf, viewsWith } from '../../db/crud'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
-import { toIso } from '../../lib/clock'
-import { AppError, invalidField, notFound } from '../../lib/errors'
+import { AppError, invalidField } from '../../lib/errors'
 import { normaliseDomain } from '../../lib/email'
 import { bumpPoolsVersion } from '../ip-pools/version'
 import type { IpView } from './model'
@@ -33,8 +32,7 @@ function toView(r: Row, pools: IpView['pools']): IpView {
     family: net.isIPv6(r.address) ? 6 : 4,
     hostname: r.hostname,
     pools,
-    created_at: toIso(r.created_at)!,
-    updated_at: toIso(r.updated_at)!,
+    ...timestampsOf(r),
   }
 }
 
@@ -85,9 +83,7 @@ async function requireBindable(address: string): Promise<void> {
 }
 
 function findIp(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(ips).where(eq(ips.id, id)).get()
-  if (!row) throw notFound('IP', id)
-  return row
+  return findById(deps.db, ips, id, 'IP')
 }
 
 function assertAddressFree(deps: Deps, address: string, except?: number): void {
@@ -102,13 +98,12 @@ export function getIp(deps: Deps, id: number): IpView {
 
 /** A page of IPs, oldest first. */
 export function listIps(deps: Deps, query: { page?: number; per_page?: number }) {
-  return pageOfTable(deps.db, ips, query, (rows: Row[]) => {
-    const pools = poolsOf(
-      deps,
-      rows.map((r) => r.id),
-    )
-    return rows.map((r) => toView(r, pools.get(r.id)!))
-  })
+  return pageOfTable(
+    deps.db,
+    ips,
+    query,
+    viewsWith((ids) => poolsOf(deps, ids), toView),
+  )
 }
 
 /** Registers a source address after checking that this host can bind it. */

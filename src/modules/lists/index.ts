@@ -7,9 +7,7 @@ import { createList, deleteLists, getList, listLists, updateList } from './servi
 /** /api/v2/lists */
 export function listRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/lists',
-    group: 'lists',
-    tags: ['lists'],
+    resource: 'lists',
     view: ListSchema,
     create: { summary: 'Create a list', body: CreateListBody, handle: (body) => createList(deps, body) },
     list: { summary: 'List lists', handle: (query) => listLists(deps, query) },

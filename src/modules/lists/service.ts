@@ -1,8 +1,7 @@
 import { eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, columnsOf, timestampsOf, viewsWith } from '../../db/crud'
 import { CONTACT_STATUSES, contactCounts, lists, type ContactStatus } from '../../db/schema'
-import { toIso } from '../../lib/clock'
 import { notFound } from '../../lib/errors'
 import type { ListView } from './model'
 
@@ -27,7 +26,7 @@ function countsFor(deps: Deps, ids: number[]): Map<number, ListView['counts']> {
 }
 
 function toView(r: Row, counts: ListView['counts']): ListView {
-  return { id: r.id, name: r.name, description: r.description, counts, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
+  return { ...columnsOf(r, ['id', 'name', 'description']), counts, ...timestampsOf(r) }
 }
 
 /** True when the list exists (contacts and imports check this before writing). */
@@ -43,13 +42,12 @@ export function getList(deps: Deps, id: number): ListView {
 
 /** A page of lists, oldest first. */
 export function listLists(deps: Deps, query: { page?: number; per_page?: number }) {
-  return pageOfTable(deps.db, lists, query, (rows: Row[]) => {
-    const counts = countsFor(
-      deps,
-      rows.map((r) => r.id),
-    )
-    return rows.map((r) => toView(r, counts.get(r.id)!))
-  })
+  return pageOfTable(
+    deps.db,
+    lists,
+    query,
+    viewsWith((ids) => countsFor(deps, ids), toView),
+  )
 }
 
 export function createList(deps: Deps, input: { name: string; description?: string }): ListView {

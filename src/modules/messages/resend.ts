@@ -7,8 +7,8 @@ import type { ErrorDialect, Failure } from '../../http/envelope'
 import { requires } from '../../http/schemas'
 import { AppError, ERROR_CODES, type ErrorCode } from '../../lib/errors'
 import type { SendInput } from './compose'
-import { sendWithHeaders } from './index'
-import { getMessage, type AcceptedMessage, type SendingRuntime } from './service'
+import { sendOverHttp } from './http'
+import { getMessage, type AcceptedMessage } from './service'
 
 /**
  * A Resend-compatible surface (https://resend.com/docs/api-reference) under /compat/resend,
@@ -172,30 +172,39 @@ async function resendView(deps: Deps, id: string) {
   }
 }
 
-export function resendRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthOf) {
+export function resendRoutes(deps: Deps, authOf: AuthOf) {
   const tags = ['resend-compatible']
   const idOnly = (a: AcceptedMessage) => ({ id: a.id })
+  /** Both send routes: accept through the one accept service, answer 200 as Resend does. */
+  const send = async <B>(
+    endpoint: string,
+    body: B,
+    request: Request,
+    set: { status?: number | string; headers: Record<string, string | number> },
+    inputs: () => SendInput[],
+    respond: (accepted: AcceptedMessage[]) => unknown,
+  ) => {
+    const r = await sendOverHttp(
+      deps,
+      authOf,
+      { request, endpoint, body, inputs, ctx: { source: 'resend' }, respond: (a) => ({ status: 200, body: respond(a) }) },
+      set,
+    )
+    set.status = r.status
+    return r.body
+  }
   return new Elysia({ prefix: RESEND_PREFIX })
     .post(
       '/emails',
-      async ({ body, request, set }) => {
-        const r = await sendWithHeaders(
-          deps,
-          runtime,
-          authOf,
-          {
-            request,
-            endpoint: 'POST /compat/resend/emails',
-            body,
-            inputs: () => [toSendInput(body)],
-            ctx: { source: 'resend' },
-            respond: ([a]) => ({ status: 200, body: idOnly(a!) }),
-          },
+      async ({ body, request, set }) =>
+        (await send(
+          'POST /compat/resend/emails',
+          body,
+          request,
           set,
-        )
-        set.status = r.status
-        return r.body as { id: string }
-      },
+          () => [toSendInput(body)],
+          ([a]) => idOnly(a!),
+        )) as { id: string },
       {
         body: ResendEmail,
         response: { 200: t.Object({ id: t.String() }) },
@@ -204,24 +213,15 @@ export function resendRoutes(deps: Deps, runtime: SendingRuntime, authOf: AuthOf
     )
     .post(
       '/emails/batch',
-      async ({ body, request, set }) => {
-        const r = await sendWithHeaders(
-          deps,
-          runtime,
-          authOf,
-          {
-            request,
-            endpoint: 'POST /compat/resend/emails/batch',
-            body,
-            inputs: () => body.map((e, i) => toSendInput(e, `${i}.`)),
-            ctx: { source: 'resend' },
-            respond: (accepted) => ({ status: 200, body: { data: accepted.map(idOnly) } }),
-          },
+      async ({ body, request, set }) =>
+        (await send(
+          'POST /compat/resend/emails/batch',
+          body,
+          request,
           set,
-        )
-        set.status = r.status
-        return r.body as { data: Array<{ id: string }> }
-      },
+          () => body.map((e, i) => toSendInput(e, `${i}.`)),
+          (accepted) => ({ data: accepted.map(idOnly) }),
+        )) as { data: Array<{ id: string }> },
       {
         body: t.Array(ResendEmail, { minItems: 1, maxItems: 100 }),
         response: { 200: t.Object({ data: t.Array(t.Object({ id: t.String() })) }) },

@@ -1,26 +1,18 @@
-import type { GroupCommitter } from '../../db/group-commit'
 import { preparedFor } from '../../db/prepared'
 import type { RecipientState } from '../../db/schema'
 import type { Deps } from '../../deps'
 import { toIso } from '../../lib/clock'
 import { domainOf } from '../../lib/email'
 import { AppError, invalidField, notFound } from '../../lib/errors'
-import type { BridgeIdentity } from '../bridges/identity'
+import { bridgeForApiKey, checkBridgeActive, checkBridgeSender, type BridgeIdentity } from '../bridges/identity'
 import { countBridge, takeBridgeQuotaOrThrow } from '../bridges/quotas'
 import { emitPrepared } from '../events/service'
 import { findSendingDomain } from '../sending-domains/service'
 import { checkRecipients, type SuppressionMatch } from '../suppressions/service'
 import { applyTracking, trackingChoice } from '../tracking/service'
 import { checkMessage, senderDomain, type SendInput } from './compose'
+import { beginIdempotent, type StoredResponse } from './idempotency'
 import { buildMessage } from './mime'
-import type { IdempotencyClaim, StoredResponse } from './idempotency'
-
-/** What the send path needs beyond Deps: the shared group committer and the queue's doorbell. */
-export interface SendingRuntime {
-  commits: GroupCommitter
-  /** Tells the delivery engine that new work is due now. */
-  wake(): void
-}
 
 export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast'
 
@@ -30,10 +22,11 @@ export interface AcceptContext {
   /** A pool chosen by the request; else the sending domain's, else the default pool. */
   poolId?: number | null
   nodeId?: number | null
-  /** The bridge (issue 5) the message came through: its quotas are taken and its counters kept in the commit. */
-  bridgeId?: number | null
-  /** That bridge's tracking defaults (BridgeIdentity.tracking). */
-  bridgeTracking?: BridgeIdentity['tracking'] | null
+  /**
+   * The bridge (issue 5) the message came through: its From domains are checked, its
+   * tracking defaults apply, its quotas are taken and its counters kept in the commit.
+   */
+  bridge?: BridgeIdentity | null
 }
 
 export interface AcceptedMessage {
@@ -140,7 +133,7 @@ function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): PreparedMess
   checkRouting(deps, ctx)
   const id = newMessageId()
   const messageIdHeader = `${id}@${fromDomain}`
-  applyTracking(deps, checked, id, trackingChoice(input, [domain, ctx.bridgeTracking]))
+  applyTracking(deps, checked, id, trackingChoice(input, [domain, ctx.bridge?.tracking]))
   return {
     id,
     raw: buildMessage(checked, { messageIdHeader, date: new Date(deps.clock.now()) }),
@@ -160,9 +153,10 @@ function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): PreparedMess
 function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number): AcceptedMessage {
   const st = statements(deps.db)
   // In the commit's savepoint: a refused or failed write rolls its quota use and count back too.
-  if (ctx.bridgeId != null) {
-    takeBridgeQuotaOrThrow(deps, ctx.bridgeId, 1)
-    countBridge(deps.db, ctx.bridgeId, 'accepted')
+  const bridgeId = ctx.bridge?.id ?? null
+  if (bridgeId !== null) {
+    takeBridgeQuotaOrThrow(deps, bridgeId, 1)
+    countBridge(deps.db, bridgeId, 'accepted')
   }
   st.insertMessage.run(
     p.id,
@@ -181,7 +175,7 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     p.raw,
     p.raw.length,
     now,
-    ctx.bridgeId ?? null,
+    bridgeId,
   )
   // Inside the transaction: a suppression added a moment ago is seen, and the decision is stored with the rows.
   const decisions = checkRecipients(
@@ -193,14 +187,14 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     const d = decisions[i]!
     if (d.allowed) {
       st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'queued', now, null, now, now, null)
-      emitPrepared(deps.db, now, { kind: 'message.queued', message_id: p.id, recipient: r.address, bridge_id: ctx.bridgeId, data: { kind: r.kind } })
+      emitPrepared(deps.db, now, { kind: 'message.queued', message_id: p.id, recipient: r.address, bridge_id: bridgeId, data: { kind: r.kind } })
     } else {
       st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'suppressed', null, JSON.stringify(d.suppression), now, now, now)
       emitPrepared(deps.db, now, {
         kind: 'message.suppressed',
         message_id: p.id,
         recipient: r.address,
-        bridge_id: ctx.bridgeId,
+        bridge_id: bridgeId,
         data: { kind: r.kind, suppression: d.suppression },
       })
       suppressed.push({ address: r.address, suppression: d.suppression })
@@ -210,23 +204,15 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
 }
 
 /**
- * Accepts messages: validates, builds the MIME, checks suppressions and commits every
- * message, recipient row, `message.queued`/`message.suppressed` event and the idempotency
- * record in one transaction (shared with concurrent requests by the group committer). The
- * promise resolves only after the commit, so the caller's 202 means "on disk".
- * Several inputs (a batch) are all-or-nothing.
+ * Checks and builds messages sent through the API (every input a SendInput): the bridge's
+ * From domains first, then each message. A batch is all-or-nothing; an error names the
+ * entry it is about.
  */
-export async function acceptMessages(
-  deps: Deps,
-  runtime: SendingRuntime,
-  inputs: SendInput[],
-  ctx: AcceptContext,
-  idempotency?: { claim: IdempotencyClaim; respond: (accepted: AcceptedMessage[]) => StoredResponse },
-): Promise<{ accepted: AcceptedMessage[]; response?: StoredResponse }> {
-  const prepared: PreparedMessage[] = []
-  for (const [i, input] of inputs.entries()) {
+export function prepareMessages(deps: Deps, inputs: SendInput[], ctx: AcceptContext): PreparedMessage[] {
+  if (ctx.bridge) for (const input of inputs) checkBridgeSender(ctx.bridge, input.from)
+  return inputs.map((input, i) => {
     try {
-      prepared.push(prepare(deps, input, ctx))
+      return prepare(deps, input, ctx)
     } catch (e) {
       // In a batch, say which entry failed.
       if (inputs.length > 1 && e instanceof AppError && e.details) {
@@ -234,27 +220,90 @@ export async function acceptMessages(
       }
       throw e
     }
-  }
-  return commitMessages(deps, runtime, prepared, ctx, idempotency)
+  })
 }
 
-/** Commits prepared messages (one transaction, shared by the group committer) and wakes the engine. */
-export async function commitMessages(
+/**
+ * The accept context of a send through the HTTP API (every send endpoint, the Resend surface
+ * too). A bridge's API key is held to its bridge on all of them: the bridge must be active,
+ * its pool and node win over the request's (docs/api.md "Bridges"), and its From domains and
+ * quotas are checked on accepting, so a bridge key cannot escape its rules by calling
+ * /v1/emails instead of /v1/bridge/emails.
+ */
+export function apiSendContext(
   deps: Deps,
-  runtime: SendingRuntime,
-  prepared: PreparedMessage[],
-  ctx: AcceptContext,
-  idempotency?: { claim: IdempotencyClaim; respond: (accepted: AcceptedMessage[]) => StoredResponse },
-): Promise<{ accepted: AcceptedMessage[]; response?: StoredResponse }> {
-  const result = await runtime.commits.run(() => {
-    const now = deps.clock.now()
-    const accepted = prepared.map((p) => write(deps, p, ctx, now))
-    const response = idempotency?.respond(accepted)
-    if (idempotency && response) idempotency.claim.record(deps.db, response, now)
-    return { accepted, response }
-  })
-  if (result.accepted.some((a) => a.queued > 0)) runtime.wake()
-  return result
+  apiKeyId: number,
+  requested: Pick<AcceptContext, 'source' | 'poolId' | 'nodeId'>,
+  bridgeOnly = false,
+): AcceptContext {
+  const bridge = bridgeForApiKey(deps, apiKeyId)
+  if (bridgeOnly && !bridge)
+    throw new AppError('forbidden', 'This endpoint is for bridge API keys; this key belongs to no bridge. Use POST /v1/emails, or the API key of a bridge.')
+  if (!bridge) return { ...requested, apiKeyId }
+  checkBridgeActive(bridge)
+  return { ...requested, apiKeyId, bridge, poolId: bridge.pool_id ?? requested.poolId, nodeId: bridge.node_id ?? requested.nodeId }
+}
+
+/** A request's Idempotency-Key and what makes a retry the same request (docs/api.md "Idempotency"). */
+export interface IdempotencyRequest {
+  /** The client's key (the HTTP header, or the header of a message submitted over SMTP); null: none. */
+  key: string | null
+  /** Whose keys these are: an API key's id (a bridge that has none: minus the bridge's id). */
+  scope: number
+  /** Part of the fingerprint: the same key on two endpoints is two requests. */
+  endpoint: string
+  /** What a retry repeats: the HTTP body; for SMTP the envelope, content and control headers. */
+  fingerprint: unknown
+}
+
+/** One way in's request to queue mail. */
+export interface AcceptRequest {
+  ctx: AcceptContext
+  /**
+   * Checks and builds the messages (prepareMessages, or prepareRawMessage for SMTP). Called
+   * after the idempotency check, so a replay answers without validating or rendering again.
+   */
+  prepare: () => PreparedMessage[] | Promise<PreparedMessage[]>
+  /** The answer for the accepted messages; stored with them when there is a key, for replays. */
+  respond: (accepted: AcceptedMessage[]) => StoredResponse
+  idempotency?: IdempotencyRequest
+}
+
+export type AcceptResult =
+  | { replayed: false; response: StoredResponse; accepted: AcceptedMessage[] }
+  /** The key was seen before: `response` is the first request's, nothing new was queued. */
+  | { replayed: true; response: StoredResponse }
+
+/**
+ * The one accept service: every way a message comes in (/v1/send, /v1/emails, templates,
+ * the Resend surface, bridges, SMTP submission) queues it here. In order: the idempotency
+ * check (a replay answers the stored response; a key in flight is refused), the messages are
+ * prepared, then every message, recipient row, `message.queued`/`message.suppressed` event
+ * and the idempotency record are written in one transaction (shared with concurrent requests
+ * by the group committer), the delivery engine is woken, and the key is released. The promise
+ * resolves only after the commit, so the caller's 202 or 250 means "on disk". A batch is
+ * all-or-nothing.
+ */
+export async function acceptMessages(deps: Deps, request: AcceptRequest): Promise<AcceptResult> {
+  const idem = request.idempotency
+  const start = idem ? beginIdempotent(deps, idem.key, idem.scope, idem.endpoint, idem.fingerprint) : null
+  if (start?.kind === 'replay') return { replayed: true, response: start.response }
+  const claim = start?.kind === 'claimed' ? start.claim : null
+  try {
+    const prepared = await request.prepare()
+    const result = await deps.commits.run(() => {
+      const now = deps.clock.now()
+      const accepted = prepared.map((p) => write(deps, p, request.ctx, now))
+      const response = request.respond(accepted)
+      claim?.record(deps.db, response, now)
+      return { replayed: false as const, response, accepted }
+    })
+    if (result.accepted.some((a) => a.queued > 0)) deps.doorbell.ring()
+    return result
+  } finally {
+    // Failed requests store nothing: the same key may be retried at once.
+    claim?.release()
+  }
 }
 
 interface MessageRow {

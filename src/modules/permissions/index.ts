@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import { commonErrors, Envelope, ok, requires } from '../../http/schemas'
-import { PERMISSION_TREE } from './catalog'
+import { PERMISSION_TREE } from './service'
 import { PermissionTreeSchema } from './model'
 
 /** GET /api/v2/permissions: the permission tree roles are built from. */

@@ -7,9 +7,7 @@ import { createRole, deleteRole, getRole, listRoles, updateRole } from './servic
 /** /api/v2/roles: roles are sets of permissions; a change applies to all their keys at the next request. */
 export function roleRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/roles',
-    group: 'roles',
-    tags: ['roles'],
+    resource: 'roles',
     view: RoleSchema,
     create: {
       summary: 'Create a role',

@@ -1,12 +1,11 @@
 import { and, asc, count, eq, isNull, sql } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { assertNameFree } from '../../db/crud'
+import { assertNameFree, columnsOf, timestampsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { admins, apiKeys, roles } from '../../db/schema'
 import { AppError, notFound } from '../../lib/errors'
-import { toIso } from '../../lib/clock'
 import { pageMeta, pageRequest } from '../../lib/pagination'
-import { ALL, isPermission, isSubset } from '../permissions/catalog'
+import { ALL, isPermission, isSubset } from '../permissions/service'
 import type { RoleView } from './model'
 
 export const ADMINISTRATOR = 'Administrator'
@@ -45,16 +44,7 @@ const statements = preparedFor((db) => ({
 }))
 
 function toView(row: RoleRow, key_count: number): RoleView {
-  return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    permissions: row.permissions,
-    builtin: row.builtin,
-    key_count,
-    created_at: toIso(row.created_at)!,
-    updated_at: toIso(row.updated_at)!,
-  }
+  return { ...columnsOf(row, ['id', 'name', 'description', 'permissions', 'builtin']), key_count, ...timestampsOf(row) }
 }
 
 /** Creates the built-in Administrator role (every permission, now and later) if it is missing. */

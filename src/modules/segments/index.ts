@@ -13,9 +13,7 @@ const staleRules = 'Answers 409 when the rules use a custom field that has since
 /** /api/v2/segments: saved rule trees over contacts, their members and counts. */
 export function segmentRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/segments',
-    group: 'segments',
-    tags,
+    resource: 'segments',
     view: SegmentSchema,
     create: {
       summary: 'Create a segment',

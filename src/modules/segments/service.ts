@@ -1,11 +1,10 @@
 import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, columnsOf, timestampsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { segments, type CustomFieldType } from '../../db/schema'
-import { toIso } from '../../lib/clock'
-import { AppError, notFound } from '../../lib/errors'
+import { AppError } from '../../lib/errors'
 import { pageMeta, pageRequest, pageWindow, type PageMeta } from '../../lib/pagination'
 import type { ContactView } from '../contacts/model'
 import { contactView } from '../contacts/service'
@@ -17,7 +16,7 @@ import { compileRules, type CompiledRules, type CustomFieldInfo, type RuleCatalo
 type Row = typeof segments.$inferSelect
 
 function toView(r: Row): SegmentView {
-  return { id: r.id, name: r.name, description: r.description, rules: r.rules as RuleNode, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
+  return { ...columnsOf(r, ['id', 'name', 'description']), rules: r.rules as RuleNode, ...timestampsOf(r) }
 }
 
 const statements = preparedFor((db: Db) => ({
@@ -67,9 +66,7 @@ function compileSaved(deps: Deps, segment: Row): CompiledRules {
 }
 
 function findSegment(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(segments).where(eq(segments.id, id)).get()
-  if (!row) throw notFound('segment', id)
-  return row
+  return findById(deps.db, segments, id, 'segment')
 }
 
 /** How many contacts match a compiled condition: one COUNT(*) that SQLite evaluates, nothing loaded. */

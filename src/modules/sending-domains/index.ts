@@ -10,9 +10,7 @@ const tags = ['sending domains']
 /** /api/v2/sending-domains: domains mail is sent from, their DKIM keys and DNS records. */
 export function sendingDomainRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/sending-domains',
-    group: 'sending_domains',
-    tags,
+    resource: 'sending_domains',
     view: SendingDomainSchema,
     create: {
       summary: 'Add a sending domain',

@@ -4,14 +4,14 @@ import { domainToASCII } from 'node:url'
 import { promisify } from 'node:util'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, columnsOf, timestampsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { sendingDomains, type DomainStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
-import { AppError, invalidField, notFound } from '../../lib/errors'
+import { invalidField } from '../../lib/errors'
 import { normaliseDomain } from '../../lib/email'
 import { defaultPoolId, poolAddresses, poolExists } from '../ip-pools/service'
-import { dkimSelector, expectedRecords, nextDomainStatus, type DnsRecordSpec, type RecordCheck, type RecordPurpose, type RecordState } from './records'
+import { dkimSelector, expectedRecords, nextDomainStatus, type DnsRecordSpec, type RecordCheck, type RecordPurpose } from './records'
 import { checkRecords } from './verify'
 
 type Row = typeof sendingDomains.$inferSelect
@@ -58,27 +58,17 @@ function toView(deps: Deps, r: Row, addresses: string[]): SendingDomainView {
     return { ...spec, state: check.state, ...(check.found && { found: check.found }), ...(check.message && { message: check.message }) }
   })
   return {
-    id: r.id,
-    name: r.name,
-    status: r.status,
-    pool_id: r.pool_id,
-    dkim_selector: r.dkim_selector,
-    return_path_host: r.return_path_host,
-    track_opens: r.track_opens,
-    track_clicks: r.track_clicks,
+    ...columnsOf(r, ['id', 'name', 'status', 'pool_id', 'dkim_selector', 'return_path_host', 'track_opens', 'track_clicks']),
     dns_records,
     warnings: [...new Set(dns_records.flatMap((d) => (d.warning ? [d.warning] : [])))],
     checked_at: toIso(r.checked_at),
     verified_at: toIso(r.verified_at),
-    created_at: toIso(r.created_at)!,
-    updated_at: toIso(r.updated_at)!,
+    ...timestampsOf(r),
   }
 }
 
 function findDomain(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(sendingDomains).where(eq(sendingDomains.id, id)).get()
-  if (!row) throw notFound('sending domain', id)
-  return row
+  return findById(deps.db, sendingDomains, id, 'sending domain')
 }
 
 function checkPool(deps: Deps, poolId: number | null | undefined): void {

@@ -7,9 +7,7 @@ import { createSendingNode, deleteSendingNodes, getSendingNode, listSendingNodes
 /** /api/v2/sending-nodes: delivery routes, direct-to-MX or through a relay, with caps. */
 export function sendingNodeRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/sending-nodes',
-    group: 'sending_nodes',
-    tags: ['sending nodes'],
+    resource: 'sending_nodes',
     view: SendingNodeSchema,
     create: {
       summary: 'Create a sending node',

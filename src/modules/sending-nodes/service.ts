@@ -2,11 +2,10 @@ import { eq } from 'drizzle-orm'
 import net from 'node:net'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { assertNameFree as assertUnique, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, columnsOf, timestampsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { sendingNodes, type NodeKind, type RelayTlsMode } from '../../db/schema'
-import { toIso } from '../../lib/clock'
-import { AppError, notFound, type ErrorDetails } from '../../lib/errors'
+import { AppError, type ErrorDetails } from '../../lib/errors'
 import { poolExists } from '../ip-pools/service'
 
 type Row = typeof sendingNodes.$inferSelect
@@ -45,29 +44,16 @@ export function nodeUsage(deps: Deps, nodeId: number, now: number): { this_hour:
 
 function toView(deps: Deps, r: Row): SendingNodeView {
   return {
-    id: r.id,
-    name: r.name,
-    kind: r.kind,
-    pool_id: r.pool_id,
-    relay_host: r.relay_host,
-    relay_port: r.relay_port,
-    relay_tls: r.relay_tls,
-    relay_username: r.relay_username,
+    ...columnsOf(r, ['id', 'name', 'kind', 'pool_id', 'relay_host', 'relay_port', 'relay_tls', 'relay_username']),
     has_password: r.relay_password !== null,
-    hourly_cap: r.hourly_cap,
-    daily_cap: r.daily_cap,
-    is_default: r.is_default,
-    active: r.active,
+    ...columnsOf(r, ['hourly_cap', 'daily_cap', 'is_default', 'active']),
     usage: nodeUsage(deps, r.id, deps.clock.now()),
-    created_at: toIso(r.created_at)!,
-    updated_at: toIso(r.updated_at)!,
+    ...timestampsOf(r),
   }
 }
 
 function findNode(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(sendingNodes).where(eq(sendingNodes.id, id)).get()
-  if (!row) throw notFound('sending node', id)
-  return row
+  return findById(deps.db, sendingNodes, id, 'sending node')
 }
 
 const HOST_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/

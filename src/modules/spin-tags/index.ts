@@ -9,9 +9,7 @@ const inUse = 'Templates that use a deleted tag render it as empty text and repo
 /** /api/v2/spin-tags: named sets of alternatives for {{spin "name"}} in templates. */
 export function spinTagRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/spin-tags',
-    group: 'spin_tags',
-    tags: ['spin tags'],
+    resource: 'spin_tags',
     view: SpinTagSchema,
     create: {
       summary: 'Create a spin tag',

@@ -1,18 +1,17 @@
 import { eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
-import { assertNameFree, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { assertNameFree, bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, columnsOf, timestampsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { spinTags } from '../../db/schema'
-import { toIso } from '../../lib/clock'
-import { AppError, notFound } from '../../lib/errors'
+import { AppError } from '../../lib/errors'
 import type { SpinTagView } from './model'
 import { checkAlternatives, SPIN_TAG_NAME } from './rules'
 
 type Row = typeof spinTags.$inferSelect
 
 function toView(r: Row): SpinTagView {
-  return { id: r.id, name: r.name, alternatives: r.alternatives, created_at: toIso(r.created_at)!, updated_at: toIso(r.updated_at)! }
+  return { ...columnsOf(r, ['id', 'name', 'alternatives']), ...timestampsOf(r) }
 }
 
 const statements = preparedFor((db: Db) => ({
@@ -20,9 +19,7 @@ const statements = preparedFor((db: Db) => ({
 }))
 
 function findSpinTag(deps: Deps, id: number): Row {
-  const row = deps.db.select().from(spinTags).where(eq(spinTags.id, id)).get()
-  if (!row) throw notFound('spin tag', id)
-  return row
+  return findById(deps.db, spinTags, id, 'spin tag')
 }
 
 function checkInput(input: { name?: string; alternatives?: string[] }): void {

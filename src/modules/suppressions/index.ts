@@ -10,9 +10,7 @@ const tags = ['suppressions']
 /** /api/v2/suppressions: addresses and domains that no send may reach, globally or for one list or program. */
 export function suppressionRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/suppressions',
-    group: 'suppressions',
-    tags,
+    resource: 'suppressions',
     view: SuppressionSchema,
     list: {
       summary: 'List suppressions',

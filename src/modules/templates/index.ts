@@ -31,9 +31,7 @@ const tags = ['templates']
 /** /api/v2/templates: Handlebars templates with immutable versions, and rendering. */
 export function templateRoutes(deps: Deps, authOf: AuthOf) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/templates',
-    group: 'templates',
-    tags,
+    resource: 'templates',
     view: TemplateSchema,
     create: {
       summary: 'Create a template',

@@ -1,8 +1,8 @@
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
 import { clientAddress } from '../../http/auth'
 import { publicRoute } from '../../http/schemas'
-import type { SendingRuntime } from '../messages/service'
+import { TokenParams, UnsubscribeBody } from './model'
 import { recordEngagement, senderOf, unsubscribeRecipient, type ClientInfo } from './service'
 import { verifyToken, type TrackingToken } from './tokens'
 
@@ -10,10 +10,6 @@ const tags = ['tracking']
 
 /** 1x1 transparent GIF (GIF89a, one palette entry, transparent). */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64')
-
-const TokenParams = t.Object({
-  token: t.String({ minLength: 24, maxLength: 8192, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$', description: 'A signed token from a tracked message.' }),
-})
 
 // Every tracking answer is about one reader at one moment: never cached by a browser or a proxy.
 const NO_STORE = 'no-store, private'
@@ -33,7 +29,7 @@ const invalidLink = () => page(404, 'Link not valid', '<p>This link is not valid
  * /t/u/{token} (unsubscribe page and RFC 8058 one-click unsubscribe). Each answers after the
  * event is committed.
  */
-export function trackingRoutes(deps: Deps, runtime: Pick<SendingRuntime, 'commits'>) {
+export function trackingRoutes(deps: Deps) {
   type Ctx = { request: Request; server: { requestIP(r: Request): { address: string } | null } | null }
   const clientOf = ({ request, server }: Ctx): ClientInfo => ({
     ip: clientAddress(request, server, deps.config.trust_proxy),
@@ -45,7 +41,7 @@ export function trackingRoutes(deps: Deps, runtime: Pick<SendingRuntime, 'commit
    */
   const record = async (token: TrackingToken, ctx: Ctx) => {
     try {
-      await recordEngagement(deps, runtime, token, clientOf(ctx))
+      await recordEngagement(deps, token, clientOf(ctx))
     } catch (e) {
       deps.log.error(`${token.kind} not recorded`, { message_id: token.messageId, error: (e as Error).message })
     }
@@ -94,14 +90,12 @@ export function trackingRoutes(deps: Deps, runtime: Pick<SendingRuntime, 'commit
         if (!token) return invalidLink()
         // Mail clients post "List-Unsubscribe=One-Click" (RFC 8058 section 3.2); our page posts source=page.
         const method = (ctx.body as Record<string, unknown> | undefined)?.source === 'page' ? 'page' : 'one_click'
-        const result = await unsubscribeRecipient(deps, runtime, token, method, clientOf(ctx))
+        const result = await unsubscribeRecipient(deps, token, method, clientOf(ctx))
         return page(200, 'Unsubscribed', `<p><strong>${escapeHtml(result.address)}</strong> is unsubscribed.</p>`)
       },
       {
         params: TokenParams,
-        body: t.Optional(
-          t.Record(t.String(), t.Unknown(), { description: 'RFC 8058: List-Unsubscribe=One-Click (form-encoded); the page posts source=page.' }),
-        ),
+        body: UnsubscribeBody,
         detail: {
           ...publicRoute('One-click unsubscribe (RFC 8058; records message.unsubscribed)', tags),
           'x-content-types': ['application/x-www-form-urlencoded', 'multipart/form-data'],

@@ -5,7 +5,6 @@ import { invalidField } from '../../lib/errors'
 import { emitStatusChange } from '../contacts/writer'
 import { emit } from '../events/service'
 import type { CheckedMessage } from '../messages/compose'
-import type { SendingRuntime } from '../messages/service'
 import { rewriteHtml, type HtmlTracking } from './rewrite'
 import { signToken, type TrackingToken } from './tokens'
 
@@ -15,7 +14,7 @@ import { signToken, type TrackingToken } from './tokens'
  * At acceptance the message's HTML is rewritten (rewrite.ts) and, when asked, the RFC 8058
  * List-Unsubscribe headers are added; the links carry signed tokens (tokens.ts) that name the
  * message. Following them writes `message.opened`, `message.clicked` and
- * `message.unsubscribed` events through the send path's group committer, so the answer
+ * `message.unsubscribed` events through the group committer (deps.commits), so the answer
  * (image, redirect, page) comes after the event is on disk.
  *
  * Attribution: one message is one MIME text for all its recipients, so a link cannot tell
@@ -121,9 +120,9 @@ function soleRecipient(db: Db, messageId: string): string | null {
  * for the message, which the statistics count as the unique opens and clicks the rates are
  * made of. Nothing is recorded for a message that no longer exists. Resolves after the commit.
  */
-export async function recordEngagement(deps: Deps, runtime: Pick<SendingRuntime, 'commits'>, token: TrackingToken, client: ClientInfo): Promise<boolean> {
+export async function recordEngagement(deps: Deps, token: TrackingToken, client: ClientInfo): Promise<boolean> {
   const kind = token.kind === 'click' ? 'message.clicked' : 'message.opened'
-  return runtime.commits.run(() => {
+  return deps.commits.run(() => {
     const st = statements(deps.db)
     const message = st.message.get(token.messageId)
     if (!message) return false
@@ -154,15 +153,9 @@ export interface UnsubscribeResult {
  * broadcasts skip it. Transactional sends to the address are not blocked; that is a
  * suppression's job. Repeating it changes nothing.
  */
-export async function unsubscribeRecipient(
-  deps: Deps,
-  runtime: Pick<SendingRuntime, 'commits'>,
-  token: TrackingToken,
-  method: 'one_click' | 'page',
-  client: ClientInfo,
-): Promise<UnsubscribeResult> {
+export async function unsubscribeRecipient(deps: Deps, token: TrackingToken, method: 'one_click' | 'page', client: ClientInfo): Promise<UnsubscribeResult> {
   const address = token.value
-  return runtime.commits.run(() => {
+  return deps.commits.run(() => {
     const st = statements(deps.db)
     if (st.seenFor.get(token.messageId, 'message.unsubscribed', address)) return { address, changed: false, contacts: 0 }
     const now = deps.clock.now()

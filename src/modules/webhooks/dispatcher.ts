@@ -1,6 +1,5 @@
 import http from 'node:http'
 import https from 'node:https'
-import { createGroupCommitter, type GroupCommitter } from '../../db/group-commit'
 import { preparedFor } from '../../db/prepared'
 import type { Deps } from '../../deps'
 import type { Lookup } from './address'
@@ -39,7 +38,6 @@ export function retryDelayMs(failedAttempts: number, random: number): number | n
 }
 
 export interface DispatcherParts {
-  commits?: GroupCommitter
   lookup?: Lookup
   random?: () => number
   leaseMs?: number
@@ -124,7 +122,7 @@ export type WebhookDispatcher = ReturnType<typeof createWebhookDispatcher>
 
 export function createWebhookDispatcher(deps: Deps, parts: DispatcherParts = {}) {
   const st = statements(deps.db)
-  const commits = parts.commits ?? createGroupCommitter(deps.db)
+  const commits = deps.commits
   const random = parts.random ?? Math.random
   const leaseMs = parts.leaseMs ?? Math.max(60_000, deps.config.webhook_timeout_ms * 4)
   const maxInFlight = parts.maxInFlight ?? 64

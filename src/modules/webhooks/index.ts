@@ -34,9 +34,7 @@ const tags = ['webhooks']
 /** /api/v2/webhooks */
 export function webhookRoutes(deps: Deps, authOf: AuthOf, opts: WebhookOptions = {}) {
   return crudRoutes(authOf, {
-    prefix: '/api/v2/webhooks',
-    group: 'webhooks',
-    tags,
+    resource: 'webhooks',
     view: WebhookSchema,
     create: {
       summary: 'Create a webhook',

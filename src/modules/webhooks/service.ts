@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, timestampsOf } from '../../db/crud'
 import { webhookAttempts, webhookDeliveries, webhooks } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
@@ -34,8 +34,7 @@ function toView(deps: Deps, r: Row): WebhookView {
     last_success_at: toIso(r.last_success_at),
     last_failure_at: toIso(r.last_failure_at),
     previous_secret_expires_at: rotating ? toIso(r.previous_secret_until) : null,
-    created_at: toIso(r.created_at)!,
-    updated_at: toIso(r.updated_at)!,
+    ...timestampsOf(r),
   }
 }
 
@@ -72,9 +71,7 @@ async function checkUrl(deps: Deps, text: string, opts: WebhookOptions): Promise
 }
 
 function row(deps: Deps, id: number): Row {
-  const r = deps.db.select().from(webhooks).where(eq(webhooks.id, id)).get()
-  if (!r) throw notFound('webhook', id)
-  return r
+  return findById(deps.db, webhooks, id, 'webhook')
 }
 
 export function getWebhook(deps: Deps, id: number): WebhookView {

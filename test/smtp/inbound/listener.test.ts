@@ -31,7 +31,7 @@ async function setup() {
     log: t.deps.log,
     ehlo: t.deps.config.hostname,
   })
-  const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.sending.commits, random: () => 0.5 })
+  const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.deps.commits, random: () => 0.5 })
 
   // example.com, verified against the test DNS: mail from it is signed and gets a token return path.
   const created = await t.call('POST', '/api/v2/sending-domains', { key: admin.key, body: { name: 'example.com' } })

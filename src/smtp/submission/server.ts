@@ -1,17 +1,17 @@
 import { createHash } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server'
-import type { Deps } from '../deps'
-import { checkEmail, domainOf } from '../lib/email'
-import { AppError } from '../lib/errors'
-import { authenticateBridge, bridgeAllowsAddress, type BridgeIdentity } from '../modules/bridges/identity'
-import { checkSubmittedHeaders } from '../modules/messages/compose'
-import { beginIdempotent, type StoredResponse } from '../modules/messages/idempotency'
-import { prepareRawMessage } from '../modules/messages/raw'
-import { commitMessages, type SendingRuntime } from '../modules/messages/service'
-import { createAuthThrottle, isLoopback } from './submission/auth-throttle'
-import { createLineEndingCheck } from './submission/line-endings'
-import { loadSmtpCertificate } from './tls'
+import type { Deps } from '../../deps'
+import { checkEmail, domainOf } from '../../lib/email'
+import { AppError } from '../../lib/errors'
+import { authenticateBridge, bridgeAllowsAddress, type BridgeIdentity } from '../../modules/bridges/identity'
+import { checkSubmittedHeaders } from '../../modules/messages/compose'
+import type { StoredResponse } from '../../modules/messages/idempotency'
+import { prepareRawMessage } from '../../modules/messages/raw'
+import { acceptMessages } from '../../modules/messages/service'
+import { loadSmtpCertificate } from '../tls'
+import { createAuthThrottle, isLoopback } from './auth-throttle'
+import { createLineEndingCheck } from './line-endings'
 
 /**
  * The SMTP submission listener (RFC 6409) for bridges: applications that already speak SMTP
@@ -21,8 +21,9 @@ import { loadSmtpCertificate } from './tls'
  * bridge's credentials, from an address the bridge allows, and may only use the bridge's
  * domains in MAIL FROM and From. AUTH needs TLS (STARTTLS, RFC 3207, or the implicit-TLS port
  * of RFC 8314) unless the operator allows plaintext for loopback clients. A message is queued
- * through the same path as the send API (prepareRawMessage, then commitMessages) and the 250
- * is written only after its transaction is committed: a 250 means "on disk".
+ * by the accept service of the send API (prepareRawMessage, then acceptMessages, which also
+ * answers resubmissions with an Idempotency-Key header) and the 250 is written only after its
+ * transaction is committed: a 250 means "on disk".
  */
 
 export interface SubmissionListener {
@@ -162,7 +163,7 @@ function fingerprint(
  * Starts the submission listener(s) configured by smtp_listen (STARTTLS) and smtp_tls_listen
  * (implicit TLS). Rejects with a message naming the setting when an address cannot be bound.
  */
-export async function startSubmissionListener(deps: Deps, sending: SendingRuntime, opts: SubmissionOptions = {}): Promise<SubmissionListener> {
+export async function startSubmissionListener(deps: Deps, opts: SubmissionOptions = {}): Promise<SubmissionListener> {
   const { config, log } = deps
   const certificate = opts.certificate ?? (await loadSmtpCertificate(deps))
   const throttle = createAuthThrottle(deps.clock, { limit: AUTH_FAILURE_LIMIT, windowMs: AUTH_FAILURE_WINDOW_MS })
@@ -292,23 +293,20 @@ export async function startSubmissionListener(deps: Deps, sending: SendingRuntim
     // As on the bridge's send endpoint: a pool the bridge names wins over X-Mailroom-Pool
     // (the operator routes the application's mail, not the application).
     if (bridge.pool_id !== null) prepared.poolId = bridge.pool_id
-    // Idempotency records are scoped to an API key; a bridge whose key was deleted gets a
-    // scope of its own (a negative id, which no key has).
-    const scope = bridge.api_key_id ?? -bridge.id
-    const start = beginIdempotent(deps, idempotencyKey, scope, 'SMTP', fingerprint(raw, mailFrom, recipients, prepared, requestedTracking))
-    if (start.kind === 'replay') return acceptedText(start.response)
-    const claim = start.kind === 'claimed' ? start.claim : null
-    try {
-      const ctx = { source: 'smtp' as const, apiKeyId: bridge.api_key_id, poolId: prepared.poolId, nodeId, bridgeId: bridge.id }
-      const respond = ([a]: Array<{ id: string; suppressed: unknown[] }>): StoredResponse => ({
-        status: 250,
-        body: { id: a!.id, suppressed: a!.suppressed.length },
-      })
-      const { accepted, response } = await commitMessages(deps, sending, [prepared], ctx, claim ? { claim, respond } : undefined)
-      return acceptedText(response ?? respond(accepted))
-    } finally {
-      claim?.release()
-    }
+    const result = await acceptMessages(deps, {
+      ctx: { source: 'smtp', apiKeyId: bridge.api_key_id, poolId: prepared.poolId, nodeId, bridge },
+      prepare: () => [prepared],
+      respond: ([a]) => ({ status: 250, body: { id: a!.id, suppressed: a!.suppressed.length } }),
+      idempotency: {
+        key: idempotencyKey,
+        // Idempotency records are scoped to an API key; a bridge whose key was deleted gets a
+        // scope of its own (a negative id, which no key has).
+        scope: bridge.api_key_id ?? -bridge.id,
+        endpoint: 'SMTP',
+        fingerprint: fingerprint(raw, mailFrom, recipients, prepared, requestedTracking),
+      },
+    })
+    return acceptedText(result.response)
   }
 
   const baseOptions: SMTPServerOptions = {

@@ -46,6 +46,10 @@ export async function buildBinary(outfile: string = DEFAULT_OUTFILE): Promise<Bu
     minify: true,
     // Tailwind v4 for the console's stylesheet (development uses it via bunfig.toml [serve.static]).
     plugins: [tailwind],
+    // The console's React is its production build (the development one is twice the size and
+    // slower). Only literal process.env.NODE_ENV is replaced: the server code never reads it,
+    // and Elysia reads Bun.env at run time, which this does not touch.
+    define: { 'process.env.NODE_ENV': JSON.stringify('production') },
     // In compile mode the map is embedded in the executable, so a stack trace names src/
     // files and lines even though the code is minified. Bun also writes a copy beside it,
     // removed below: the release is the one file.

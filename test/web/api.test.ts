@@ -23,6 +23,15 @@ afterEach(() => {
   globalThis.fetch = realFetch
 })
 
+/** The ApiError a call fails with (a call that succeeds fails the test). */
+const failure = (p: Promise<unknown>): Promise<ApiError> =>
+  p.then(
+    () => {
+      throw new Error('expected the call to fail')
+    },
+    (e) => e as ApiError,
+  )
+
 const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
 
 test('data is unwrapped from the envelope; the CSRF token is sent on changes, not on reads', async () => {
@@ -37,8 +46,9 @@ test('data is unwrapped from the envelope; the CSRF token is sent on changes, no
 })
 
 test('a failure is an ApiError whose details name the fields', async () => {
-  answer = () => json(422, { success: false, error: { code: 'validation_failed', message: 'The request is not valid.', details: { name: ['must not be blank'] } } })
-  const error = await api('POST', '/api/v2/roles', { name: ' ' }).catch((e) => e)
+  answer = () =>
+    json(422, { success: false, error: { code: 'validation_failed', message: 'The request is not valid.', details: { name: ['must not be blank'] } } })
+  const error = await failure(api('POST', '/api/v2/roles', { name: ' ' }))
   expect(error).toBeInstanceOf(ApiError)
   expect(error.status).toBe(422)
   expect(error.code).toBe('validation_failed')
@@ -49,7 +59,7 @@ test('a failure is an ApiError whose details name the fields', async () => {
 
 test('a wrong password on the session route is an error for the page, not a redirect', async () => {
   answer = () => json(401, { success: false, error: { code: 'unauthorized', message: 'The email or password is wrong.', details: null } })
-  const error = await api('POST', '/admin/api/session', { email: 'a@b.c', password: 'x' }).catch((e) => e)
+  const error = await failure(api('POST', '/admin/api/session', { email: 'a@b.c', password: 'x' }))
   expect(error).toBeInstanceOf(ApiError)
   expect(error.message).toBe('The email or password is wrong.')
 })
@@ -66,10 +76,10 @@ test('an unreachable server and a non-JSON answer still give a readable ApiError
   globalThis.fetch = (async () => {
     throw new TypeError('fetch failed')
   }) as unknown as typeof fetch
-  const down = await api('GET', '/api/v2/stats').catch((e) => e)
+  const down = await failure(api('GET', '/api/v2/stats'))
   expect(down.code).toBe('network_error')
   globalThis.fetch = (async () => new Response('Bad gateway', { status: 502, statusText: 'Bad Gateway' })) as unknown as typeof fetch
-  const proxy = await api('GET', '/api/v2/stats').catch((e) => e)
+  const proxy = await failure(api('GET', '/api/v2/stats'))
   expect(proxy.status).toBe(502)
   expect(proxy.message).toContain('502')
 })

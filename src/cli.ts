@@ -24,6 +24,7 @@ import { startInboundListener } from './smtp/inbound/listener'
 import { startStatsRollup } from './modules/stats/rollup'
 import { startFeedbackLoopPoller } from './smtp/inbound/imap-poller'
 import { startSubmissionListener, type SubmissionListener } from './smtp/submission/server'
+import { consoleDevRoutes } from './http/web'
 import { loadSmtpCertificate } from './smtp/tls'
 import { VERSION } from './version'
 import { startWebhooks } from './modules/webhooks/dispatcher'
@@ -456,7 +457,10 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
     if (deps.config.mx_listen) inbound = await startInboundListener(deps, { tls: await loadSmtpCertificate(deps) })
     const { host, port } = deps.config.http_listen
     try {
-      app.listen({ hostname: host, port, maxRequestBodySize: SERVER_BODY_CAP })
+      // reusePort off (Elysia turns SO_REUSEPORT on): a second server on a port in use must fail,
+      // not silently share the port's connections. Development mode (detailed error pages,
+      // hot reload of the console) only when running from source, where Bun bundles the console.
+      app.listen({ hostname: host, port, maxRequestBodySize: SERVER_BODY_CAP, reusePort: false, development: Object.keys(consoleDevRoutes()).length > 0 })
     } catch (e) {
       throw new Error(`cannot listen for HTTP on ${host}:${port}: ${(e as Error).message}`)
     }

@@ -57,6 +57,53 @@ function audience() {
   return { ...t, ids, admin: t.makeKey() }
 }
 
+describe('GET /api/v2/segments/fields', () => {
+  test('lists the built-in fields, then the custom fields, with the operators and values the compiler accepts', async () => {
+    const t = audience()
+    const r = await t.call('GET', '/api/v2/segments/fields', { key: t.admin.key })
+    expect(r.status).toBe(200)
+    const fields = r.body.data as Array<{ field: string; name: string; type: string; operators: string[]; options: string[] | null }>
+    expect(fields.map((f) => f.field)).toEqual([
+      'email',
+      'first_name',
+      'last_name',
+      'status',
+      'list_id',
+      'created_at',
+      'updated_at',
+      'fields.age',
+      'fields.plan',
+    ])
+    expect(fields.find((f) => f.field === 'status')).toEqual({
+      field: 'status',
+      name: 'Status',
+      type: 'status',
+      operators: ['eq', 'neq', 'in', 'not_in'],
+      options: ['subscribed', 'unconfirmed', 'unsubscribed', 'bounced', 'complained'],
+    })
+    expect(fields.find((f) => f.field === 'fields.plan')).toEqual({
+      field: 'fields.plan',
+      name: 'Plan',
+      type: 'one_of',
+      operators: ['eq', 'neq', 'in', 'not_in', 'is_set', 'is_not_set'],
+      options: ['free', 'pro'],
+    })
+    expect(fields.find((f) => f.field === 'fields.age')?.operators).toContain('between')
+    // Every field and operator offered is one a preview accepts.
+    for (const f of fields) {
+      const value = f.options ? f.options[0] : f.type === 'number' ? 1 : f.type === 'list_id' ? 1 : f.type === 'timestamp' ? { days_ago: 1 } : 'x'
+      const preview = await t.call('POST', '/api/v2/segments/preview', { key: t.admin.key, body: { rules: { all: [{ field: f.field, op: 'eq', value }] } } })
+      expect(preview.status).toBe(200)
+    }
+  })
+
+  test('needs segments.read', async () => {
+    const t = audience()
+    const none = t.makeKey({ permissions: [] })
+    expect((await t.call('GET', '/api/v2/segments/fields', { key: none.key })).status).toBe(403)
+  })
+})
+
 describe('segments CRUD', () => {
   test('create answers 201 with the canonical rules; get, list, update and delete', async () => {
     const t = audience()

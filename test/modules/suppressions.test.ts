@@ -313,6 +313,18 @@ describe('one suppression', () => {
     expect((await call('GET', '/api/v2/suppressions')).body.data.map((x: { id: number }) => x.id)).toEqual([1])
   })
 
+  test('bulk-delete lifts several by id whatever their scope and type, and names the ids it did not find', async () => {
+    const { call, suppress, stored, listA } = setup()
+    await suppress({ type: 'email', entries: ['a@example.com', 'b@example.com'] })
+    await suppress({ type: 'domain', entries: ['example.net'], scope: 'list', list_id: listA })
+    const r = await call('POST', '/api/v2/suppressions/bulk-delete', { ids: [3, 1, 99] })
+    expect(r.status).toBe(200)
+    expect(r.body).toEqual({ success: true, data: { deleted: [1, 3], not_found: [99] } })
+    expect(stored().map((s) => s.value)).toEqual(['b@example.com'])
+    const empty = await call('POST', '/api/v2/suppressions/bulk-delete', { ids: [] })
+    expect(empty.status).toBe(422)
+  })
+
   test('deleting a list lifts its list-scoped suppressions with it', async () => {
     const { t, suppress, stored, listA } = setup()
     await suppress({ type: 'email', entries: ['a@example.com'], scope: 'list', list_id: listA })

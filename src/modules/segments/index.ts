@@ -4,8 +4,8 @@ import type { AuthOf } from '../../http/auth'
 import { crudRoutes } from '../../http/crud'
 import { commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from '../../http/schemas'
 import { ContactSchema } from '../contacts/model'
-import { CountSchema, CreateSegmentBody, PreviewSegmentBody, SegmentSchema, UpdateSegmentBody } from './model'
-import { countSegment, createSegment, deleteSegments, getSegment, listSegments, previewSegment, segmentContacts, updateSegment } from './service'
+import { CountSchema, CreateSegmentBody, PreviewSegmentBody, SegmentFieldSchema, SegmentSchema, UpdateSegmentBody } from './model'
+import { countSegment, createSegment, deleteSegments, getSegment, listSegments, previewSegment, segmentContacts, segmentFields, updateSegment } from './service'
 
 const tags = ['segments']
 const staleRules = 'Answers 409 when the rules use a custom field that has since been deleted.'
@@ -31,6 +31,14 @@ export function segmentRoutes(deps: Deps, authOf: AuthOf) {
     remove: { summary: 'Delete a segment', description: 'Contacts are not touched.' },
     bulkDelete: { summary: 'Delete several segments', description: 'Contacts are not touched.', handle: (ids) => deleteSegments(deps, ids) },
   })
+    .get('/fields', () => ok(segmentFields(deps)), {
+      response: { 200: Envelope(t.Array(SegmentFieldSchema)), ...commonErrors },
+      detail: requires('segments.read', 'The fields rules may use, with their operators and allowed values', {
+        tags,
+        description:
+          'Built-in fields, then every custom field as fields.<key>. Besides field conditions, rules may use {"in_list": id} and {"not_in_list": id}.',
+      }),
+    })
     .post(
       '/preview',
       async ({ body, request }) => {

@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
-import { MAX_CONDITIONS, MAX_DEPTH } from './rules'
-import { NameString } from '../../http/schemas'
+import { MAX_CONDITIONS, MAX_DEPTH, OPERATORS, FIELD_TYPES } from './rules'
+import { enumOf, NameString } from '../../http/schemas'
 
 /**
  * The rule tree is checked by the compiler (./rules.ts), not by the schema: its messages
@@ -46,3 +46,12 @@ export const UpdateSegmentBody = t.Partial(CreateSegmentBody)
 export const PreviewSegmentBody = t.Object({ rules: RulesSchema })
 
 export const CountSchema = t.Object({ count: t.Integer({ description: 'Contacts matching the rules now.' }) })
+
+/** A field a condition may name, with what the rule compiler accepts for it (a rule builder's menus). */
+export const SegmentFieldSchema = t.Object({
+  field: t.String({ description: 'The value of a condition\'s "field": email, status, ..., or fields.<custom field key>.' }),
+  name: t.String({ description: "A name for people: the custom field's name, or the built-in field's." }),
+  type: enumOf(FIELD_TYPES, { description: 'Decides the operators and the form of values (API guide, segments).' }),
+  operators: t.Array(enumOf(OPERATORS)),
+  options: t.Union([t.Array(t.String()), t.Null()], { description: 'The allowed values of a status or one_of field; null otherwise.' }),
+})

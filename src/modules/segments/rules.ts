@@ -119,7 +119,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
 // ---------------------------------------------------------------------------------------
 
 /** Value types of fields; each decides the operators and how values are read and compared. */
-export type FieldType = 'text' | 'number' | 'date' | 'timestamp' | 'boolean' | 'status' | 'list_id' | 'one_of'
+export const FIELD_TYPES = ['text', 'number', 'date', 'timestamp', 'boolean', 'status', 'list_id', 'one_of'] as const
+export type FieldType = (typeof FIELD_TYPES)[number]
 
 export const OPERATORS = [
   'eq',
@@ -185,6 +186,29 @@ const BUILTIN_FIELDS: Readonly<Record<string, Operand>> = Object.freeze({
 
 /** The field names a condition may use, for messages and docs. */
 export const BUILTIN_FIELD_NAMES = Object.keys(BUILTIN_FIELDS)
+
+/** One field a condition may name, as a rule builder offers it. */
+export interface FieldDescription {
+  field: string
+  type: FieldType
+  operators: Operator[]
+  /** The allowed values (status, one_of), or null. */
+  options: string[] | null
+}
+
+/** Every field a condition may use (the built-in ones, then the custom fields), with its type, operators and allowed values. */
+export function describeFields(custom: readonly CustomFieldInfo[]): FieldDescription[] {
+  const builtin = Object.entries(BUILTIN_FIELDS).map(([field, o]) => ({
+    field,
+    type: o.type,
+    operators: [...OPS_BY_TYPE[o.type]],
+    options: o.options ? [...o.options] : null,
+  }))
+  const extra = custom
+    .filter((c) => CUSTOM_KEY.test(c.key))
+    .map((c) => ({ field: `fields.${c.key}`, type: c.type, operators: [...OPS_BY_TYPE[c.type]], options: c.type === 'one_of' ? [...c.options] : null }))
+  return [...builtin, ...extra]
+}
 
 function resolveField(name: unknown, path: string, ctx: CompileContext): Operand | null {
   if (typeof name !== 'string' || name === '') return fail(ctx, path, 'must be a field name, e.g. "email", "status" or "fields.<custom field key>"')

@@ -11,7 +11,16 @@ import { contactView } from '../contacts/service'
 import type { RawContact } from '../contacts/writer'
 import { parallelCount } from './count-pool'
 import type { SegmentView } from './model'
-import { compileRules, type CompiledRules, type CustomFieldInfo, type RuleCatalog, type RuleNode, type SqlValue } from './rules'
+import {
+  compileRules,
+  describeFields,
+  type FieldDescription,
+  type CompiledRules,
+  type CustomFieldInfo,
+  type RuleCatalog,
+  type RuleNode,
+  type SqlValue,
+} from './rules'
 
 type Row = typeof segments.$inferSelect
 
@@ -168,4 +177,27 @@ export function segmentContacts(deps: Deps, id: number, query: { page?: number; 
     }
     return { items: rows.map(contactView), meta: pageMeta(req, total) }
   })()
+}
+
+/** Names of the built-in fields, for people. */
+const BUILTIN_NAMES: Record<string, string> = {
+  email: 'Email',
+  first_name: 'First name',
+  last_name: 'Last name',
+  status: 'Status',
+  list_id: 'List',
+  created_at: 'Created',
+  updated_at: 'Updated',
+}
+
+/** The fields rules may use now (built-in, then custom fields by key), with their operators and allowed values. */
+export function segmentFields(deps: Deps): Array<FieldDescription & { name: string }> {
+  const rows = deps.db.$client
+    .query<{ key: string; name: string; type: CustomFieldType; options: string }, []>('SELECT key, name, type, options FROM custom_fields ORDER BY key')
+    .all()
+  const names = new Map(rows.map((r) => [`fields.${r.key}`, r.name]))
+  return describeFields(rows.map((r) => ({ key: r.key, type: r.type, options: JSON.parse(r.options) as string[] }))).map((f) => ({
+    ...f,
+    name: names.get(f.field) ?? BUILTIN_NAMES[f.field] ?? f.field,
+  }))
 }

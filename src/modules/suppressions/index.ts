@@ -3,7 +3,7 @@ import type { AuthOf } from '../../http/auth'
 import { crudRoutes } from '../../http/crud'
 import { commonErrors, Envelope, ok, requires } from '../../http/schemas'
 import { BatchAddBody, BatchAddResultSchema, BatchDeleteBody, BatchDeleteResultSchema, MAX_BATCH_ENTRIES, SuppressionFilters, SuppressionSchema } from './model'
-import { addSuppressions, deleteSuppression, getSuppression, listSuppressions, removeSuppressions } from './service'
+import { addSuppressions, deleteSuppression, deleteSuppressionsById, getSuppression, listSuppressions, removeSuppressions } from './service'
 
 const tags = ['suppressions']
 
@@ -20,6 +20,11 @@ export function suppressionRoutes(deps: Deps, authOf: AuthOf) {
     },
     get: { summary: 'Get a suppression', handle: (id) => getSuppression(deps, id) },
     remove: { summary: 'Lift one suppression', description: 'Answers with the record as it was.', handle: (id) => deleteSuppression(deps, id) },
+    bulkDelete: {
+      summary: 'Lift several suppressions by id',
+      description: 'Whatever their scope and type (the console removes the rows selected in its table); batch-delete lifts entries by value.',
+      handle: (ids) => deleteSuppressionsById(deps, ids),
+    },
   })
     .post('/batch', ({ body }) => ok(addSuppressions(deps, body)), {
       body: BatchAddBody,

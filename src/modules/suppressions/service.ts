@@ -1,6 +1,6 @@
 import { and, count, desc, eq, gte, lt, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { columnsOf } from '../../db/crud'
+import { bulkDeleteByIds, columnsOf, type BulkDeleteOutcome } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { suppressions, type PROGRAM_TYPES, type SUPPRESSION_SCOPES, type SUPPRESSION_TYPES } from '../../db/schema'
 import { toIso } from '../../lib/clock'
@@ -337,6 +337,11 @@ export function deleteSuppression(deps: Deps, id: number): SuppressionView {
   const row = deps.db.delete(suppressions).where(eq(suppressions.id, id)).returning().get()
   if (!row) throw notFound('suppression', id)
   return toView(row)
+}
+
+/** Lifts the suppressions with these ids, whatever their scope; ids not found are reported, not errors. */
+export function deleteSuppressionsById(deps: Deps, ids: number[]): BulkDeleteOutcome {
+  return bulkDeleteByIds(deps.db, suppressions, ids)
 }
 
 /** A recipient of a send: the address, and the list and program the send is for, if any. */

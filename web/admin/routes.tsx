@@ -29,6 +29,12 @@ import {
   type LucideIcon,
 } from 'lucide-react'
 import type { ComponentType } from 'react'
+import { ContactsPage } from './pages/audience/contacts'
+import { CustomFieldsPage } from './pages/audience/custom-fields'
+import { ImportsPage } from './pages/audience/imports'
+import { ListsPage } from './pages/audience/lists'
+import { SegmentsPage } from './pages/audience/segments'
+import { SuppressionsPage } from './pages/audience/suppressions'
 import { DashboardPage } from './pages/dashboard'
 
 /** One page of the console. */
@@ -83,21 +89,37 @@ export const NAV: NavEntry[] = [
     label: 'Audience',
     icon: UsersIcon,
     items: [
-      { path: '/audience/lists', label: 'Lists', icon: ListIcon, permission: 'lists.read', description: 'Mailing lists and their subscribers.' },
+      {
+        path: '/audience/lists',
+        label: 'Lists',
+        icon: ListIcon,
+        permission: 'lists.read',
+        description: 'Mailing lists and their subscribers.',
+        component: ListsPage,
+      },
       {
         path: '/audience/contacts',
         label: 'Contacts',
         icon: ContactIcon,
         permission: 'contacts.read',
         description: 'Everyone on your lists, with their fields and history.',
+        component: ContactsPage,
       },
-      { path: '/audience/imports', label: 'Imports', icon: UploadIcon, permission: 'contacts.import', description: 'Bring contacts in from CSV files.' },
+      {
+        path: '/audience/imports',
+        label: 'Imports',
+        icon: UploadIcon,
+        permission: 'contacts.import',
+        description: 'Bring contacts in from CSV files.',
+        component: ImportsPage,
+      },
       {
         path: '/audience/segments',
         label: 'Segments',
         icon: FilterIcon,
         permission: 'segments.read',
         description: 'Audiences defined by rules, counted live.',
+        component: SegmentsPage,
       },
       {
         path: '/audience/custom-fields',
@@ -105,6 +127,7 @@ export const NAV: NavEntry[] = [
         icon: BracesIcon,
         permission: 'custom_fields.read',
         description: 'Extra data kept on each contact.',
+        component: CustomFieldsPage,
       },
       {
         path: '/audience/suppressions',
@@ -112,6 +135,7 @@ export const NAV: NavEntry[] = [
         icon: BanIcon,
         permission: 'suppressions.read',
         description: 'Addresses that must never be mailed.',
+        component: SuppressionsPage,
       },
     ],
   },

@@ -12,7 +12,8 @@ import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from '.
 /** One column: its heading and how a row shows in it. */
 export interface Column<T> {
   id: string
-  header: ReactNode
+  /** The heading; a function gets the rows on screen (a "select all on this page" box). */
+  header: ReactNode | ((rows: T[]) => ReactNode)
   cell: (row: T) => ReactNode
   className?: string
 }
@@ -69,7 +70,7 @@ export function DataTable<T>({
             <TableRow className="hover:bg-transparent">
               {columns.map((c) => (
                 <TableHead key={c.id} className={c.className}>
-                  {c.header}
+                  {typeof c.header === 'function' ? c.header(data) : c.header}
                 </TableHead>
               ))}
             </TableRow>

@@ -44,13 +44,22 @@ const NO_REDIRECT = ['/admin/api/session', '/admin/api/setup']
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
+/** A body sent as it is (a file upload) with its media type, instead of as JSON. */
+class RawBody {
+  constructor(
+    readonly body: Blob,
+    readonly contentType: string,
+  ) {}
+}
+
 async function request(method: Method, path: string, body?: unknown): Promise<{ data: unknown; meta?: PageMeta }> {
   const headers: Record<string, string> = { accept: 'application/json' }
-  if (body !== undefined) headers['content-type'] = 'application/json'
+  if (body !== undefined) headers['content-type'] = body instanceof RawBody ? body.contentType : 'application/json'
   if (MUTATING.has(method) && csrfToken) headers['x-csrf-token'] = csrfToken
   let res: Response
   try {
-    res = await fetch(path, { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) })
+    const payload = body === undefined ? undefined : body instanceof RawBody ? body.body : JSON.stringify(body)
+    res = await fetch(path, { method, headers, credentials: 'same-origin', body: payload })
   } catch {
     throw new ApiError(0, 'network_error', 'The server could not be reached. Check that Mailroom is running and try again.')
   }
@@ -86,6 +95,11 @@ export function redirectToSignIn(): void {
 /** Calls the API and returns the envelope's `data`; throws ApiError on any failure. */
 export async function api<T = unknown>(method: Method, path: string, body?: unknown): Promise<T> {
   return (await request(method, path, body)).data as T
+}
+
+/** Sends a file as the request body (e.g. a CSV to POST /api/v2/imports) and returns the envelope's `data`. */
+export async function apiUpload<T = unknown>(path: string, file: Blob, contentType: string): Promise<T> {
+  return (await request('POST', path, new RawBody(file, contentType))).data as T
 }
 
 /** Reads one page of a list (`?page=&per_page=` and filters) and returns rows with their meta. */

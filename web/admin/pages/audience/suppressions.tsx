@@ -1,0 +1,410 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query'
+import { BanIcon, CheckCircle2Icon, PlusIcon, SearchIcon, Trash2Icon, XIcon } from 'lucide-react'
+import { useEffect, useState } from 'react'
+import { toast } from 'sonner'
+import { DataTable, type Column } from '../../components/data-table'
+import { PageHeader } from '../../components/page-header'
+import { Badge } from '../../components/ui/badge'
+import { Button } from '../../components/ui/button'
+import { Checkbox } from '../../components/ui/checkbox'
+import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../../components/ui/dialog'
+import { FormField } from '../../components/ui/form-field'
+import { Input } from '../../components/ui/input'
+import { Label } from '../../components/ui/label'
+import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../../components/ui/select'
+import { Tabs, TabsList, TabsTrigger } from '../../components/ui/tabs'
+import { Textarea } from '../../components/ui/textarea'
+import { api, errorMessage, fieldError } from '../../lib/api'
+import { can, useSession } from '../../lib/session'
+import { useUrlQuery } from '../../lib/url-query'
+import { formatDateTime, formatNumber } from '../../lib/utils'
+import { ConfirmDelete, FilterSelect, useDebounced, useListMenu, useListName } from './shared'
+
+interface Suppression {
+  id: number
+  scope: 'global' | 'list' | 'program'
+  list_id: number | null
+  program_type: string | null
+  program_id: number | null
+  type: 'email' | 'domain'
+  value: string
+  reason: string
+  created_at: string
+}
+
+interface AddResult {
+  added: number
+  skipped: number
+  invalid: Array<{ entry: string; reason: string }>
+}
+
+const REASONS: Array<{ value: string; label: string }> = [
+  { value: 'manual', label: 'Added by hand' },
+  { value: 'hard_bounce', label: 'Hard bounce' },
+  { value: 'complaint', label: 'Complaint' },
+  { value: 'unsubscribe', label: 'Unsubscribed' },
+  { value: 'import', label: 'Imported from elsewhere' },
+]
+const FILTERS = ['search', 'scope', 'type', 'reason', 'list_id']
+/** Entries per request (the API's limit). */
+const MAX_ENTRIES = 10_000
+
+/** Pasted text as entries: one per line, comma, semicolon or space. */
+function entriesOf(text: string): string[] {
+  return text
+    .split(/[\s,;]+/)
+    .map((e) => e.trim())
+    .filter(Boolean)
+}
+
+/** Paste addresses or domains, choose the scope and reason, and see what was added, skipped or refused. */
+function AddDialog({ onClose }: { onClose: () => void }) {
+  const qc = useQueryClient()
+  const lists = useListMenu()
+  const [type, setType] = useState<'email' | 'domain'>('email')
+  const [text, setText] = useState('')
+  const [scope, setScope] = useState<'global' | 'list'>('global')
+  const [listId, setListId] = useState<string | undefined>(undefined)
+  const [reason, setReason] = useState('manual')
+  const entries = entriesOf(text)
+  const m = useMutation({
+    mutationFn: () =>
+      api<AddResult>('POST', '/api/v2/suppressions/batch', {
+        type,
+        reason,
+        entries,
+        scope,
+        ...(scope === 'list' ? { list_id: listId ? Number(listId) : null } : {}),
+      }),
+    onSuccess: async () => {
+      await qc.invalidateQueries({ queryKey: ['suppressions'] })
+    },
+    onError: (e) => {
+      if (!['entries', 'type', 'reason', 'scope', 'list_id'].some((k) => fieldError(e, k))) toast.error(errorMessage(e))
+    },
+  })
+  const result = m.data
+  return (
+    <Dialog open onOpenChange={(o) => !o && onClose()}>
+      <DialogContent className="max-h-[calc(100dvh-2rem)] overflow-y-auto sm:max-w-xl">
+        <DialogHeader>
+          <DialogTitle>Add suppressions</DialogTitle>
+          <DialogDescription>Paste addresses or domains: one per line, or separated by commas or spaces. Nothing is sent to them afterwards.</DialogDescription>
+        </DialogHeader>
+        {result ? (
+          <div className="grid gap-4" role="status" aria-live="polite">
+            <div className="grid grid-cols-3 gap-3">
+              {[
+                ['Added', result.added, 'text-success'],
+                ['Already there', result.skipped, ''],
+                ['Invalid', result.invalid.length, result.invalid.length ? 'text-destructive' : ''],
+              ].map(([label, n, tone]) => (
+                <div key={label as string} className="grid gap-1 rounded-lg border px-3 py-2">
+                  <span className="text-xs text-muted-foreground">{label}</span>
+                  <span className={`text-2xl font-semibold tabular-nums ${tone}`}>{formatNumber(n as number)}</span>
+                </div>
+              ))}
+            </div>
+            {result.invalid.length ? (
+              <div className="grid gap-2">
+                <h3 className="text-sm font-semibold">Not added</h3>
+                <ul className="grid max-h-48 gap-1 overflow-y-auto rounded-md border p-2 text-sm">
+                  {result.invalid.map((i, n) => (
+                    <li key={n} className="flex flex-wrap gap-x-2">
+                      <code className="font-mono">{i.entry}</code>
+                      <span className="text-muted-foreground">— {i.reason}</span>
+                    </li>
+                  ))}
+                </ul>
+              </div>
+            ) : (
+              <p className="flex items-center gap-2 text-sm text-muted-foreground">
+                <CheckCircle2Icon className="size-4 text-success" aria-hidden="true" /> Every entry was valid.
+              </p>
+            )}
+            <DialogFooter>
+              <Button type="button" variant="outline" onClick={() => m.reset()}>
+                Add more
+              </Button>
+              <Button type="button" onClick={onClose}>
+                Done
+              </Button>
+            </DialogFooter>
+          </div>
+        ) : (
+          <form
+            className="grid gap-4"
+            onSubmit={(e) => {
+              e.preventDefault()
+              m.mutate()
+            }}
+          >
+            <div className="grid gap-2">
+              <Label id="suppress-type-label">What you paste</Label>
+              <Tabs value={type} onValueChange={(v) => setType(v as 'email' | 'domain')}>
+                <TabsList aria-labelledby="suppress-type-label">
+                  <TabsTrigger value="email">Addresses</TabsTrigger>
+                  <TabsTrigger value="domain">Domains</TabsTrigger>
+                </TabsList>
+              </Tabs>
+            </div>
+            <FormField
+              label={type === 'email' ? 'Addresses' : 'Domains'}
+              hint={`${formatNumber(entries.length)} ${entries.length === 1 ? 'entry' : 'entries'}${entries.length > MAX_ENTRIES ? ` — at most ${formatNumber(MAX_ENTRIES)} at a time` : ''}. ${type === 'domain' ? 'A domain covers every address at exactly that domain, not its subdomains.' : ''}`}
+              error={fieldError(m.error, 'entries')}
+            >
+              <Textarea
+                value={text}
+                onChange={(e) => setText(e.target.value)}
+                rows={7}
+                className="font-mono text-xs"
+                placeholder={type === 'email' ? 'jane@example.com\nbob@example.org' : 'example.net\nspam.example'}
+                autoFocus
+              />
+            </FormField>
+            <div className="grid gap-4 sm:grid-cols-2">
+              <FormField label="Applies to" error={fieldError(m.error, 'scope')}>
+                <Select value={scope} onValueChange={(v) => setScope(v as 'global' | 'list')}>
+                  <SelectTrigger>
+                    <SelectValue />
+                  </SelectTrigger>
+                  <SelectContent>
+                    <SelectItem value="global">Every send (global)</SelectItem>
+                    <SelectItem value="list">One list</SelectItem>
+                  </SelectContent>
+                </Select>
+              </FormField>
+              <FormField label="Reason" error={fieldError(m.error, 'reason')}>
+                <Select value={reason} onValueChange={setReason}>
+                  <SelectTrigger>
+                    <SelectValue />
+                  </SelectTrigger>
+                  <SelectContent>
+                    {REASONS.map((r) => (
+                      <SelectItem key={r.value} value={r.value}>
+                        {r.label}
+                      </SelectItem>
+                    ))}
+                  </SelectContent>
+                </Select>
+              </FormField>
+            </div>
+            {scope === 'list' ? (
+              <FormField label="List" error={fieldError(m.error, 'list_id')}>
+                <Select value={listId} onValueChange={setListId}>
+                  <SelectTrigger>
+                    <SelectValue placeholder="Choose a list" />
+                  </SelectTrigger>
+                  <SelectContent>
+                    {(lists.data?.data ?? []).map((l) => (
+                      <SelectItem key={l.id} value={String(l.id)}>
+                        {l.name}
+                      </SelectItem>
+                    ))}
+                  </SelectContent>
+                </Select>
+              </FormField>
+            ) : null}
+            <DialogFooter>
+              <Button type="button" variant="outline" onClick={onClose}>
+                Cancel
+              </Button>
+              <Button type="submit" disabled={m.isPending || entries.length === 0}>
+                {m.isPending ? 'Adding…' : `Suppress ${formatNumber(entries.length)}`}
+              </Button>
+            </DialogFooter>
+          </form>
+        )}
+      </DialogContent>
+    </Dialog>
+  )
+}
+
+function SearchBox() {
+  const [params, setParams] = useUrlQuery()
+  const [text, setText] = useState(params.get('search') ?? '')
+  const settled = useDebounced(text.trim(), 300)
+  useEffect(() => {
+    if (settled !== (params.get('search') ?? '')) setParams({ search: settled || null, page: null }, { replace: true })
+  }, [settled]) // eslint-disable-line react-hooks/exhaustive-deps
+  const inUrl = params.get('search') ?? ''
+  useEffect(() => {
+    if (inUrl !== settled) setText(inUrl)
+  }, [inUrl]) // eslint-disable-line react-hooks/exhaustive-deps
+  return (
+    <div className="relative w-full sm:w-72">
+      <Label htmlFor="suppression-search" className="sr-only">
+        Search suppressions
+      </Label>
+      <SearchIcon className="pointer-events-none absolute top-1/2 left-2.5 size-4 -translate-y-1/2 text-muted-foreground" aria-hidden="true" />
+      <Input
+        id="suppression-search"
+        type="search"
+        placeholder="Address or domain starts with…"
+        className="pl-8"
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        autoComplete="off"
+      />
+    </div>
+  )
+}
+
+/** Audience › Suppressions: search, paste a list to add, remove one or several. */
+export function SuppressionsPage() {
+  const session = useSession()
+  const admin = session.data?.admin
+  const [params, setParams] = useUrlQuery()
+  const listName = useListName()
+  const [adding, setAdding] = useState(false)
+  const [selected, setSelected] = useState<Set<number>>(new Set())
+  const [removing, setRemoving] = useState<Suppression[] | null>(null)
+  const mayDelete = can(admin, 'suppressions.delete')
+  const filtered = FILTERS.some((f) => params.get(f))
+  const toggle = (id: number, on: boolean) =>
+    setSelected((s) => {
+      const next = new Set(s)
+      if (on) next.add(id)
+      else next.delete(id)
+      return next
+    })
+
+  const columns: Column<Suppression>[] = [
+    ...(mayDelete
+      ? [
+          {
+            id: 'select',
+            className: 'w-10',
+            header: (rows: Suppression[]) => {
+              const on = rows.filter((r) => selected.has(r.id)).length
+              return (
+                <Checkbox
+                  aria-label="Select every suppression on this page"
+                  checked={on === 0 ? false : on === rows.length ? true : 'indeterminate'}
+                  onCheckedChange={(c) => setSelected(c === true ? new Set([...selected, ...rows.map((r) => r.id)]) : new Set())}
+                />
+              )
+            },
+            cell: (s: Suppression) => <Checkbox aria-label={`Select ${s.value}`} checked={selected.has(s.id)} onCheckedChange={(c) => toggle(s.id, c === true)} />,
+          } satisfies Column<Suppression>,
+        ]
+      : []),
+    { id: 'value', header: 'Address or domain', cell: (s) => <span className="font-medium break-all">{s.value}</span> },
+    { id: 'type', header: 'Type', className: 'hidden sm:table-cell', cell: (s) => <Badge variant="outline">{s.type === 'email' ? 'address' : 'domain'}</Badge> },
+    {
+      id: 'scope',
+      header: 'Applies to',
+      className: 'hidden md:table-cell',
+      cell: (s) =>
+        s.scope === 'global' ? (
+          <Badge variant="secondary">every send</Badge>
+        ) : s.scope === 'list' ? (
+          <span>list {listName(s.list_id)}</span>
+        ) : (
+          <span>
+            {s.program_type} #{s.program_id}
+          </span>
+        ),
+    },
+    { id: 'reason', header: 'Reason', cell: (s) => REASONS.find((r) => r.value === s.reason)?.label ?? s.reason },
+    { id: 'added', header: 'Added', className: 'hidden lg:table-cell text-muted-foreground', cell: (s) => formatDateTime(s.created_at) },
+    ...(mayDelete
+      ? [
+          {
+            id: 'remove',
+            header: <span className="sr-only">Remove</span>,
+            className: 'w-12 text-right',
+            cell: (s: Suppression) => (
+              <Button variant="ghost" size="icon" aria-label={`Remove ${s.value}`} onClick={() => setRemoving([s])}>
+                <Trash2Icon />
+              </Button>
+            ),
+          } satisfies Column<Suppression>,
+        ]
+      : []),
+  ]
+
+  const addButton = can(admin, 'suppressions.create') ? (
+    <Button onClick={() => setAdding(true)}>
+      <PlusIcon /> Add suppressions
+    </Button>
+  ) : null
+
+  const count = removing?.length ?? 0
+  return (
+    <div className="grid gap-6">
+      <PageHeader title="Suppressions" description="Addresses and domains that are never mailed, everywhere or for one list." actions={addButton} />
+      <div className="flex flex-col flex-wrap gap-2 sm:flex-row sm:items-center">
+        <SearchBox />
+        <FilterSelect
+          label="Applies to"
+          value={params.get('scope')}
+          onChange={(v) => setParams({ scope: v, page: null })}
+          allLabel="Any scope"
+          options={[
+            { value: 'global', label: 'Every send' },
+            { value: 'list', label: 'One list' },
+            { value: 'program', label: 'One program' },
+          ]}
+          className="w-full sm:w-36"
+        />
+        <FilterSelect
+          label="Type"
+          value={params.get('type')}
+          onChange={(v) => setParams({ type: v, page: null })}
+          allLabel="Addresses and domains"
+          options={[
+            { value: 'email', label: 'Addresses' },
+            { value: 'domain', label: 'Domains' },
+          ]}
+          className="w-full sm:w-52"
+        />
+        <FilterSelect
+          label="Reason"
+          value={params.get('reason')}
+          onChange={(v) => setParams({ reason: v, page: null })}
+          allLabel="Any reason"
+          options={REASONS}
+          className="w-full sm:w-48"
+        />
+        {filtered ? (
+          <Button variant="ghost" size="sm" onClick={() => setParams(Object.fromEntries([...FILTERS, 'page'].map((f) => [f, null])))}>
+            <XIcon /> Clear filters
+          </Button>
+        ) : null}
+        {selected.size ? (
+          <Button variant="destructive" size="sm" className="sm:ml-auto" onClick={() => setRemoving([...selected].map((id) => ({ id }) as Suppression))}>
+            <Trash2Icon /> Remove {formatNumber(selected.size)} selected
+          </Button>
+        ) : null}
+      </div>
+      <DataTable
+        path="/api/v2/suppressions"
+        queryKey="suppressions"
+        columns={columns}
+        rowKey={(s) => s.id}
+        filters={FILTERS}
+        caption="Suppressions"
+        empty={
+          filtered
+            ? { icon: SearchIcon, title: 'No suppressions match', description: 'Try the start of another address or domain, or clear the filters.' }
+            : { icon: BanIcon, title: 'Nothing is suppressed', description: 'Bounces, complaints and unsubscribes land here; you can also paste a list.', action: addButton }
+        }
+      />
+      {adding ? <AddDialog onClose={() => setAdding(false)} /> : null}
+      <ConfirmDelete
+        open={removing !== null}
+        onOpenChange={(o) => !o && setRemoving(null)}
+        title={count === 1 && removing?.[0]?.value ? `Remove ${removing[0].value}?` : `Remove ${formatNumber(count)} suppressions?`}
+        description="Mail can reach these addresses again (unless another suppression still covers them). Bounces and complaints are usually suppressed for a reason."
+        confirmLabel="Remove"
+        action={async () => {
+          await api('POST', '/api/v2/suppressions/bulk-delete', { ids: removing!.map((s) => s.id) })
+          setSelected((s) => new Set([...s].filter((id) => !removing!.some((r) => r.id === id))))
+        }}
+        invalidate={['suppressions']}
+        done={count === 1 ? 'Suppression removed' : `${formatNumber(count)} suppressions removed`}
+      />
+    </div>
+  )
+}

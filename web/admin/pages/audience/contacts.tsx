@@ -9,7 +9,7 @@ import { Button } from '../../components/ui/button'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Label } from '../../components/ui/label'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../../components/ui/select'
+import { SelectItem } from '../../components/ui/select'
 import { Separator } from '../../components/ui/separator'
 import { Sheet, SheetContent, SheetDescription, SheetTitle } from '../../components/ui/sheet'
 import { api, errorMessage, fieldError } from '../../lib/api'
@@ -18,6 +18,7 @@ import { useUrlQuery } from '../../lib/url-query'
 import { formatDateTime } from '../../lib/utils'
 import { FieldInput } from './field-input'
 import {
+  SelectControl,
   CONTACT_STATUSES,
   ConfirmDelete,
   FilterSelect,
@@ -203,18 +204,17 @@ function ContactForm({ contact, fields, onDone }: { contact: Contact | null; fie
         </FormField>
         {contact ? null : (
           <FormField label="List" error={fieldError(save.error, 'list_id')}>
-            <Select value={draft.list_id ? String(draft.list_id) : undefined} onValueChange={(v) => set('list_id', Number(v))}>
-              <SelectTrigger>
-                <SelectValue placeholder="Choose a list" />
-              </SelectTrigger>
-              <SelectContent>
-                {(lists.data?.data ?? []).map((l) => (
-                  <SelectItem key={l.id} value={String(l.id)}>
-                    {l.name}
-                  </SelectItem>
-                ))}
-              </SelectContent>
-            </Select>
+            <SelectControl
+              value={draft.list_id ? String(draft.list_id) : undefined}
+              onValueChange={(v) => set('list_id', Number(v))}
+              placeholder="Choose a list"
+            >
+              {(lists.data?.data ?? []).map((l) => (
+                <SelectItem key={l.id} value={String(l.id)}>
+                  {l.name}
+                </SelectItem>
+              ))}
+            </SelectControl>
           </FormField>
         )}
         <div className="grid gap-4 sm:grid-cols-2">
@@ -226,18 +226,13 @@ function ContactForm({ contact, fields, onDone }: { contact: Contact | null; fie
           </FormField>
         </div>
         <FormField label="Status" error={fieldError(save.error, 'status')}>
-          <Select value={draft.status} onValueChange={(v) => set('status', v as ContactStatus)}>
-            <SelectTrigger>
-              <SelectValue />
-            </SelectTrigger>
-            <SelectContent>
-              {CONTACT_STATUSES.map((s) => (
-                <SelectItem key={s} value={s}>
-                  {s}
-                </SelectItem>
-              ))}
-            </SelectContent>
-          </Select>
+          <SelectControl value={draft.status} onValueChange={(v) => set('status', v as ContactStatus)}>
+            {CONTACT_STATUSES.map((s) => (
+              <SelectItem key={s} value={s}>
+                {s}
+              </SelectItem>
+            ))}
+          </SelectControl>
         </FormField>
         {fields.length ? (
           <>

@@ -11,14 +11,14 @@ import { DropdownMenu, DropdownMenuContent, DropdownMenuItem, DropdownMenuSepara
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Label } from '../../components/ui/label'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../../components/ui/select'
+import { SelectItem } from '../../components/ui/select'
 import { Switch } from '../../components/ui/switch'
 import { Textarea } from '../../components/ui/textarea'
 import { api, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { formatDateTime } from '../../lib/utils'
 import { FieldInput } from './field-input'
-import { ConfirmDelete, type CustomField, type CustomFieldType, type FieldValue } from './shared'
+import { SelectControl, ConfirmDelete, type CustomField, type CustomFieldType, type FieldValue } from './shared'
 
 const TYPES: Array<{ value: CustomFieldType; label: string; hint: string }> = [
   { value: 'text', label: 'Text', hint: 'Up to 2,000 characters.' },
@@ -109,7 +109,11 @@ function FieldDialog({ field, onClose }: { field: CustomField | null; onClose: (
               }}
             />
           </FormField>
-          <FormField label="Key" hint="Lower snake case, e.g. signup_source. Names the value in contacts, imports and segment rules." error={fieldError(m.error, 'key')}>
+          <FormField
+            label="Key"
+            hint="Lower snake case, e.g. signup_source. Names the value in contacts, imports and segment rules."
+            error={fieldError(m.error, 'key')}
+          >
             <Input
               value={key}
               className="font-mono"
@@ -123,7 +127,7 @@ function FieldDialog({ field, onClose }: { field: CustomField | null; onClose: (
             />
           </FormField>
           <FormField label="Type" hint={TYPES.find((t) => t.value === type)?.hint} error={fieldError(m.error, 'type')}>
-            <Select
+            <SelectControl
               value={type}
               disabled={!!field}
               onValueChange={(v) => {
@@ -131,17 +135,12 @@ function FieldDialog({ field, onClose }: { field: CustomField | null; onClose: (
                 setDefaultValue(null)
               }}
             >
-              <SelectTrigger>
-                <SelectValue />
-              </SelectTrigger>
-              <SelectContent>
-                {TYPES.map((t) => (
-                  <SelectItem key={t.value} value={t.value}>
-                    {t.label}
-                  </SelectItem>
-                ))}
-              </SelectContent>
-            </Select>
+              {TYPES.map((t) => (
+                <SelectItem key={t.value} value={t.value}>
+                  {t.label}
+                </SelectItem>
+              ))}
+            </SelectControl>
           </FormField>
           {type === 'one_of' ? (
             <FormField label="Options" hint="One per line." error={fieldError(m.error, 'options')}>
@@ -204,7 +203,12 @@ export function CustomFieldsPage() {
           <span className="text-muted-foreground">—</span>
         ),
     },
-    { id: 'required', header: 'Required', className: 'hidden sm:table-cell', cell: (f) => (f.required ? <Badge>required</Badge> : <span className="text-muted-foreground">no</span>) },
+    {
+      id: 'required',
+      header: 'Required',
+      className: 'hidden sm:table-cell',
+      cell: (f) => (f.required ? <Badge>required</Badge> : <span className="text-muted-foreground">no</span>),
+    },
     {
       id: 'default',
       header: 'Default',
@@ -266,8 +270,8 @@ export function CustomFieldsPage() {
         title={`Delete “${deleting?.name ?? ''}”?`}
         description={
           <>
-            Every contact’s <code className="font-mono">{deleting?.key}</code> value is removed with it, and segments using it stop counting until their rules change. This
-            cannot be undone.
+            Every contact’s <code className="font-mono">{deleting?.key}</code> value is removed with it, and segments using it stop counting until their rules
+            change. This cannot be undone.
           </>
         }
         confirmLabel="Delete field"

@@ -1,7 +1,7 @@
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../../components/ui/select'
-import type { CustomField, FieldValue } from './shared'
+import { SelectItem } from '../../components/ui/select'
+import { SelectControl, type CustomField, type FieldValue } from './shared'
 
 const UNSET = '__unset'
 
@@ -31,19 +31,14 @@ export function FieldInput({
   )
   const choice = (options: Array<{ value: string; label: string }>, current: string | null, parse: (v: string) => FieldValue) => (
     <FormField label={label} error={error} id={id}>
-      <Select value={current ?? UNSET} onValueChange={(v) => onChange(v === UNSET ? null : parse(v))}>
-        <SelectTrigger>
-          <SelectValue />
-        </SelectTrigger>
-        <SelectContent>
-          {field.required ? null : <SelectItem value={UNSET}>No value</SelectItem>}
-          {options.map((o) => (
-            <SelectItem key={o.value} value={o.value}>
-              {o.label}
-            </SelectItem>
-          ))}
-        </SelectContent>
-      </Select>
+      <SelectControl value={current ?? UNSET} onValueChange={(v) => onChange(v === UNSET ? null : parse(v))}>
+        {field.required ? null : <SelectItem value={UNSET}>No value</SelectItem>}
+        {options.map((o) => (
+          <SelectItem key={o.value} value={o.value}>
+            {o.label}
+          </SelectItem>
+        ))}
+      </SelectControl>
     </FormField>
   )
   switch (field.type) {

@@ -12,12 +12,12 @@ import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../..
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Progress } from '../../components/ui/progress'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../../components/ui/select'
+import { SelectItem } from '../../components/ui/select'
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from '../../components/ui/table'
 import { api, apiPage, apiUpload, errorMessage, fieldError } from '../../lib/api'
 import { useUrlQuery } from '../../lib/url-query'
 import { cn, formatDateTime, formatNumber } from '../../lib/utils'
-import { useCustomFieldMenu, useListMenu, useListName } from './shared'
+import { SelectControl, useCustomFieldMenu, useListMenu, useListName } from './shared'
 
 interface Import {
   id: number
@@ -185,29 +185,19 @@ function UploadCard() {
         >
           <div className="grid gap-4 md:grid-cols-3">
             <FormField label="List" error={fieldError(upload.error, 'list_id')}>
-              <Select value={listId} onValueChange={setListId}>
-                <SelectTrigger>
-                  <SelectValue placeholder="Choose a list" />
-                </SelectTrigger>
-                <SelectContent>
-                  {(lists.data?.data ?? []).map((l) => (
-                    <SelectItem key={l.id} value={String(l.id)}>
-                      {l.name}
-                    </SelectItem>
-                  ))}
-                </SelectContent>
-              </Select>
+              <SelectControl value={listId} onValueChange={setListId} placeholder="Choose a list">
+                {(lists.data?.data ?? []).map((l) => (
+                  <SelectItem key={l.id} value={String(l.id)}>
+                    {l.name}
+                  </SelectItem>
+                ))}
+              </SelectControl>
             </FormField>
             <FormField label="Addresses already on the list" error={fieldError(upload.error, 'mode')}>
-              <Select value={mode} onValueChange={(v) => setMode(v as 'skip' | 'update')}>
-                <SelectTrigger>
-                  <SelectValue />
-                </SelectTrigger>
-                <SelectContent>
-                  <SelectItem value="skip">Skip them</SelectItem>
-                  <SelectItem value="update">Update them with the file’s values</SelectItem>
-                </SelectContent>
-              </Select>
+              <SelectControl value={mode} onValueChange={(v) => setMode(v as 'skip' | 'update')}>
+                <SelectItem value="skip">Skip them</SelectItem>
+                <SelectItem value="update">Update them with the file’s values</SelectItem>
+              </SelectControl>
             </FormField>
             <FormField label="File" error={fieldError(upload.error, 'file')} hint={file ? `${file.name}, ${formatBytes(file.size)}` : undefined}>
               <Input type="file" accept=".csv,text/csv,.jsonl,.ndjson" onChange={(e) => void choose(e.target.files?.[0] ?? null)} className="pt-1.5" />
@@ -222,7 +212,7 @@ function UploadCard() {
               <div className="grid gap-3 sm:grid-cols-2 lg:grid-cols-3">
                 {attributes.map((a) => (
                   <FormField key={a.key} label={a.label}>
-                    <Select
+                    <SelectControl
                       value={mapping[a.key] ?? SKIP}
                       onValueChange={(v) => {
                         setMappingTouched(true)
@@ -234,18 +224,13 @@ function UploadCard() {
                         })
                       }}
                     >
-                      <SelectTrigger>
-                        <SelectValue />
-                      </SelectTrigger>
-                      <SelectContent>
-                        <SelectItem value={SKIP}>Not imported</SelectItem>
-                        {columns.map((c) => (
-                          <SelectItem key={c} value={c}>
-                            {c}
-                          </SelectItem>
-                        ))}
-                      </SelectContent>
-                    </Select>
+                      <SelectItem value={SKIP}>Not imported</SelectItem>
+                      {columns.map((c) => (
+                        <SelectItem key={c} value={c}>
+                          {c}
+                        </SelectItem>
+                      ))}
+                    </SelectControl>
                   </FormField>
                 ))}
               </div>

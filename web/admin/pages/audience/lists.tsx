@@ -48,7 +48,9 @@ function ListDialog({ open, onOpenChange, list }: { open: boolean; onOpenChange:
           <DialogHeader>
             <DialogTitle>{list ? 'Rename list' : 'New list'}</DialogTitle>
             <DialogDescription>
-              {list ? 'The name is what people see in the console; contacts and imports keep the list id.' : 'A list holds contacts; add them by hand or import a CSV.'}
+              {list
+                ? 'The name is what people see in the console; contacts and imports keep the list id.'
+                : 'A list holds contacts; add them by hand or import a CSV.'}
             </DialogDescription>
           </DialogHeader>
           <FormField label="Name" error={fieldError(m.error, 'name')}>
@@ -170,9 +172,7 @@ export function ListsPage() {
         onOpenChange={(o) => !o && setDeleting(null)}
         title={`Delete “${deleting?.name ?? ''}”?`}
         description={
-          <>
-            Its {formatNumber(deleting?.counts.total ?? 0)} contacts, its list suppressions and its imports are deleted with it. This cannot be undone.
-          </>
+          <>Its {formatNumber(deleting?.counts.total ?? 0)} contacts, its list suppressions and its imports are deleted with it. This cannot be undone.</>
         }
         confirmLabel="Delete list"
         action={() => api('DELETE', `/api/v2/lists/${deleting!.id}`)}

@@ -171,11 +171,7 @@ function TimeValue({ value, onChange, label, disabled }: { value: unknown; onCha
           onChange={(e) => onChange(e.target.value)}
         />
       )}
-      <Select
-        value={mode}
-        disabled={disabled}
-        onValueChange={(m) => onChange(m === 'date' ? new Date().toISOString().slice(0, 10) : { [m]: n || 30 })}
-      >
+      <Select value={mode} disabled={disabled} onValueChange={(m) => onChange(m === 'date' ? new Date().toISOString().slice(0, 10) : { [m]: n || 30 })}>
         <SelectTrigger className="w-36" aria-label={`${label}: kind of date`}>
           <SelectValue />
         </SelectTrigger>
@@ -271,7 +267,21 @@ function SingleValue({
 }
 
 /** The value part of a condition, by operator: none, one, two (between) or several (in). */
-function ValueEditor({ f, op, value, onChange, lists, disabled }: { f: SegmentField; op: string; value: unknown; onChange: (v: unknown) => void; lists: MailingList[]; disabled?: boolean }) {
+function ValueEditor({
+  f,
+  op,
+  value,
+  onChange,
+  lists,
+  disabled,
+}: {
+  f: SegmentField
+  op: string
+  value: unknown
+  onChange: (v: unknown) => void
+  lists: MailingList[]
+  disabled?: boolean
+}) {
   const idPrefix = useId()
   if (op === 'is_set' || op === 'is_not_set') return null
   if (op === 'between') {
@@ -286,7 +296,8 @@ function ValueEditor({ f, op, value, onChange, lists, disabled }: { f: SegmentFi
   }
   if (op === 'in' || op === 'not_in') {
     const values = Array.isArray(value) ? value : []
-    const options = f.type === 'list_id' ? lists.map((l) => ({ value: l.id as unknown, label: l.name })) : f.options?.map((o) => ({ value: o as unknown, label: o }))
+    const options =
+      f.type === 'list_id' ? lists.map((l) => ({ value: l.id as unknown, label: l.name })) : f.options?.map((o) => ({ value: o as unknown, label: o }))
     if (options) {
       return (
         <div className="flex flex-wrap gap-x-4 gap-y-2" role="group" aria-label={`${f.name} values`}>
@@ -472,7 +483,11 @@ export function GroupEditor({
     })
   }
   return (
-    <div className={cn('grid gap-3', depth > 1 && 'rounded-xl border border-dashed bg-muted/40 p-3')} role="group" aria-label={depth === 1 ? 'Rules' : 'Group of rules'}>
+    <div
+      className={cn('grid gap-3', depth > 1 && 'rounded-xl border border-dashed bg-muted/40 p-3')}
+      role="group"
+      aria-label={depth === 1 ? 'Rules' : 'Group of rules'}
+    >
       <div className="flex flex-wrap items-center gap-2 text-sm">
         <span>{depth === 1 ? 'Contacts matching' : 'Matching'}</span>
         <Select value={node.match} onValueChange={(m) => onChange({ ...node, match: m as 'all' | 'any' })} disabled={ctx.disabled}>

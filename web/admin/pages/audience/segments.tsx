@@ -162,7 +162,14 @@ function SegmentEditor({ segment }: { segment: Segment | null }) {
               <Input value={name} onChange={(e) => setName(e.target.value)} required maxLength={200} disabled={!editable} />
             </FormField>
             <FormField label="Description" hint="Optional." error={fieldError(save.error, 'description')}>
-              <Textarea value={description} onChange={(e) => setDescription(e.target.value)} maxLength={2000} rows={1} className="min-h-9" disabled={!editable} />
+              <Textarea
+                value={description}
+                onChange={(e) => setDescription(e.target.value)}
+                maxLength={2000}
+                rows={1}
+                className="min-h-9"
+                disabled={!editable}
+              />
             </FormField>
           </CardContent>
         </Card>
@@ -172,7 +179,12 @@ function SegmentEditor({ segment }: { segment: Segment | null }) {
             <CardDescription>Conditions on a contact’s fields, status, list and custom fields. Groups mix “all” and “any”.</CardDescription>
           </CardHeader>
           <CardContent>
-            <GroupEditor node={root} path="rules" ctx={{ fields: fields.data, lists: lists.data?.data ?? [], errors, disabled: !editable }} onChange={setRoot} />
+            <GroupEditor
+              node={root}
+              path="rules"
+              ctx={{ fields: fields.data, lists: lists.data?.data ?? [], errors, disabled: !editable }}
+              onChange={setRoot}
+            />
           </CardContent>
         </Card>
       </div>
@@ -286,7 +298,12 @@ function SegmentList() {
         columns={columns}
         rowKey={(s) => s.id}
         caption="Segments"
-        empty={{ icon: FilterIcon, title: 'No segments yet', description: 'A segment picks contacts by rules, such as subscribers on the pro plan.', action: newButton }}
+        empty={{
+          icon: FilterIcon,
+          title: 'No segments yet',
+          description: 'A segment picks contacts by rules, such as subscribers on the pro plan.',
+          action: newButton,
+        }}
       />
       <ConfirmDelete
         open={deleting !== null}

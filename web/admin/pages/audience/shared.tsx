@@ -106,6 +106,41 @@ export function useDebounced<T>(value: T, ms = 350): T {
   return settled
 }
 
+/**
+ * A select as a form control: FormField's label, error and description reach the trigger
+ * (the Radix root renders no element, so FormField's Slot cannot give them to it).
+ */
+export function SelectControl({
+  value,
+  onValueChange,
+  disabled,
+  placeholder,
+  children,
+  id,
+  className,
+  'aria-invalid': ariaInvalid,
+  'aria-describedby': ariaDescribedby,
+}: {
+  value: string | undefined
+  onValueChange: (v: string) => void
+  disabled?: boolean
+  placeholder?: string
+  children: ReactNode
+  id?: string
+  className?: string
+  'aria-invalid'?: boolean
+  'aria-describedby'?: string
+}) {
+  return (
+    <Select value={value} onValueChange={onValueChange} disabled={disabled}>
+      <SelectTrigger id={id} className={className} aria-invalid={ariaInvalid} aria-describedby={ariaDescribedby}>
+        <SelectValue placeholder={placeholder} />
+      </SelectTrigger>
+      <SelectContent>{children}</SelectContent>
+    </Select>
+  )
+}
+
 /** A select whose first entry means "no filter" (Radix selects cannot hold an empty value). */
 export function FilterSelect({
   id,

@@ -11,14 +11,14 @@ import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, D
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Label } from '../../components/ui/label'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../../components/ui/select'
+import { SelectItem } from '../../components/ui/select'
 import { Tabs, TabsList, TabsTrigger } from '../../components/ui/tabs'
 import { Textarea } from '../../components/ui/textarea'
 import { api, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { useUrlQuery } from '../../lib/url-query'
 import { formatDateTime, formatNumber } from '../../lib/utils'
-import { ConfirmDelete, FilterSelect, useDebounced, useListMenu, useListName } from './shared'
+import { SelectControl, ConfirmDelete, FilterSelect, useDebounced, useListMenu, useListName } from './shared'
 
 interface Suppression {
   id: number
@@ -164,45 +164,30 @@ function AddDialog({ onClose }: { onClose: () => void }) {
             </FormField>
             <div className="grid gap-4 sm:grid-cols-2">
               <FormField label="Applies to" error={fieldError(m.error, 'scope')}>
-                <Select value={scope} onValueChange={(v) => setScope(v as 'global' | 'list')}>
-                  <SelectTrigger>
-                    <SelectValue />
-                  </SelectTrigger>
-                  <SelectContent>
-                    <SelectItem value="global">Every send (global)</SelectItem>
-                    <SelectItem value="list">One list</SelectItem>
-                  </SelectContent>
-                </Select>
+                <SelectControl value={scope} onValueChange={(v) => setScope(v as 'global' | 'list')}>
+                  <SelectItem value="global">Every send (global)</SelectItem>
+                  <SelectItem value="list">One list</SelectItem>
+                </SelectControl>
               </FormField>
               <FormField label="Reason" error={fieldError(m.error, 'reason')}>
-                <Select value={reason} onValueChange={setReason}>
-                  <SelectTrigger>
-                    <SelectValue />
-                  </SelectTrigger>
-                  <SelectContent>
-                    {REASONS.map((r) => (
-                      <SelectItem key={r.value} value={r.value}>
-                        {r.label}
-                      </SelectItem>
-                    ))}
-                  </SelectContent>
-                </Select>
+                <SelectControl value={reason} onValueChange={setReason}>
+                  {REASONS.map((r) => (
+                    <SelectItem key={r.value} value={r.value}>
+                      {r.label}
+                    </SelectItem>
+                  ))}
+                </SelectControl>
               </FormField>
             </div>
             {scope === 'list' ? (
               <FormField label="List" error={fieldError(m.error, 'list_id')}>
-                <Select value={listId} onValueChange={setListId}>
-                  <SelectTrigger>
-                    <SelectValue placeholder="Choose a list" />
-                  </SelectTrigger>
-                  <SelectContent>
-                    {(lists.data?.data ?? []).map((l) => (
-                      <SelectItem key={l.id} value={String(l.id)}>
-                        {l.name}
-                      </SelectItem>
-                    ))}
-                  </SelectContent>
-                </Select>
+                <SelectControl value={listId} onValueChange={setListId} placeholder="Choose a list">
+                  {(lists.data?.data ?? []).map((l) => (
+                    <SelectItem key={l.id} value={String(l.id)}>
+                      {l.name}
+                    </SelectItem>
+                  ))}
+                </SelectControl>
               </FormField>
             ) : null}
             <DialogFooter>
@@ -285,12 +270,19 @@ export function SuppressionsPage() {
                 />
               )
             },
-            cell: (s: Suppression) => <Checkbox aria-label={`Select ${s.value}`} checked={selected.has(s.id)} onCheckedChange={(c) => toggle(s.id, c === true)} />,
+            cell: (s: Suppression) => (
+              <Checkbox aria-label={`Select ${s.value}`} checked={selected.has(s.id)} onCheckedChange={(c) => toggle(s.id, c === true)} />
+            ),
           } satisfies Column<Suppression>,
         ]
       : []),
     { id: 'value', header: 'Address or domain', cell: (s) => <span className="font-medium break-all">{s.value}</span> },
-    { id: 'type', header: 'Type', className: 'hidden sm:table-cell', cell: (s) => <Badge variant="outline">{s.type === 'email' ? 'address' : 'domain'}</Badge> },
+    {
+      id: 'type',
+      header: 'Type',
+      className: 'hidden sm:table-cell',
+      cell: (s) => <Badge variant="outline">{s.type === 'email' ? 'address' : 'domain'}</Badge>,
+    },
     {
       id: 'scope',
       header: 'Applies to',
@@ -388,7 +380,12 @@ export function SuppressionsPage() {
         empty={
           filtered
             ? { icon: SearchIcon, title: 'No suppressions match', description: 'Try the start of another address or domain, or clear the filters.' }
-            : { icon: BanIcon, title: 'Nothing is suppressed', description: 'Bounces, complaints and unsubscribes land here; you can also paste a list.', action: addButton }
+            : {
+                icon: BanIcon,
+                title: 'Nothing is suppressed',
+                description: 'Bounces, complaints and unsubscribes land here; you can also paste a list.',
+                action: addButton,
+              }
         }
       />
       {adding ? <AddDialog onClose={() => setAdding(false)} /> : null}

@@ -29,7 +29,9 @@ function seedAudience(db: Database, now: number): void {
     const list = db.prepare('INSERT INTO lists (name, description, created_at, updated_at) VALUES (?, ?, ?, ?)')
     list.run('Newsletter', 'The monthly product letter', now - 90 * 24 * HOUR, now - 90 * 24 * HOUR)
     list.run('Customers', 'Everyone with an account', now - 60 * 24 * HOUR, now - 60 * 24 * HOUR)
-    const field = db.prepare('INSERT INTO custom_fields (key, name, type, options, required, default_value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+    const field = db.prepare(
+      'INSERT INTO custom_fields (key, name, type, options, required, default_value, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    )
     field.run('plan', 'Plan', 'one_of', JSON.stringify(PLANS), 0, null, now, now)
     field.run('company', 'Company', 'text', '[]', 0, null, now, now)
     const contact = db.prepare(
@@ -38,8 +40,8 @@ function seedAudience(db: Database, now: number): void {
     const counts = new Map<string, number>()
     for (let i = 1; i <= 300; i++) {
       const listId = i <= 240 ? 1 : 2
-      const first = FIRST[i % FIRST.length]!
-      const last = LAST[(i * 7) % LAST.length]!
+      const first = i === 1 ? 'Ada' : FIRST[i % FIRST.length]!
+      const last = i === 1 ? 'Lovelace' : LAST[(i * 7) % LAST.length]!
       const email = i === 1 ? 'ada@example.com' : `${first}.${last}${i}@example.com`.toLowerCase()
       const status = i === 1 ? 'subscribed' : i % 11 === 0 ? 'unsubscribed' : i % 29 === 0 ? 'bounced' : i % 37 === 0 ? 'unconfirmed' : 'subscribed'
       const fields = { plan: i === 1 ? 'free' : PLANS[i % 3]!, ...(i % 4 ? { company: `${last} & Co` } : {}) }
@@ -228,7 +230,11 @@ test(
     const figure = (label: string) => page.locator('div', { has: page.getByText(label, { exact: true }) }).last()
     expect(await figure('Added').textContent()).toContain('20,000')
     expect(await figure('Failed').textContent()).toContain('3')
-    await page.getByRole('cell', { name: 'platinum' }).or(page.getByText(/platinum/).first()).first().waitFor()
+    await page
+      .getByRole('cell', { name: 'platinum' })
+      .or(page.getByText(/platinum/).first())
+      .first()
+      .waitFor()
 
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: /Download the 3 failed rows/ }).click()])
     const text = readFileSync((await download.path())!, 'utf8')
@@ -242,7 +248,10 @@ test(
     // The import is in the list of past imports, and the list counts moved.
     await page.getByRole('link', { name: 'All imports' }).click()
     await page.getByRole('heading', { name: 'Past imports' }).waitFor()
-    await page.getByRole('row', { name: /Customers/ }).first().waitFor()
+    await page
+      .getByRole('row', { name: /Customers/ })
+      .first()
+      .waitFor()
     await shot(page, 'imports-list', { theme: 'light' })
     await shot(page, 'imports-list', { theme: 'dark' })
     await close()

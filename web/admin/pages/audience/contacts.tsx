@@ -339,7 +339,7 @@ export function ContactsPage() {
       cell: (c) => (
         <button
           type="button"
-          className="max-w-[16rem] truncate text-left font-medium hover:underline focus-visible:underline focus-visible:outline-none sm:max-w-none"
+          className="block max-w-[11rem] truncate text-left font-medium hover:underline focus-visible:underline focus-visible:outline-none sm:max-w-none"
           onClick={() => setParams({ contact: c.id })}
         >
           {c.email}

@@ -200,7 +200,12 @@ function UploadCard() {
               </SelectControl>
             </FormField>
             <FormField label="File" error={fieldError(upload.error, 'file')} hint={file ? `${file.name}, ${formatBytes(file.size)}` : undefined}>
-              <Input type="file" accept=".csv,text/csv,.jsonl,.ndjson" onChange={(e) => void choose(e.target.files?.[0] ?? null)} className="pt-1.5" />
+              <Input
+                type="file"
+                accept=".csv,text/csv,.jsonl,.ndjson"
+                onChange={(e) => void choose(e.target.files?.[0] ?? null)}
+                className="pt-1.5 file:mr-3"
+              />
             </FormField>
           </div>
           {columns.length ? (

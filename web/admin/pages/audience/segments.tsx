@@ -11,7 +11,6 @@ import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../..
 import { DropdownMenu, DropdownMenuContent, DropdownMenuItem, DropdownMenuSeparator, DropdownMenuTrigger } from '../../components/ui/dropdown-menu'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
-import { Textarea } from '../../components/ui/textarea'
 import { ApiError, api, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { formatDateTime, formatNumber } from '../../lib/utils'
@@ -161,15 +160,8 @@ function SegmentEditor({ segment }: { segment: Segment | null }) {
             <FormField label="Name" error={fieldError(save.error, 'name')}>
               <Input value={name} onChange={(e) => setName(e.target.value)} required maxLength={200} disabled={!editable} />
             </FormField>
-            <FormField label="Description" hint="Optional." error={fieldError(save.error, 'description')}>
-              <Textarea
-                value={description}
-                onChange={(e) => setDescription(e.target.value)}
-                maxLength={2000}
-                rows={1}
-                className="min-h-9"
-                disabled={!editable}
-              />
+            <FormField label="Description (optional)" error={fieldError(save.error, 'description')}>
+              <Input value={description} onChange={(e) => setDescription(e.target.value)} maxLength={2000} disabled={!editable} />
             </FormField>
           </CardContent>
         </Card>

@@ -30,6 +30,7 @@ import {
 } from 'lucide-react'
 import type { ComponentType } from 'react'
 import { DashboardPage } from './pages/dashboard'
+import { MessagesPage } from './pages/messages'
 
 /** One page of the console. */
 export interface PageDef {
@@ -77,6 +78,7 @@ export const NAV: NavEntry[] = [
     icon: MailIcon,
     permission: 'transactional.read',
     description: 'Search sent messages and follow each one’s delivery timeline.',
+    component: MessagesPage,
   },
   {
     path: '/audience',

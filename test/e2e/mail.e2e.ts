@@ -169,3 +169,88 @@ test(
   },
   STEP_MS,
 )
+
+test(
+  'spin tags and a template: the preview follows the edits and the variables, save makes a version, compare, activate, send a test',
+  async () => {
+    const { page, close } = await signedIn()
+    await page.goto(`${server.base}/admin/templates?tab=spin-tags`)
+    await page.getByRole('heading', { name: 'No spin tags yet' }).waitFor()
+    await page.getByRole('button', { name: 'New spin tag' }).first().click()
+    await page.getByLabel('Name').fill('greeting')
+    await page.getByLabel('Alternatives').fill('Hi\nHello\nHey')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('cell', { name: 'greeting', exact: true }).waitFor()
+    // Edit: an alternative added.
+    await page.getByRole('button', { name: 'Edit greeting' }).click()
+    await page.getByLabel('Alternatives').fill('Hi\nHello\nHey\nGood day')
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByText('Good day').waitFor()
+    await shot(page, 'spin-tags', { theme: 'light', width: 1440 })
+    await shot(page, 'spin-tags', { theme: 'dark', width: 1440 })
+
+    await page.getByRole('tab', { name: 'Templates' }).click()
+    await page.getByRole('heading', { name: 'No templates yet' }).waitFor()
+    await page.getByRole('button', { name: 'New template' }).first().click()
+    await page.getByLabel('Name').fill('Order shipped')
+    await page.getByLabel('Subject').fill('Your order {{order_id}} has shipped')
+    await page.getByRole('button', { name: 'Create and edit' }).click()
+    await page.getByRole('heading', { name: 'Order shipped' }).waitFor()
+
+    const preview = page.frameLocator('iframe[title="HTML preview"]')
+    await preview.getByText('Hello ,').waitFor()
+    await page.getByLabel('From', { exact: true }).fill('Acme <hello@acme.test>')
+    await page.getByRole('textbox', { name: 'HTML source' }).fill('<h1>{{spin "greeting"}} {{first_name}}!</h1>\n<p>Order {{order_id}} is on its way.</p>')
+    // The variables the template uses appear in the panel; a value shows in the preview.
+    await page.getByLabel('order_id').fill('A-1042')
+    await page.getByLabel('first_name').fill('Ada')
+    await preview.getByText('Order A-1042 is on its way.').waitFor()
+    expect(await preview.locator('h1').textContent()).toMatch(/^(Hi|Hello|Hey|Good day) Ada!$/)
+    await page.getByTestId('preview-subject').getByText('Your order A-1042 has shipped').waitFor()
+    // A syntax error is shown next to the field while typing.
+    await page.getByRole('textbox', { name: 'HTML source' }).fill('<h1>{{#if vip}}VIP</h1>')
+    await page.getByText(/Parse error/).waitFor()
+    await page.getByRole('textbox', { name: 'HTML source' }).fill('<h1>{{spin "greeting"}} {{first_name}}!</h1>\n<p>Order {{order_id}} is on its way.</p>')
+    await preview.getByText('Order A-1042 is on its way.').waitFor()
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByText('Saved as version 2').waitFor()
+    // The toast goes by itself; the screenshots are taken without it.
+    await page.getByText('Saved as version 2').waitFor({ state: 'detached' })
+    await page.getByRole('tab', { name: 'Mobile' }).click()
+    await page.frameLocator('iframe[title="HTML preview at phone width"]').getByText('Order A-1042 is on its way.').waitFor()
+    await shot(page, 'template', { theme: 'light', width: 1440 })
+    await shot(page, 'template', { theme: 'dark', width: 1440 })
+    await page.getByRole('tab', { name: 'Desktop' }).click()
+
+    await page.getByRole('button', { name: 'Compare versions' }).click()
+    const diff = page.getByTestId('version-diff')
+    await diff.waitFor()
+    expect(await diff.getByRole('region', { name: 'HTML changes' }).textContent()).toContain('Order {{order_id}} is on its way.')
+    await shot(page, 'template-diff', { theme: 'light', width: 1440, fullPage: false })
+    await page.keyboard.press('Escape')
+
+    // Send a test through the dynamic template send, with the variables tried.
+    await page.getByRole('button', { name: 'Send a test' }).click()
+    await page.getByLabel('Send to').fill('tester@example.net')
+    await page.getByRole('button', { name: 'Send test' }).click()
+    await page.getByText('Test queued for tester@example.net').waitFor()
+    const found = await until(
+      'the test message',
+      () => call('GET', '/api/v2/messages?recipient=tester@example.net'),
+      (r) => r.body.meta.total === 1,
+    )
+    expect(found.body.data[0].subject).toBe('Your order A-1042 has shipped')
+
+    // Roll back to version 1.
+    await page.getByRole('button', { name: 'Activate version 1' }).click()
+    await page.getByText('Version 1 is now active').waitFor()
+    await preview.getByText('Hello Ada,').waitFor()
+
+    await page.goto(`${server.base}/admin/templates`)
+    await page.getByRole('link', { name: 'Order shipped' }).waitFor()
+    await shot(page, 'templates', { theme: 'light', width: 1440 })
+    await shot(page, 'templates', { theme: 'dark', width: 1440 })
+    await close()
+  },
+  STEP_MS,
+)

@@ -31,6 +31,7 @@ import {
 import type { ComponentType } from 'react'
 import { DashboardPage } from './pages/dashboard'
 import { MessagesPage } from './pages/messages'
+import { TemplatesPage } from './pages/templates'
 
 /** One page of the console. */
 export interface PageDef {
@@ -117,7 +118,14 @@ export const NAV: NavEntry[] = [
       },
     ],
   },
-  { path: '/templates', label: 'Templates', icon: FileTextIcon, permission: 'templates.read', description: 'Message templates with versions and previews.' },
+  {
+    path: '/templates',
+    label: 'Templates',
+    icon: FileTextIcon,
+    permission: 'templates.read',
+    description: 'Message templates with versions and previews.',
+    component: TemplatesPage,
+  },
   {
     path: '/sending',
     label: 'Sending',

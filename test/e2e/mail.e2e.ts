@@ -150,11 +150,7 @@ test(
     await timeline.locator('[data-kind="message.sent"]').waitFor()
     await page.getByRole('combobox', { name: 'Show the timeline of' }).click()
     await page.getByRole('option', { name: /^All/ }).click()
-    await page
-      .getByRole('cell', { name: 'X-Mailer' })
-      .or(page.getByRole('cell', { name: 'Message-ID', exact: true }))
-      .first()
-      .waitFor()
+    await page.getByLabel('Header fields as accepted').getByText('Message-ID', { exact: true }).waitFor()
     await shot(page, 'message', { theme: 'light', width: 1440 })
     await shot(page, 'message', { theme: 'dark', width: 1440 })
     await shot(page, 'message', { theme: 'light', width: 375 })
@@ -250,6 +246,100 @@ test(
     await page.getByRole('link', { name: 'Order shipped' }).waitFor()
     await shot(page, 'templates', { theme: 'light', width: 1440 })
     await shot(page, 'templates', { theme: 'dark', width: 1440 })
+    await close()
+  },
+  STEP_MS,
+)
+
+test(
+  'a webhook: created with its secret shown once, edited, tested against a loopback receiver, its delivery log, re-enabled after a 410, secret rotated',
+  async () => {
+    const { page, close } = await signedIn()
+    await page.goto(`${server.base}/admin/webhooks`)
+    await page.getByRole('heading', { name: 'No webhooks yet' }).waitFor()
+    await page.getByRole('button', { name: 'New webhook' }).first().click()
+    await page.getByLabel('Endpoint URL').fill(receiver.url)
+    await page.getByLabel('Description').fill('Delivery outcomes to the CRM')
+    await page.getByRole('checkbox', { name: /message\.deferred/ }).click()
+    await page.getByRole('button', { name: 'Create webhook' }).click()
+
+    const secretBox = page.getByRole('textbox', { name: 'Signing secret' })
+    await secretBox.waitFor()
+    const secret = await secretBox.inputValue()
+    expect(secret).toMatch(/^whsec_/)
+    await page.getByText('This is the only time the secret is shown').waitFor()
+    await shot(page, 'webhook-secret', { theme: 'light', width: 1440, fullPage: false })
+    await page.getByRole('button', { name: 'I have saved it' }).click()
+    await page.getByRole('heading', { name: 'Delivery outcomes to the CRM' }).waitFor()
+    // Shown once: nowhere on the webhook's page, nor in the API's answers.
+    expect(await page.content()).not.toContain(secret)
+    const id = Number(new URL(page.url()).pathname.split('/').at(-1))
+    expect((await call('GET', `/api/v2/webhooks/${id}`)).body.data.secret).toBeUndefined()
+    receiver.secrets = [secret]
+
+    // Edit the events: one more kind, saved.
+    await page.getByRole('checkbox', { name: /message\.failed/ }).click()
+    await page.getByRole('button', { name: 'Save changes' }).click()
+    await page.getByText('Webhook saved').waitFor()
+    expect((await call('GET', `/api/v2/webhooks/${id}`)).body.data.events).toContain('message.failed')
+
+    // Send test: what the endpoint answered per kind, signed with the secret shown.
+    await page.getByRole('button', { name: 'Send test' }).click()
+    await page.getByRole('dialog').getByRole('button', { name: 'Send test' }).click()
+    const results = page.getByTestId('test-result')
+    await results.first().waitFor()
+    expect(await results.count()).toBe(4)
+    for (const text of await results.allTextContents()) expect(text).toContain('204')
+    expect(receiver.received.length).toBe(4)
+    expect(receiver.received.every((r) => r.verified)).toBe(true)
+    await shot(page, 'webhook-test', { theme: 'light', width: 1440, fullPage: false })
+    await page.keyboard.press('Escape')
+
+    // A real event: a message delivered to the sink makes a message.sent delivery.
+    expect((await call('POST', '/v1/emails', { from: 'Acme <billing@acme.test>', to: ['ada@example.net'], subject: 'Hook me', text: 'x' })).status).toBe(202)
+    await until(
+      'the delivery to succeed',
+      () => call('GET', `/api/v2/webhooks/${id}/deliveries?state=succeeded`),
+      (r) => r.body.meta.total >= 1,
+    )
+    await page.reload()
+    await page.getByRole('button', { name: 'message.sent' }).first().click()
+    const attempts = page.getByRole('list', { name: 'Attempts' })
+    await attempts.waitFor()
+    expect(await attempts.textContent()).toContain('204')
+    await page.keyboard.press('Escape')
+    await shot(page, 'webhook', { theme: 'light', width: 1440 })
+    await shot(page, 'webhook', { theme: 'dark', width: 1440 })
+
+    // The endpoint answers 410 Gone: the webhook is switched off; re-enable it from the page.
+    receiver.fallback = { status: 410, body: 'gone' }
+    expect((await call('POST', '/v1/emails', { from: 'Acme <billing@acme.test>', to: ['ada@example.net'], subject: 'Gone?', text: 'x' })).status).toBe(202)
+    await until(
+      'the webhook to be disabled',
+      () => call('GET', `/api/v2/webhooks/${id}`),
+      (r) => r.body.data.enabled === false,
+    )
+    receiver.fallback = { status: 204 }
+    await page.reload()
+    await page.getByText('This webhook is disabled').waitFor()
+    await shot(page, 'webhook-disabled', { theme: 'light', width: 1440 })
+    await page.getByRole('button', { name: 'Re-enable' }).click()
+    await page.getByText('This webhook is disabled').waitFor({ state: 'detached' })
+    expect((await call('GET', `/api/v2/webhooks/${id}`)).body.data).toMatchObject({ enabled: true, consecutive_failures: 0 })
+
+    // Rotate: a new secret, shown once.
+    await page.getByRole('button', { name: 'Rotate secret' }).click()
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Rotate secret' }).click()
+    const rotated = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue()
+    expect(rotated).toMatch(/^whsec_/)
+    expect(rotated).not.toBe(secret)
+    await page.getByRole('button', { name: 'I have saved it' }).click()
+    await page.getByText('Previous secret signs too until').waitFor()
+
+    await page.goto(`${server.base}/admin/webhooks`)
+    await page.getByRole('link', { name: receiver.url }).waitFor()
+    await shot(page, 'webhooks', { theme: 'light', width: 1440 })
+    await shot(page, 'webhooks', { theme: 'dark', width: 1440 })
     await close()
   },
   STEP_MS,

@@ -32,6 +32,7 @@ import type { ComponentType } from 'react'
 import { DashboardPage } from './pages/dashboard'
 import { MessagesPage } from './pages/messages'
 import { TemplatesPage } from './pages/templates'
+import { WebhooksPage } from './pages/webhooks'
 
 /** One page of the console. */
 export interface PageDef {
@@ -155,7 +156,14 @@ export const NAV: NavEntry[] = [
       },
     ],
   },
-  { path: '/webhooks', label: 'Webhooks', icon: WebhookIcon, permission: 'webhooks.read', description: 'Event deliveries to your endpoints.' },
+  {
+    path: '/webhooks',
+    label: 'Webhooks',
+    icon: WebhookIcon,
+    permission: 'webhooks.read',
+    description: 'Event deliveries to your endpoints.',
+    component: WebhooksPage,
+  },
   {
     path: '/access',
     label: 'Access',

@@ -4,7 +4,7 @@
  * a loopback DNS server (one recipient accepted, one deferred), found by its recipient and
  * followed on its timeline, its raw source downloaded; a template edited with its preview
  * following; a webhook created (its secret shown once) and tested against a loopback receiver.
- * The server runs from source (src/main.ts) because it needs that loopback world.
+ * The built binary runs from an empty directory, pointed at that loopback world by its flags.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
@@ -53,7 +53,6 @@ beforeAll(async () => {
   })
   receiver = await startWebhookReceiver()
   server = await startConsole({
-    from: 'source',
     flags: [
       '--hostname',
       'mail.example.com',

@@ -36,6 +36,9 @@ import { ListsPage } from './pages/audience/lists'
 import { SegmentsPage } from './pages/audience/segments'
 import { SuppressionsPage } from './pages/audience/suppressions'
 import { DashboardPage } from './pages/dashboard'
+import { MessagesPage } from './pages/messages'
+import { TemplatesPage } from './pages/templates'
+import { WebhooksPage } from './pages/webhooks'
 
 /** One page of the console. */
 export interface PageDef {
@@ -83,6 +86,7 @@ export const NAV: NavEntry[] = [
     icon: MailIcon,
     permission: 'transactional.read',
     description: 'Search sent messages and follow each one’s delivery timeline.',
+    component: MessagesPage,
   },
   {
     path: '/audience',
@@ -139,7 +143,14 @@ export const NAV: NavEntry[] = [
       },
     ],
   },
-  { path: '/templates', label: 'Templates', icon: FileTextIcon, permission: 'templates.read', description: 'Message templates with versions and previews.' },
+  {
+    path: '/templates',
+    label: 'Templates',
+    icon: FileTextIcon,
+    permission: 'templates.read',
+    description: 'Message templates with versions and previews.',
+    component: TemplatesPage,
+  },
   {
     path: '/sending',
     label: 'Sending',
@@ -169,7 +180,14 @@ export const NAV: NavEntry[] = [
       },
     ],
   },
-  { path: '/webhooks', label: 'Webhooks', icon: WebhookIcon, permission: 'webhooks.read', description: 'Event deliveries to your endpoints.' },
+  {
+    path: '/webhooks',
+    label: 'Webhooks',
+    icon: WebhookIcon,
+    permission: 'webhooks.read',
+    description: 'Event deliveries to your endpoints.',
+    component: WebhooksPage,
+  },
   {
     path: '/access',
     label: 'Access',

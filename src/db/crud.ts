@@ -78,6 +78,11 @@ export function viewsWith<Row extends { id: number }, Related, View>(
   }
 }
 
+/** One row's view through a page's mapper (see `viewsWith`), so get-one and list build views the same way. */
+export function viewOf<Row, View>(toViews: (rows: Row[]) => View[], row: Row): View {
+  return toViews([row])[0]!
+}
+
 /**
  * A page of a whole table in id order, with the spec's `meta`. `toViews` turns the page's
  * rows into their views at once, so views that need related rows fetch them in one query.

@@ -30,34 +30,26 @@ export interface Rule extends ReplyRule {
   failure?: FailureKind[]
 }
 
+/** A failure below the reply level never suppresses the address: the recipient's server decided nothing about it. */
+function onFailure(name: string, failure: FailureKind, outcome: Rule['outcome'], note: string): Rule {
+  return { name, failure: [failure], outcome, suppress: false, note }
+}
+
 const FAILURE_RULES: readonly Rule[] = [
   // Below the reply level: nothing was decided by the recipient's server, so try again later.
-  { name: 'connection', failure: ['connect'], outcome: 'deferred', suppress: false, note: 'Could not connect (refused, unreachable, reset).' },
-  { name: 'timeout', failure: ['timeout'], outcome: 'deferred', suppress: false, note: 'No answer in time (RFC 5321 4.5.3.2 timeouts).' },
-  { name: 'tls', failure: ['tls'], outcome: 'deferred', suppress: false, note: 'TLS failed where it was required (relay), or after the plaintext retry.' },
-  {
-    name: 'disconnect',
-    failure: ['disconnect'],
-    outcome: 'deferred',
-    suppress: false,
-    note: 'Connection lost during the transaction; RFC 5321 6.1: no reply to the final dot is not a delivery.',
-  },
-  { name: 'dns-temporary', failure: ['dns'], outcome: 'deferred', suppress: false, note: 'SERVFAIL or timeout looking up MX/A records.' },
-  { name: 'protocol', failure: ['protocol'], outcome: 'deferred', suppress: false, note: 'Unexpected or malformed reply.' },
-  {
-    name: 'session-refused',
-    failure: ['session'],
-    outcome: 'deferred',
-    suppress: false,
-    note: 'Greeting, EHLO or relay AUTH refused: a property of the session, not of the recipient (as Postfix smtp_skip_5xx_greeting).',
-  },
-  {
-    name: 'local',
-    failure: ['local'],
-    outcome: 'bounced',
-    suppress: false,
-    note: 'Refused before sending (invalid envelope or message too large for the server).',
-  },
+  onFailure('connection', 'connect', 'deferred', 'Could not connect (refused, unreachable, reset).'),
+  onFailure('timeout', 'timeout', 'deferred', 'No answer in time (RFC 5321 4.5.3.2 timeouts).'),
+  onFailure('tls', 'tls', 'deferred', 'TLS failed where it was required (relay), or after the plaintext retry.'),
+  onFailure('disconnect', 'disconnect', 'deferred', 'Connection lost during the transaction; RFC 5321 6.1: no reply to the final dot is not a delivery.'),
+  onFailure('dns-temporary', 'dns', 'deferred', 'SERVFAIL or timeout looking up MX/A records.'),
+  onFailure('protocol', 'protocol', 'deferred', 'Unexpected or malformed reply.'),
+  onFailure(
+    'session-refused',
+    'session',
+    'deferred',
+    'Greeting, EHLO or relay AUTH refused: a property of the session, not of the recipient (as Postfix smtp_skip_5xx_greeting).',
+  ),
+  onFailure('local', 'local', 'bounced', 'Refused before sending (invalid envelope or message too large for the server).'),
 ]
 
 export const RULES: readonly Rule[] = [...FAILURE_RULES, ...REPLY_RULES]

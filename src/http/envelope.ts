@@ -158,6 +158,14 @@ const mustBe = (schema: Schema | undefined, fallback: string) => {
   return words.length ? `must be ${joinOr(words)}` : fallback
 }
 
+/** A number bound's failures (integer and number), the schema keyword that holds the bound, and how to say it. */
+const NUMBER_BOUNDS: Array<{ failures: number[]; keyword: 'minimum' | 'maximum' | 'exclusiveMinimum' | 'exclusiveMaximum'; words: string }> = [
+  { failures: [E.integerMinimum, E.numberMinimum], keyword: 'minimum', words: 'at least' },
+  { failures: [E.integerMaximum, E.numberMaximum], keyword: 'maximum', words: 'at most' },
+  { failures: [E.integerExclusiveMinimum, E.numberExclusiveMinimum], keyword: 'exclusiveMinimum', words: 'more than' },
+  { failures: [E.integerExclusiveMaximum, E.numberExclusiveMaximum], keyword: 'exclusiveMaximum', words: 'less than' },
+]
+
 /**
  * A schema issue in plain words. TypeBox and Elysia word failures for programmers
  * ("Expected union value", "should be one of: 'integer', 'integer'", "Expected property
@@ -165,6 +173,8 @@ const mustBe = (schema: Schema | undefined, fallback: string) => {
  */
 export function humanMessage(issue: SchemaIssue): string {
   const s = issue.schema ?? {}
+  const bound = NUMBER_BOUNDS.find((b) => issue.type !== undefined && b.failures.includes(issue.type))
+  if (bound) return `must be ${bound.words} ${s[bound.keyword]!.toLocaleString('en-US')}`
   switch (issue.type) {
     case E.requiredProperty:
       return 'is required'
@@ -184,18 +194,6 @@ export function humanMessage(issue: SchemaIssue): string {
     case E.kind:
       // Elysia's compiled check reports a missing field as one of the wrong type (undefined).
       return issue.value === undefined ? 'is required' : mustBe(s, 'is invalid')
-    case E.integerMinimum:
-    case E.numberMinimum:
-      return `must be at least ${s.minimum!.toLocaleString('en-US')}`
-    case E.integerMaximum:
-    case E.numberMaximum:
-      return `must be at most ${s.maximum!.toLocaleString('en-US')}`
-    case E.integerExclusiveMinimum:
-    case E.numberExclusiveMinimum:
-      return `must be more than ${s.exclusiveMinimum!.toLocaleString('en-US')}`
-    case E.integerExclusiveMaximum:
-    case E.numberExclusiveMaximum:
-      return `must be less than ${s.exclusiveMaximum!.toLocaleString('en-US')}`
     case E.stringMinLength:
       return s.minLength === 1 ? 'must not be empty' : `must be at least ${plural(s.minLength!, 'character')} long`
     case E.stringMaxLength:

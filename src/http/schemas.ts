@@ -125,6 +125,9 @@ export function publicRoute(summary: string, tags: string[] = ['system']) {
   return { summary, tags, security: [] }
 }
 
+/** A record's creation and change times on the wire (ISO 8601 UTC; `timestampsOf` in db/crud writes them). */
+export const Timestamps = { created_at: t.String({ format: 'date-time' }), updated_at: t.String({ format: 'date-time' }) }
+
 /** Bulk delete (spec "Batch and bulk operations"): the same request and answer for every resource. */
 export const BulkDeleteBody = t.Object({ ids: t.Array(t.Integer({ minimum: 1 }), { minItems: 1, maxItems: 1000, description: 'Record ids, at most 1,000.' }) })
 export const BulkDeleteResult = t.Object({ deleted: t.Array(t.Integer()), not_found: t.Array(t.Integer()) })

@@ -1,7 +1,11 @@
-import { afterAll, describe, expect, test } from 'bun:test'
+import { afterAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { createAdmin, issueSetupToken } from '../../src/modules/admins/service'
 import { CLI_ACTOR, createRole, findRoleByName } from '../../src/modules/roles/service'
 import { testApp } from '../support/app'
+
+// Each sign-in checks an argon2id hash (about 64 MiB and tens of ms of CPU, by design); twenty in a
+// row on a loaded 2-core machine can pass bun's 5 s default. A failure bound, not a timing check.
+setDefaultTimeout(60_000)
 
 const PASSWORD = 'correct horse battery'
 

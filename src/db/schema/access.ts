@@ -1,20 +1,17 @@
 import { sql } from 'drizzle-orm'
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
-
-/** Times are integer milliseconds since the epoch; the wire shows ISO 8601 UTC. */
-const createdAt = () => integer('created_at').notNull()
+import { createdAt, flag, ownedBy, serialId, timestamps } from './columns'
 
 export const roles = sqliteTable(
   'roles',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
+    id: serialId(),
     name: text('name').notNull(),
     description: text('description').notNull().default(''),
     /** JSON array of permission ids; ["*"] means every permission, present and future. */
     permissions: text('permissions', { mode: 'json' }).$type<string[]>().notNull(),
-    builtin: integer('builtin', { mode: 'boolean' }).notNull().default(false),
-    created_at: createdAt(),
-    updated_at: integer('updated_at').notNull(),
+    builtin: flag('builtin', false),
+    ...timestamps(),
   },
   (t) => [uniqueIndex('roles_name_unique').on(sql`lower(${t.name})`)],
 )
@@ -22,7 +19,7 @@ export const roles = sqliteTable(
 export const apiKeys = sqliteTable(
   'api_keys',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
+    id: serialId(),
     name: text('name').notNull(),
     /** Non-secret part of the key value, used to find the row. */
     lookup_id: text('lookup_id').notNull(),
@@ -38,8 +35,7 @@ export const apiKeys = sqliteTable(
     status: text('status', { enum: ['active', 'inactive'] }).notNull(),
     last_used_at: integer('last_used_at'),
     last_used_ip: text('last_used_ip'),
-    created_at: createdAt(),
-    updated_at: integer('updated_at').notNull(),
+    ...timestamps(),
     /** Soft delete: set when deleted, cleared by restore. */
     deleted_at: integer('deleted_at'),
   },
@@ -49,7 +45,7 @@ export const apiKeys = sqliteTable(
 export const activityLogs = sqliteTable(
   'activity_logs',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
+    id: serialId(),
     created_at: createdAt(),
     /** Null for actions taken from the command line or by an administrator in the console. */
     actor_key_id: integer('actor_key_id'),
@@ -80,7 +76,7 @@ export const ADMIN_STATUSES = ['active', 'disabled'] as const
 export const admins = sqliteTable(
   'admins',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
+    id: serialId(),
     /** As given (trimmed); unique whatever its case. */
     email: text('email').notNull(),
     /** argon2id PHC string from Bun.password.hash. */
@@ -90,8 +86,7 @@ export const admins = sqliteTable(
       .references(() => roles.id),
     status: text('status', { enum: ADMIN_STATUSES }).notNull(),
     last_sign_in_at: integer('last_sign_in_at'),
-    created_at: createdAt(),
-    updated_at: integer('updated_at').notNull(),
+    ...timestamps(),
   },
   (t) => [uniqueIndex('admins_email_unique').on(sql`lower(${t.email})`), index('admins_role_id_idx').on(t.role_id)],
 )
@@ -101,9 +96,7 @@ export const adminSessions = sqliteTable(
   'admin_sessions',
   {
     token_hash: text('token_hash').primaryKey(),
-    admin_id: integer('admin_id')
-      .notNull()
-      .references(() => admins.id, { onDelete: 'cascade' }),
+    admin_id: ownedBy('admin_id', () => admins.id),
     /** Sent back in X-CSRF-Token on every change (synchronizer token). */
     csrf_token: text('csrf_token').notNull(),
     created_at: createdAt(),

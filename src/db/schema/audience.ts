@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { counter, createdAt, flag, ownedBy, serialId, timestamps } from './columns'
 
 /** Contact statuses; docs/api.md says what each means and how it moves. */
 export const CONTACT_STATUSES = ['subscribed', 'unconfirmed', 'unsubscribed', 'bounced', 'complained'] as const
@@ -9,11 +10,10 @@ export const CUSTOM_FIELD_TYPES = ['text', 'number', 'date', 'boolean', 'one_of'
 export type CustomFieldType = (typeof CUSTOM_FIELD_TYPES)[number]
 
 export const lists = sqliteTable('lists', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
+  id: serialId(),
   name: text('name').notNull(),
   description: text('description').notNull().default(''),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
+  ...timestamps(),
 })
 
 /**
@@ -25,10 +25,8 @@ export const lists = sqliteTable('lists', {
 export const contacts = sqliteTable(
   'contacts',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    list_id: integer('list_id')
-      .notNull()
-      .references(() => lists.id, { onDelete: 'cascade' }),
+    id: serialId(),
+    list_id: ownedBy('list_id', () => lists.id),
     email: text('email').notNull(),
     first_name: text('first_name'),
     last_name: text('last_name'),
@@ -37,8 +35,7 @@ export const contacts = sqliteTable(
       .$type<Record<string, unknown>>()
       .notNull()
       .default(sql`'{}'`),
-    created_at: integer('created_at').notNull(),
-    updated_at: integer('updated_at').notNull(),
+    ...timestamps(),
   },
   (t) => [
     // Also serves lookups by address across lists (`list_id IN (SELECT id FROM lists) AND
@@ -75,7 +72,7 @@ export const contactCounts = sqliteTable(
 export const customFields = sqliteTable(
   'custom_fields',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
+    id: serialId(),
     /** The name in `fields` of a contact and in segment rules: lower snake case. */
     key: text('key').notNull(),
     name: text('name').notNull(),
@@ -85,23 +82,21 @@ export const customFields = sqliteTable(
       .$type<string[]>()
       .notNull()
       .default(sql`'[]'`),
-    required: integer('required', { mode: 'boolean' }).notNull().default(false),
+    required: flag('required', false),
     /** JSON value used when a contact is created without one; null for none. */
     default_value: text('default_value', { mode: 'json' }).$type<unknown>(),
-    created_at: integer('created_at').notNull(),
-    updated_at: integer('updated_at').notNull(),
+    ...timestamps(),
   },
   (t) => [uniqueIndex('custom_fields_key_unique').on(t.key)],
 )
 
 export const segments = sqliteTable('segments', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
+  id: serialId(),
   name: text('name').notNull(),
   description: text('description').notNull().default(''),
   /** The rule tree: { all | any: [condition | group, ...] }; see src/modules/segments. */
   rules: text('rules', { mode: 'json' }).$type<unknown>().notNull(),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
+  ...timestamps(),
 })
 
 export const SUPPRESSION_SCOPES = ['global', 'list', 'program'] as const
@@ -115,7 +110,7 @@ export const PROGRAM_TYPES = ['broadcast', 'drip', 'trigger'] as const
 export const suppressions = sqliteTable(
   'suppressions',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
+    id: serialId(),
     scope: text('scope', { enum: SUPPRESSION_SCOPES }).notNull(),
     /** `global`, `list:<id>` or `program:<type>:<id>`: one column so that uniqueness is a plain index. */
     scope_key: text('scope_key').notNull(),
@@ -125,7 +120,7 @@ export const suppressions = sqliteTable(
     type: text('type', { enum: SUPPRESSION_TYPES }).notNull(),
     value: text('value').notNull(),
     reason: text('reason').notNull(),
-    created_at: integer('created_at').notNull(),
+    created_at: createdAt(),
   },
   (t) => [
     uniqueIndex('suppressions_entry_unique').on(t.scope_key, t.type, t.value),
@@ -146,10 +141,8 @@ export const IMPORT_STATUSES = ['queued', 'running', 'completed', 'failed'] as c
 export const imports = sqliteTable(
   'imports',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    list_id: integer('list_id')
-      .notNull()
-      .references(() => lists.id, { onDelete: 'cascade' }),
+    id: serialId(),
+    list_id: ownedBy('list_id', () => lists.id),
     format: text('format', { enum: ['csv', 'jsonl'] }).notNull(),
     mode: text('mode', { enum: ['skip', 'update'] }).notNull(),
     /** Contact attribute or `fields.<key>` -> source column (CSV header or JSON key). */
@@ -157,15 +150,15 @@ export const imports = sqliteTable(
     status: text('status', { enum: IMPORT_STATUSES }).notNull(),
     file_path: text('file_path').notNull(),
     file_bytes: integer('file_bytes').notNull(),
-    bytes_done: integer('bytes_done').notNull().default(0),
+    bytes_done: counter('bytes_done'),
     total_rows: integer('total_rows'),
-    rows_done: integer('rows_done').notNull().default(0),
-    created: integer('created').notNull().default(0),
-    updated: integer('updated').notNull().default(0),
-    skipped: integer('skipped').notNull().default(0),
-    invalid: integer('invalid').notNull().default(0),
+    rows_done: counter('rows_done'),
+    created: counter('created'),
+    updated: counter('updated'),
+    skipped: counter('skipped'),
+    invalid: counter('invalid'),
     error: text('error'),
-    created_at: integer('created_at').notNull(),
+    created_at: createdAt(),
     started_at: integer('started_at'),
     finished_at: integer('finished_at'),
   },
@@ -175,10 +168,8 @@ export const imports = sqliteTable(
 export const importErrors = sqliteTable(
   'import_errors',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    import_id: integer('import_id')
-      .notNull()
-      .references(() => imports.id, { onDelete: 'cascade' }),
+    id: serialId(),
+    import_id: ownedBy('import_id', () => imports.id),
     /** 1-based data row number (the header is not counted). */
     row_number: integer('row_number').notNull(),
     reason: text('reason').notNull(),

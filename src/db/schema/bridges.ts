@@ -1,59 +1,49 @@
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { apiKeys } from './access'
 import { ipPools, sendingNodes } from './sending'
+import { counter, flag, hourlyUsageTable, ownedBy, serialId, timestamps, usesOptional } from './columns'
 
 // ---------------------------------------------------------------------------------------
 // Bridges (issue 5): one application's way in, over SMTP submission or its own API key.
 // ---------------------------------------------------------------------------------------
 
 export const bridges = sqliteTable('bridges', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
+  id: serialId(),
   name: text('name').notNull().unique(),
   /** SMTP AUTH user name (generated, unique). */
   smtp_username: text('smtp_username').notNull().unique(),
   /** SHA-256 of the generated password (high-entropy, so no slow hash is needed; as API keys). */
   smtp_password_hash: text('smtp_password_hash').notNull(),
   /** The bridge's own API key for its per-application send endpoint. */
-  api_key_id: integer('api_key_id').references(() => apiKeys.id, { onDelete: 'set null' }),
+  api_key_id: usesOptional('api_key_id', () => apiKeys.id),
   /** Sending-domain names (lower-case ASCII) its From and MAIL FROM may use. */
   domains: text('domains', { mode: 'json' }).$type<string[]>().notNull(),
-  pool_id: integer('pool_id').references(() => ipPools.id, { onDelete: 'set null' }),
-  node_id: integer('node_id').references(() => sendingNodes.id, { onDelete: 'set null' }),
+  pool_id: usesOptional('pool_id', () => ipPools.id),
+  node_id: usesOptional('node_id', () => sendingNodes.id),
   /** Most accepted messages per clock hour / UTC day; null = no quota. */
   hourly_quota: integer('hourly_quota'),
   daily_quota: integer('daily_quota'),
   /** IPs/CIDRs/ranges allowed to use the bridge (SMTP and its API key); empty = any. */
   allowed_ips: text('allowed_ips', { mode: 'json' }).$type<string[]>().notNull(),
   /** Tracking settings for the engagement issue. */
-  track_opens: integer('track_opens', { mode: 'boolean' }).notNull().default(false),
-  track_clicks: integer('track_clicks', { mode: 'boolean' }).notNull().default(false),
-  active: integer('active', { mode: 'boolean' }).notNull().default(true),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
+  track_opens: flag('track_opens', false),
+  track_clicks: flag('track_clicks', false),
+  active: flag('active', true),
+  ...timestamps(),
 })
 
 /** Accepted messages per bridge and clock hour, for the quotas. */
-export const bridgeUsage = sqliteTable(
-  'bridge_usage',
-  {
-    bridge_id: integer('bridge_id')
-      .notNull()
-      .references(() => bridges.id, { onDelete: 'cascade' }),
-    hour: integer('hour').notNull(),
-    count: integer('count').notNull().default(0),
-  },
-  (t) => [primaryKey({ columns: [t.bridge_id, t.hour] })],
-)
+export const bridgeUsage = hourlyUsageTable('bridge_usage', 'bridge_id', () => bridges.id)
 
 /** Running totals per bridge, kept in the transactions that change them. */
 export const bridgeCounters = sqliteTable('bridge_counters', {
   bridge_id: integer('bridge_id')
     .primaryKey()
     .references(() => bridges.id, { onDelete: 'cascade' }),
-  accepted: integer('accepted').notNull().default(0),
-  delivered: integer('delivered').notNull().default(0),
-  bounced: integer('bounced').notNull().default(0),
-  complained: integer('complained').notNull().default(0),
+  accepted: counter('accepted'),
+  delivered: counter('delivered'),
+  bounced: counter('bounced'),
+  complained: counter('complained'),
 })
 
 // ---------------------------------------------------------------------------------------
@@ -63,7 +53,7 @@ export const bridgeCounters = sqliteTable('bridge_counters', {
 export const FEEDBACK_LOOP_KINDS = ['address', 'imap'] as const
 
 export const feedbackLoopAccounts = sqliteTable('feedback_loop_accounts', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
+  id: serialId(),
   name: text('name').notNull().unique(),
   kind: text('kind', { enum: FEEDBACK_LOOP_KINDS }).notNull(),
   /** kind address: the address on the inbound listener that receives the reports. */
@@ -77,15 +67,14 @@ export const feedbackLoopAccounts = sqliteTable('feedback_loop_accounts', {
   poll_interval_seconds: integer('poll_interval_seconds'),
   last_polled_at: integer('last_polled_at'),
   last_error: text('last_error'),
-  active: integer('active', { mode: 'boolean' }).notNull().default(true),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
+  active: flag('active', true),
+  ...timestamps(),
 })
 
 export const dmarcReports = sqliteTable(
   'dmarc_reports',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
+    id: serialId(),
     /** The policy domain the report is about. */
     domain: text('domain').notNull(),
     org_name: text('org_name').notNull(),
@@ -101,10 +90,8 @@ export const dmarcReports = sqliteTable(
 export const dmarcRecords = sqliteTable(
   'dmarc_records',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    report_id: integer('report_id')
-      .notNull()
-      .references(() => dmarcReports.id, { onDelete: 'cascade' }),
+    id: serialId(),
+    report_id: ownedBy('report_id', () => dmarcReports.id),
     source_ip: text('source_ip').notNull(),
     count: integer('count').notNull(),
     disposition: text('disposition').notNull(),
@@ -119,7 +106,7 @@ export const dmarcRecords = sqliteTable(
 export const inboundMessages = sqliteTable(
   'inbound_messages',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
+    id: serialId(),
     received_at: integer('received_at').notNull(),
     remote_ip: text('remote_ip'),
     mail_from: text('mail_from').notNull(),

@@ -1,5 +1,13 @@
 import { sql } from 'drizzle-orm'
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
+import { index, integer, sqliteTable, text, type SQLiteColumn } from 'drizzle-orm/sqlite-core'
+import { createdAt, serialId } from './columns'
+
+/** `events_<subject>_idx` on (column, created_at), partial on `column IS NOT NULL`. */
+function subjectIndex(subject: string, column: SQLiteColumn, createdAt: SQLiteColumn) {
+  return index(`events_${subject}_idx`)
+    .on(column, createdAt)
+    .where(sql`${sql.raw(column.name)} IS NOT NULL`)
+}
 
 /**
  * The append-only event log. Every contact, message and engagement event is one row,
@@ -10,9 +18,9 @@ import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 export const events = sqliteTable(
   'events',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
+    id: serialId(),
     kind: text('kind').notNull(),
-    created_at: integer('created_at').notNull(),
+    created_at: createdAt(),
     contact_id: integer('contact_id'),
     list_id: integer('list_id'),
     message_id: text('message_id'),
@@ -29,20 +37,10 @@ export const events = sqliteTable(
     index('events_message_idx').on(t.message_id),
     // The other subject filters of GET /api/v2/events, newest first. Partial: most events have
     // no list, broadcast or bridge, and `col = ?` implies `col IS NOT NULL`, so SQLite uses them.
-    index('events_recipient_idx')
-      .on(t.recipient, t.created_at)
-      .where(sql`recipient IS NOT NULL`),
-    index('events_contact_idx')
-      .on(t.contact_id, t.created_at)
-      .where(sql`contact_id IS NOT NULL`),
-    index('events_list_idx')
-      .on(t.list_id, t.created_at)
-      .where(sql`list_id IS NOT NULL`),
-    index('events_broadcast_idx')
-      .on(t.broadcast_id, t.created_at)
-      .where(sql`broadcast_id IS NOT NULL`),
-    index('events_bridge_idx')
-      .on(t.bridge_id, t.created_at)
-      .where(sql`bridge_id IS NOT NULL`),
+    subjectIndex('recipient', t.recipient, t.created_at),
+    subjectIndex('contact', t.contact_id, t.created_at),
+    subjectIndex('list', t.list_id, t.created_at),
+    subjectIndex('broadcast', t.broadcast_id, t.created_at),
+    subjectIndex('bridge', t.bridge_id, t.created_at),
   ],
 )

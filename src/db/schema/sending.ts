@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { counter, createdAt, flag, hourlyUsageTable, ownedBy, serialId, timestamps, usesOptional } from './columns'
 
 // ---------------------------------------------------------------------------------------
 // Templates and spin tags (issue 4). A template's content lives in immutable versions; the
@@ -7,22 +8,19 @@ import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from
 // ---------------------------------------------------------------------------------------
 
 export const templates = sqliteTable('templates', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
+  id: serialId(),
   name: text('name').notNull(),
   description: text('description').notNull().default(''),
   /** The version sends use; null only between creating the row and its first version (one transaction). */
   active_version_id: integer('active_version_id'),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
+  ...timestamps(),
 })
 
 export const templateVersions = sqliteTable(
   'template_versions',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    template_id: integer('template_id')
-      .notNull()
-      .references(() => templates.id, { onDelete: 'cascade' }),
+    id: serialId(),
+    template_id: ownedBy('template_id', () => templates.id),
     /** 1, 2, 3... per template. */
     version: integer('version').notNull(),
     subject: text('subject').notNull(),
@@ -32,18 +30,17 @@ export const templateVersions = sqliteTable(
     from_address: text('from_address'),
     /** The Reply-To of the template's sends; null: none. */
     reply_to: text('reply_to'),
-    created_at: integer('created_at').notNull(),
+    created_at: createdAt(),
   },
   (t) => [uniqueIndex('template_versions_template_version_unique').on(t.template_id, t.version)],
 )
 
 export const spinTags = sqliteTable('spin_tags', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
+  id: serialId(),
   /** Referenced from templates as {{spin "name"}}; unique. */
   name: text('name').notNull().unique(),
   alternatives: text('alternatives', { mode: 'json' }).$type<string[]>().notNull(),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
+  ...timestamps(),
 })
 
 // ---------------------------------------------------------------------------------------
@@ -52,32 +49,26 @@ export const spinTags = sqliteTable('spin_tags', {
 
 /** A local source address the operator registered; mail over it greets with `hostname`. */
 export const ips = sqliteTable('ips', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
+  id: serialId(),
   address: text('address').notNull().unique(),
   /** EHLO name of this address (should match its PTR record). */
   hostname: text('hostname').notNull(),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
+  ...timestamps(),
 })
 
 export const ipPools = sqliteTable('ip_pools', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
+  id: serialId(),
   name: text('name').notNull().unique(),
   /** At most one pool is the default (checked by the service). */
-  is_default: integer('is_default', { mode: 'boolean' }).notNull().default(false),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
+  is_default: flag('is_default', false),
+  ...timestamps(),
 })
 
 export const ipPoolMembers = sqliteTable(
   'ip_pool_members',
   {
-    pool_id: integer('pool_id')
-      .notNull()
-      .references(() => ipPools.id, { onDelete: 'cascade' }),
-    ip_id: integer('ip_id')
-      .notNull()
-      .references(() => ips.id, { onDelete: 'cascade' }),
+    pool_id: ownedBy('pool_id', () => ipPools.id),
+    ip_id: ownedBy('ip_id', () => ips.id),
     /** Relative share of the pool's traffic (weighted rotation). */
     weight: integer('weight').notNull().default(1),
   },
@@ -88,7 +79,7 @@ export const DOMAIN_STATUSES = ['pending', 'verified', 'failed'] as const
 export type DomainStatus = (typeof DOMAIN_STATUSES)[number]
 
 export const sendingDomains = sqliteTable('sending_domains', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
+  id: serialId(),
   /** Lower-case, ASCII (IDNA) form. */
   name: text('name').notNull().unique(),
   status: text('status', { enum: DOMAIN_STATUSES }).notNull(),
@@ -100,16 +91,15 @@ export const sendingDomains = sqliteTable('sending_domains', {
   /** Host of the bounce (Return-Path) domain, e.g. bounces.example.com. */
   return_path_host: text('return_path_host').notNull(),
   /** The pool mail from this domain uses when the request names none; null = the default pool. */
-  pool_id: integer('pool_id').references(() => ipPools.id, { onDelete: 'set null' }),
+  pool_id: usesOptional('pool_id', () => ipPools.id),
   /** Defaults of API sends from this domain: rewrite HTML for open and click tracking (src/modules/tracking). */
-  track_opens: integer('track_opens', { mode: 'boolean' }).notNull().default(false),
-  track_clicks: integer('track_clicks', { mode: 'boolean' }).notNull().default(false),
+  track_opens: flag('track_opens', false),
+  track_clicks: flag('track_clicks', false),
   /** The state of each DNS record at the last verify call. */
   records_state: text('records_state', { mode: 'json' }).$type<Record<string, unknown>>(),
   verified_at: integer('verified_at'),
   checked_at: integer('checked_at'),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
+  ...timestamps(),
 })
 
 export const NODE_KINDS = ['direct', 'relay'] as const
@@ -119,11 +109,11 @@ export type RelayTlsMode = (typeof RELAY_TLS_MODES)[number]
 
 /** A delivery route: straight to the recipient's MX over a pool, or through a smart host. */
 export const sendingNodes = sqliteTable('sending_nodes', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
+  id: serialId(),
   name: text('name').notNull().unique(),
   kind: text('kind', { enum: NODE_KINDS }).notNull(),
   /** direct: the pool to send over (null = the message's pool). */
-  pool_id: integer('pool_id').references(() => ipPools.id, { onDelete: 'set null' }),
+  pool_id: usesOptional('pool_id', () => ipPools.id),
   relay_host: text('relay_host'),
   relay_port: integer('relay_port'),
   relay_tls: text('relay_tls', { enum: RELAY_TLS_MODES }),
@@ -133,25 +123,13 @@ export const sendingNodes = sqliteTable('sending_nodes', {
   hourly_cap: integer('hourly_cap'),
   daily_cap: integer('daily_cap'),
   /** At most one node is the default route (checked by the service). */
-  is_default: integer('is_default', { mode: 'boolean' }).notNull().default(false),
-  active: integer('active', { mode: 'boolean' }).notNull().default(true),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
+  is_default: flag('is_default', false),
+  active: flag('active', true),
+  ...timestamps(),
 })
 
 /** Deliveries per node and clock hour, for the hourly and daily caps. */
-export const sendingNodeUsage = sqliteTable(
-  'sending_node_usage',
-  {
-    node_id: integer('node_id')
-      .notNull()
-      .references(() => sendingNodes.id, { onDelete: 'cascade' }),
-    /** Start of the clock hour, ms since the epoch. */
-    hour: integer('hour').notNull(),
-    count: integer('count').notNull().default(0),
-  },
-  (t) => [primaryKey({ columns: [t.node_id, t.hour] })],
-)
+export const sendingNodeUsage = hourlyUsageTable('sending_node_usage', 'node_id', () => sendingNodes.id)
 
 // ---------------------------------------------------------------------------------------
 // Messages and the per-recipient delivery queue.
@@ -182,16 +160,16 @@ export const messages = sqliteTable(
     /** The Message-ID header value, without angle brackets. */
     message_id_header: text('message_id_header').notNull(),
     /** Sending domain that signs the message; null = sent unsigned (unverified domains allowed). */
-    domain_id: integer('domain_id').references(() => sendingDomains.id, { onDelete: 'set null' }),
-    pool_id: integer('pool_id').references(() => ipPools.id, { onDelete: 'set null' }),
-    node_id: integer('node_id').references(() => sendingNodes.id, { onDelete: 'set null' }),
+    domain_id: usesOptional('domain_id', () => sendingDomains.id),
+    pool_id: usesOptional('pool_id', () => ipPools.id),
+    node_id: usesOptional('node_id', () => sendingNodes.id),
     template_id: integer('template_id'),
     template_version_id: integer('template_version_id'),
     /** The bridge (issue 5) the message came through, if any. */
     bridge_id: integer('bridge_id'),
     raw: blob('raw', { mode: 'buffer' }).notNull(),
     size: integer('size').notNull(),
-    created_at: integer('created_at').notNull(),
+    created_at: createdAt(),
   },
   (t) => [
     index('messages_created_idx').on(t.created_at),
@@ -213,7 +191,7 @@ export const RECIPIENT_KINDS = ['to', 'cc', 'bcc'] as const
 export const messageRecipients = sqliteTable(
   'message_recipients',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
+    id: serialId(),
     message_id: text('message_id')
       .notNull()
       .references(() => messages.id, { onDelete: 'cascade' }),
@@ -222,7 +200,7 @@ export const messageRecipients = sqliteTable(
     domain: text('domain').notNull(),
     kind: text('kind', { enum: RECIPIENT_KINDS }).notNull(),
     state: text('state', { enum: RECIPIENT_STATES }).notNull(),
-    attempts: integer('attempts').notNull().default(0),
+    attempts: counter('attempts'),
     /** When the row is next due (queued/deferred) in ms; null once final. */
     next_attempt_at: integer('next_attempt_at'),
     /** Lease expiry of a `sending` row. */
@@ -238,8 +216,7 @@ export const messageRecipients = sqliteTable(
     last_mx: text('last_mx'),
     /** For `suppressed`: which suppression matched (id, scope, reason). */
     suppression: text('suppression', { mode: 'json' }).$type<Record<string, unknown>>(),
-    created_at: integer('created_at').notNull(),
-    updated_at: integer('updated_at').notNull(),
+    ...timestamps(),
     /** When the state became final (sent, bounced, failed, suppressed). */
     finished_at: integer('finished_at'),
   },
@@ -270,7 +247,7 @@ export const idempotencyKeys = sqliteTable(
     request_hash: text('request_hash').notNull(),
     response_status: integer('response_status').notNull(),
     response_body: text('response_body').notNull(),
-    created_at: integer('created_at').notNull(),
+    created_at: createdAt(),
   },
   (t) => [primaryKey({ columns: [t.api_key_id, t.key] }), index('idempotency_keys_created_idx').on(t.created_at)],
 )

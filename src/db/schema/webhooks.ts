@@ -1,12 +1,13 @@
 import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core'
 import { sql } from 'drizzle-orm'
+import { counter, flag, ownedBy, serialId, timestamps } from './columns'
 
 // ---------------------------------------------------------------------------------------
 // Webhooks (issue 6): endpoints, durable deliveries (one per event and webhook), attempts.
 // ---------------------------------------------------------------------------------------
 
 export const webhooks = sqliteTable('webhooks', {
-  id: integer('id').primaryKey({ autoIncrement: true }),
+  id: serialId(),
   url: text('url').notNull(),
   description: text('description').notNull().default(''),
   /** Event kinds delivered; ['*'] = every kind. */
@@ -16,15 +17,14 @@ export const webhooks = sqliteTable('webhooks', {
   /** After a rotation the old secret also signs until this time (ms), for a grace period. */
   previous_secret: text('previous_secret'),
   previous_secret_until: integer('previous_secret_until'),
-  enabled: integer('enabled', { mode: 'boolean' }).notNull().default(true),
+  enabled: flag('enabled', true),
   /** Why it was disabled: 'manual', 'failures' (10 in a row), 'gone' (HTTP 410). */
   disabled_reason: text('disabled_reason'),
   disabled_at: integer('disabled_at'),
-  consecutive_failures: integer('consecutive_failures').notNull().default(0),
+  consecutive_failures: counter('consecutive_failures'),
   last_success_at: integer('last_success_at'),
   last_failure_at: integer('last_failure_at'),
-  created_at: integer('created_at').notNull(),
-  updated_at: integer('updated_at').notNull(),
+  ...timestamps(),
 })
 
 export const WEBHOOK_DELIVERY_STATES = ['pending', 'sending', 'succeeded', 'failed'] as const
@@ -36,22 +36,19 @@ export const WEBHOOK_DELIVERY_STATES = ['pending', 'sending', 'succeeded', 'fail
 export const webhookDeliveries = sqliteTable(
   'webhook_deliveries',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    webhook_id: integer('webhook_id')
-      .notNull()
-      .references(() => webhooks.id, { onDelete: 'cascade' }),
+    id: serialId(),
+    webhook_id: ownedBy('webhook_id', () => webhooks.id),
     /** The event delivered (events.id); the `webhook-id` header is derived from it, so retries share it. */
     event_id: integer('event_id').notNull(),
     /** Test and replay deliveries carry their own payload instead of an event's. */
     kind: text('kind').notNull(),
     state: text('state', { enum: WEBHOOK_DELIVERY_STATES }).notNull(),
-    attempts: integer('attempts').notNull().default(0),
+    attempts: counter('attempts'),
     next_attempt_at: integer('next_attempt_at'),
     lease_until: integer('lease_until'),
     last_status: integer('last_status'),
     last_error: text('last_error'),
-    created_at: integer('created_at').notNull(),
-    updated_at: integer('updated_at').notNull(),
+    ...timestamps(),
     finished_at: integer('finished_at'),
   },
   (t) => [
@@ -67,10 +64,8 @@ export const webhookDeliveries = sqliteTable(
 export const webhookAttempts = sqliteTable(
   'webhook_attempts',
   {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    delivery_id: integer('delivery_id')
-      .notNull()
-      .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    id: serialId(),
+    delivery_id: ownedBy('delivery_id', () => webhookDeliveries.id),
     webhook_id: integer('webhook_id').notNull(),
     attempted_at: integer('attempted_at').notNull(),
     /** HTTP status, null when there was no response (timeout, refused, TLS, redirect refused...). */
@@ -100,7 +95,7 @@ export const statsHourly = sqliteTable(
     kind: text('kind').notNull(),
     dim: text('dim').notNull(),
     dim_value: text('dim_value').notNull(),
-    count: integer('count').notNull().default(0),
+    count: counter('count'),
   },
   // (dim, hour) first: the queries ask for one dimension over a time range, grouped by value.
   (t) => [primaryKey({ columns: [t.dim, t.hour, t.dim_value, t.kind] })],

@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { enumOf } from '../../http/schemas'
+import { enumOf, Timestamps } from '../../http/schemas'
 import { ADMIN_STATUSES } from '../../db/schema'
 
 /** The shortest password accepted (NIST SP 800-63B asks for at least 8; we ask 10). */
@@ -19,8 +19,7 @@ export const AdminSchema = t.Object({
   role: t.Object({ id: t.Integer(), name: t.String() }),
   status: Status,
   last_sign_in_at: t.Nullable(t.String({ format: 'date-time' })),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
 })
 export type AdminView = Static<typeof AdminSchema>
 

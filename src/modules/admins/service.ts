@@ -1,13 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { and, asc, count, eq, gt, sql, type SQL } from 'drizzle-orm'
+import { and, count, eq, gt, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { adminSessions, adminSetupTokens, admins, roles } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { checkEmail } from '../../lib/email'
 import { AppError, invalidField, notFound } from '../../lib/errors'
-import { pageMeta, pageRequest, type PageMeta } from '../../lib/pagination'
+import type { PageMeta } from '../../lib/pagination'
 import { ALL, isSubset } from '../permissions/service'
-import { ADMINISTRATOR, type Actor } from '../roles/service'
+import { ADMINISTRATOR, pageOfRoleHolders, type Actor } from '../roles/service'
 import { MIN_PASSWORD_LENGTH, type AdminView } from './model'
 
 type AdminRow = typeof admins.$inferSelect
@@ -49,8 +49,6 @@ function checkAdminEmail(input: string): string {
   if (!r.ok) throw invalidField('email', r.error)
   return r.email
 }
-
-const roleRef = { id: roles.id, name: roles.name }
 
 function toView(row: AdminRow, role: { id: number; name: string }): AdminView {
   return {
@@ -122,19 +120,9 @@ export function listAdmins(
   deps: Deps,
   filter: { page?: number; per_page?: number; status?: Status; role_id?: number },
 ): { items: AdminView[]; meta: PageMeta } {
-  const req = pageRequest(filter)
   const where = and(filter.status ? eq(admins.status, filter.status) : undefined, filter.role_id !== undefined ? eq(admins.role_id, filter.role_id) : undefined)
-  const total = deps.db.select({ n: count() }).from(admins).where(where).get()!.n
-  const rows = deps.db
-    .select({ admin: admins, role: roleRef })
-    .from(admins)
-    .innerJoin(roles, eq(roles.id, admins.role_id))
-    .where(where)
-    .orderBy(asc(admins.id))
-    .limit(req.per_page)
-    .offset(req.offset)
-    .all()
-  return { items: rows.map((r) => toView(r.admin, r.role)), meta: pageMeta(req, total) }
+  const { rows, meta } = pageOfRoleHolders(deps, admins, where, filter)
+  return { items: rows.map((r) => toView(r.row, r.role)), meta }
 }
 
 /** Finds an administrator by email, whatever its case. */

@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { NameString } from '../../http/schemas'
+import { NameString, Timestamps } from '../../http/schemas'
 
 const RateLimit = t.Union([t.Integer({ minimum: 1, maximum: 1_000_000 }), t.Null()], {
   description: 'Requests per minute; null means unlimited. Omitted on create: the server default (600 unless configured).',
@@ -20,8 +20,7 @@ export const ApiKeySchema = t.Object({
   status: Status,
   last_used_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
   last_used_ip: t.Union([t.String(), t.Null()]),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
   deleted_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
 })
 export type ApiKeyView = Static<typeof ApiKeySchema>

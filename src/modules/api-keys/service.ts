@@ -1,4 +1,4 @@
-import { and, asc, count, eq, isNotNull, isNull, sql, type SQL } from 'drizzle-orm'
+import { and, count, eq, isNotNull, isNull, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { columnsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
@@ -7,9 +7,8 @@ import { generateToken, parseToken, tokenMatches, tokenPrefix } from '../../lib/
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
 import { compileAllowlist, type IpRule } from '../../lib/ip-allowlist'
-import { pageMeta, pageRequest } from '../../lib/pagination'
 import { isSubset } from '../permissions/service'
-import type { Actor } from '../roles/service'
+import { pageOfRoleHolders, type Actor } from '../roles/service'
 import type { ApiKeyView } from './model'
 
 type KeyRow = typeof apiKeys.$inferSelect
@@ -34,8 +33,6 @@ function toView(row: KeyRow, role: { id: number; name: string }): ApiKeyView {
     deleted_at: toIso(row.deleted_at),
   }
 }
-
-const roleRef = { id: roles.id, name: roles.name }
 
 /** Validates allowlist entries, refusing the whole write with one message per bad entry. */
 function checkAllowlist(entries: string[]): string[] {
@@ -134,24 +131,14 @@ export interface ApiKeyFilter {
 
 /** A page of keys, oldest first. */
 export function listApiKeys(deps: Deps, filter: ApiKeyFilter) {
-  const req = pageRequest(filter)
   const conditions: Array<SQL | undefined> = [
     filter.status ? eq(apiKeys.status, filter.status) : undefined,
     filter.role_id ? eq(apiKeys.role_id, filter.role_id) : undefined,
     filter.state === 'all' ? undefined : filter.state === 'deleted' ? isNotNull(apiKeys.deleted_at) : isNull(apiKeys.deleted_at),
   ]
   const where = and(...conditions)
-  const total = deps.db.select({ n: count() }).from(apiKeys).where(where).get()!.n
-  const rows = deps.db
-    .select({ key: apiKeys, role: roleRef })
-    .from(apiKeys)
-    .innerJoin(roles, eq(roles.id, apiKeys.role_id))
-    .where(where)
-    .orderBy(asc(apiKeys.id))
-    .limit(req.per_page)
-    .offset(req.offset)
-    .all()
-  return { items: rows.map((r) => toView(r.key, r.role)), meta: pageMeta(req, total) }
+  const { rows, meta } = pageOfRoleHolders(deps, apiKeys, where, filter)
+  return { items: rows.map((r) => toView(r.row, r.role)), meta }
 }
 
 /** How many keys are not deleted (the first start tells how to create one when there are none). */

@@ -1,5 +1,5 @@
 import { t, type Static, type TSchema } from 'elysia'
-import { NameString } from '../../http/schemas'
+import { NameString, Timestamps } from '../../http/schemas'
 
 const Nullable = <T extends TSchema>(schema: T, description?: string) => t.Union([schema, t.Null()], description ? { description } : {})
 
@@ -25,8 +25,7 @@ export const BridgeSchema = t.Object({
   active: t.Boolean({ description: 'An inactive bridge refuses SMTP AUTH and sends (403).' }),
   counts: BridgeCountsSchema,
   usage: t.Object({ this_hour: t.Integer(), today: t.Integer() }, { description: 'Messages counted against the quotas.' }),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
 })
 
 const SmtpCredentials = t.Object(

@@ -1,6 +1,6 @@
 import { t, type Static, type TSchema } from 'elysia'
 import { FEEDBACK_LOOP_KINDS } from '../../db/schema'
-import { enumOf, NameString } from '../../http/schemas'
+import { enumOf, NameString, Timestamps } from '../../http/schemas'
 
 /** The shortest allowed poll interval: providers send reports in batches; faster polling only loads their servers. */
 export const MIN_POLL_SECONDS = 60
@@ -22,8 +22,7 @@ export const FeedbackLoopSchema = t.Object({
   active: t.Boolean(),
   last_polled_at: nullable(t.String({ format: 'date-time' })),
   last_error: nullable(t.String({ description: 'Why the last poll failed; null after a clean poll.' })),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
 })
 export type FeedbackLoopView = Static<typeof FeedbackLoopSchema>
 

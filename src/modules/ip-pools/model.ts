@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { NameString } from '../../http/schemas'
+import { NameString, Timestamps } from '../../http/schemas'
 
 export const MAX_WEIGHT = 1000
 
@@ -16,8 +16,7 @@ export const PoolSchema = t.Object({
   name: t.String(),
   is_default: t.Boolean({ description: 'Mail that names no pool (and whose sending domain names none) uses the default pool.' }),
   members: t.Array(PoolMemberSchema),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
 })
 export type PoolView = Static<typeof PoolSchema>
 

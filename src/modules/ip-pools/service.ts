@@ -9,6 +9,7 @@ import {
   findById,
   columnsOf,
   timestampsOf,
+  viewOf,
   viewsWith,
 } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
@@ -89,19 +90,19 @@ function assertNameFree(deps: Deps, name: string, exceptId?: number): void {
   assertUnique(deps.db, ipPools, ipPools.name, name, { exceptId, message: `An IP pool named "${name}" already exists.` })
 }
 
+/** Pools' views with their members, fetched for all of them in one query. */
+function poolViews(deps: Deps): (rows: Row[]) => PoolView[] {
+  return viewsWith((ids) => membersOf(deps, ids), toView)
+}
+
 /** One pool with its members and their addresses. */
 export function getPool(deps: Deps, id: number): PoolView {
-  return toView(findPool(deps, id), membersOf(deps, [id]).get(id)!)
+  return viewOf(poolViews(deps), findPool(deps, id))
 }
 
 /** A page of pools, oldest first. */
 export function listPools(deps: Deps, query: { page?: number; per_page?: number }) {
-  return pageOfTable(
-    deps.db,
-    ipPools,
-    query,
-    viewsWith((ids) => membersOf(deps, ids), toView),
-  )
+  return pageOfTable(deps.db, ipPools, query, poolViews(deps))
 }
 
 /** Creates a pool; making it the default takes the flag from the previous default in the same transaction. */

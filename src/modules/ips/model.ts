@@ -1,4 +1,5 @@
 import { t, type Static } from 'elysia'
+import { Timestamps } from '../../http/schemas'
 
 export const IpSchema = t.Object({
   id: t.Integer(),
@@ -6,8 +7,7 @@ export const IpSchema = t.Object({
   family: t.Integer({ description: '4 or 6.' }),
   hostname: t.String({ description: 'EHLO name used on connections from this address; should match its PTR record.' }),
   pools: t.Array(t.Object({ id: t.Integer(), name: t.String(), weight: t.Integer() }), { description: 'Pools this address belongs to.' }),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
 })
 export type IpView = Static<typeof IpSchema>
 

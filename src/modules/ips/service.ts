@@ -2,7 +2,7 @@ import { asc, eq, inArray } from 'drizzle-orm'
 import net from 'node:net'
 import ipaddr from 'ipaddr.js'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, timestampsOf, viewsWith } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, timestampsOf, viewOf, viewsWith } from '../../db/crud'
 import { ipPoolMembers, ipPools, ips } from '../../db/schema'
 import { AppError, invalidField } from '../../lib/errors'
 import { normaliseDomain } from '../../lib/email'
@@ -91,19 +91,19 @@ function assertAddressFree(deps: Deps, address: string, except?: number): void {
   if (clash && clash.id !== except) throw new AppError('conflict', `The address ${address} is already registered as IP ${clash.id}.`)
 }
 
+/** IPs' views with their pools, fetched for all of them in one query. */
+function ipViews(deps: Deps): (rows: Row[]) => IpView[] {
+  return viewsWith((ids) => poolsOf(deps, ids), toView)
+}
+
 /** One IP with its pools. */
 export function getIp(deps: Deps, id: number): IpView {
-  return toView(findIp(deps, id), poolsOf(deps, [id]).get(id)!)
+  return viewOf(ipViews(deps), findIp(deps, id))
 }
 
 /** A page of IPs, oldest first. */
 export function listIps(deps: Deps, query: { page?: number; per_page?: number }) {
-  return pageOfTable(
-    deps.db,
-    ips,
-    query,
-    viewsWith((ids) => poolsOf(deps, ids), toView),
-  )
+  return pageOfTable(deps.db, ips, query, ipViews(deps))
 }
 
 /** Registers a source address after checking that this host can bind it. */

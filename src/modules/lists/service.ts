@@ -1,8 +1,7 @@
 import { eq, inArray } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, columnsOf, timestampsOf, viewsWith } from '../../db/crud'
+import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, columnsOf, findById, timestampsOf, viewOf, viewsWith } from '../../db/crud'
 import { CONTACT_STATUSES, contactCounts, lists, type ContactStatus } from '../../db/schema'
-import { notFound } from '../../lib/errors'
 import type { ListView } from './model'
 
 type Row = typeof lists.$inferSelect
@@ -29,25 +28,23 @@ function toView(r: Row, counts: ListView['counts']): ListView {
   return { ...columnsOf(r, ['id', 'name', 'description']), counts, ...timestampsOf(r) }
 }
 
+/** Lists' views with their contact counts, fetched for all of them in one query. */
+function listViews(deps: Deps): (rows: Row[]) => ListView[] {
+  return viewsWith((ids) => countsFor(deps, ids), toView)
+}
+
 /** True when the list exists (contacts and imports check this before writing). */
 export function listExists(deps: Deps, id: number): boolean {
   return deps.db.select({ id: lists.id }).from(lists).where(eq(lists.id, id)).get() !== undefined
 }
 
 export function getList(deps: Deps, id: number): ListView {
-  const row = deps.db.select().from(lists).where(eq(lists.id, id)).get()
-  if (!row) throw notFound('list', id)
-  return toView(row, countsFor(deps, [id]).get(id)!)
+  return viewOf(listViews(deps), findById(deps.db, lists, id, 'list'))
 }
 
 /** A page of lists, oldest first. */
 export function listLists(deps: Deps, query: { page?: number; per_page?: number }) {
-  return pageOfTable(
-    deps.db,
-    lists,
-    query,
-    viewsWith((ids) => countsFor(deps, ids), toView),
-  )
+  return pageOfTable(deps.db, lists, query, listViews(deps))
 }
 
 export function createList(deps: Deps, input: { name: string; description?: string }): ListView {
@@ -57,7 +54,7 @@ export function createList(deps: Deps, input: { name: string; description?: stri
     .values({ name: input.name.trim(), description: input.description ?? '', created_at: now, updated_at: now })
     .returning()
     .get()
-  return toView(row, countsFor(deps, [row.id]).get(row.id)!)
+  return viewOf(listViews(deps), row)
 }
 
 export function updateList(deps: Deps, id: number, input: { name?: string; description?: string }): ListView {

@@ -77,11 +77,16 @@ export const EmailQueuedSchema = t.Object({
 
 const State = enumOf(RECIPIENT_STATES)
 
-export const MessageSchema = t.Object({
+/** What both the full message and a search result show first. */
+const MessageHead = {
   id: t.String(),
   source: t.String(),
   from: t.String(),
   subject: t.String(),
+}
+
+export const MessageSchema = t.Object({
+  ...MessageHead,
   tags: t.Array(t.String()),
   message_id_header: t.String(),
   signed: t.Boolean({ description: 'Whether the message is DKIM-signed at delivery (its domain is verified).' }),
@@ -125,10 +130,7 @@ export const MessageSearchQuery = {
 }
 
 export const MessageSummarySchema = t.Object({
-  id: t.String(),
-  source: t.String(),
-  from: t.String(),
-  subject: t.String(),
+  ...MessageHead,
   bridge_id: t.Nullable(t.Integer()),
   size: t.Integer(),
   status: State,

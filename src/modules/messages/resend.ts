@@ -175,15 +175,17 @@ async function resendView(deps: Deps, id: string) {
 export function resendRoutes(deps: Deps, authOf: AuthOf) {
   const tags = ['resend-compatible']
   const idOnly = (a: AcceptedMessage) => ({ id: a.id })
-  /** Both send routes: accept through the one accept service, answer 200 as Resend does. */
-  const send = async <B>(
-    endpoint: string,
-    body: B,
-    request: Request,
-    set: { status?: number | string; headers: Record<string, string | number> },
+  /**
+   * Both send routes: accept through the one accept service, answer 200 as Resend does. The
+   * idempotency endpoint is the route's method and full path (`POST /compat/resend/emails`).
+   */
+  const send = async <B, R>(
+    path: string,
+    { body, request, set }: { body: B; request: Request; set: { status?: number | string; headers: Record<string, string | number> } },
     inputs: () => SendInput[],
-    respond: (accepted: AcceptedMessage[]) => unknown,
-  ) => {
+    respond: (accepted: AcceptedMessage[]) => R,
+  ): Promise<R> => {
+    const endpoint = `POST ${RESEND_PREFIX}${path}`
     const r = await sendOverHttp(
       deps,
       authOf,
@@ -191,20 +193,19 @@ export function resendRoutes(deps: Deps, authOf: AuthOf) {
       set,
     )
     set.status = r.status
-    return r.body
+    // A replayed idempotent request answers the stored body, which is what respond made then.
+    return r.body as R
   }
   return new Elysia({ prefix: RESEND_PREFIX })
     .post(
       '/emails',
-      async ({ body, request, set }) =>
-        (await send(
-          'POST /compat/resend/emails',
-          body,
-          request,
-          set,
-          () => [toSendInput(body)],
+      (ctx) =>
+        send(
+          '/emails',
+          ctx,
+          () => [toSendInput(ctx.body)],
           ([a]) => idOnly(a!),
-        )) as { id: string },
+        ),
       {
         body: ResendEmail,
         response: { 200: t.Object({ id: t.String() }) },
@@ -213,15 +214,13 @@ export function resendRoutes(deps: Deps, authOf: AuthOf) {
     )
     .post(
       '/emails/batch',
-      async ({ body, request, set }) =>
-        (await send(
-          'POST /compat/resend/emails/batch',
-          body,
-          request,
-          set,
-          () => body.map((e, i) => toSendInput(e, `${i}.`)),
+      (ctx) =>
+        send(
+          '/emails/batch',
+          ctx,
+          () => ctx.body.map((e, i) => toSendInput(e, `${i}.`)),
           (accepted) => ({ data: accepted.map(idOnly) }),
-        )) as { data: Array<{ id: string }> },
+        ),
       {
         body: t.Array(ResendEmail, { minItems: 1, maxItems: 100 }),
         response: { 200: t.Object({ data: t.Array(t.Object({ id: t.String() })) }) },

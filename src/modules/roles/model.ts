@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { NameString } from '../../http/schemas'
+import { NameString, Timestamps } from '../../http/schemas'
 
 const Permissions = t.Array(t.String({ maxLength: 100 }), {
   maxItems: 1000,
@@ -13,8 +13,7 @@ export const RoleSchema = t.Object({
   permissions: t.Array(t.String()),
   builtin: t.Boolean({ description: 'Built-in roles cannot be changed or deleted.' }),
   key_count: t.Integer({ description: 'API keys (not deleted) bound to the role.' }),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
 })
 export type RoleView = Static<typeof RoleSchema>
 

@@ -1,10 +1,10 @@
-import { and, asc, count, eq, isNull, sql } from 'drizzle-orm'
+import { and, asc, count, eq, isNull, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { assertNameFree, columnsOf, timestampsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { admins, apiKeys, roles } from '../../db/schema'
 import { AppError, notFound } from '../../lib/errors'
-import { pageMeta, pageRequest } from '../../lib/pagination'
+import { pageMeta, pageRequest, type PageMeta } from '../../lib/pagination'
 import { ALL, isPermission, isSubset } from '../permissions/service'
 import type { RoleView } from './model'
 
@@ -42,6 +42,37 @@ const statements = preparedFor((db) => ({
     .where(eq(roles.id, sql.placeholder('id')))
     .prepare(),
 }))
+
+/** A role as the records that hold one (API keys, administrators) show it. */
+export interface RoleRef {
+  id: number
+  name: string
+}
+
+/**
+ * A page of the records that hold a role (API keys or administrators), oldest first, each
+ * with its role's id and name from the same query; `where` filters the page and the total.
+ */
+export function pageOfRoleHolders<T extends typeof apiKeys | typeof admins>(
+  deps: Deps,
+  table: T,
+  where: SQL | undefined,
+  query: { page?: number; per_page?: number },
+): { rows: Array<{ row: T['$inferSelect']; role: RoleRef }>; meta: PageMeta } {
+  const req = pageRequest(query)
+  const holders = table as typeof apiKeys
+  const total = deps.db.select({ n: count() }).from(holders).where(where).get()!.n
+  const rows = deps.db
+    .select({ row: holders, role: { id: roles.id, name: roles.name } })
+    .from(holders)
+    .innerJoin(roles, eq(roles.id, holders.role_id))
+    .where(where)
+    .orderBy(asc(holders.id))
+    .limit(req.per_page)
+    .offset(req.offset)
+    .all()
+  return { rows: rows as Array<{ row: T['$inferSelect']; role: RoleRef }>, meta: pageMeta(req, total) }
+}
 
 function toView(row: RoleRow, key_count: number): RoleView {
   return { ...columnsOf(row, ['id', 'name', 'description', 'permissions', 'builtin']), key_count, ...timestampsOf(row) }

@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { MAX_CONDITIONS, MAX_DEPTH, OPERATORS, FIELD_TYPES } from './rules'
-import { enumOf, NameString } from '../../http/schemas'
+import { enumOf, NameString, Timestamps } from '../../http/schemas'
 
 /**
  * The rule tree is checked by the compiler (./rules.ts), not by the schema: its messages
@@ -30,8 +30,7 @@ export const SegmentSchema = t.Object({
   name: t.String(),
   description: t.String(),
   rules: RulesSchema,
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
 })
 export type SegmentView = Static<typeof SegmentSchema>
 

@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto'
 import dgram from 'node:dgram'
+import type { EventEmitter } from 'node:events'
 import { getServers } from 'node:dns'
 import net from 'node:net'
 import packet from 'dns-packet'
@@ -89,65 +90,82 @@ function decodeResponse(buf: Buffer, id: number, type: DnsQueryType): Decoded | 
   return { rcode: (answer.flags ?? 0) & 0x0f, truncated: answer.flag_tc, records }
 }
 
-function udpExchange(server: Server, query: Buffer, id: number, type: DnsQueryType, timeout: number): Promise<Decoded> {
+/** How an exchange ends: once, with an answer or an error. */
+interface Settle {
+  resolve(answer: Decoded): void
+  reject(err: unknown): void
+}
+
+/**
+ * One query over a socket, settled once: by `start`'s listeners, a socket error or the
+ * timeout (ETIMEOUT), whichever comes first; the socket is closed then.
+ */
+function exchange(socket: EventEmitter, close: () => void, timeout: number, start: (settle: Settle) => void): Promise<Decoded> {
   return new Promise((resolve, reject) => {
-    const socket = dgram.createSocket(net.isIPv6(server.host) ? 'udp6' : 'udp4')
     let settled = false
     const done = (fn: () => void) => {
       if (settled) return
       settled = true
       clearTimeout(timer)
-      socket.close()
+      close()
       fn()
     }
     const timer = setTimeout(() => done(() => reject(Object.assign(new Error('timeout'), { code: 'ETIMEOUT' }))), timeout)
     socket.on('error', (err) => done(() => reject(err)))
-    socket.on('message', (msg) => {
-      let decoded: Decoded | null = null
-      try {
-        decoded = decodeResponse(msg, id, type)
-      } catch (err) {
-        return done(() => reject(err))
-      }
-      if (decoded) done(() => resolve(decoded))
-    })
-    // A connected socket hears ICMP port-unreachable, so a closed port fails at once (ECONNREFUSED).
-    socket.connect(server.port, server.host, () => socket.send(query))
+    start({ resolve: (answer) => done(() => resolve(answer)), reject: (err) => done(() => reject(err)) })
   })
 }
 
+function udpExchange(server: Server, query: Buffer, id: number, type: DnsQueryType, timeout: number): Promise<Decoded> {
+  const socket = dgram.createSocket(net.isIPv6(server.host) ? 'udp6' : 'udp4')
+  return exchange(
+    socket,
+    () => socket.close(),
+    timeout,
+    (settle) => {
+      socket.on('message', (msg) => {
+        let decoded: Decoded | null = null
+        try {
+          decoded = decodeResponse(msg, id, type)
+        } catch (err) {
+          return settle.reject(err)
+        }
+        if (decoded) settle.resolve(decoded)
+      })
+      // A connected socket hears ICMP port-unreachable, so a closed port fails at once (ECONNREFUSED).
+      socket.connect(server.port, server.host, () => socket.send(query))
+    },
+  )
+}
+
 function tcpExchange(server: Server, query: Buffer, id: number, type: DnsQueryType, timeout: number): Promise<Decoded> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(server.port, server.host)
-    let buffered = Buffer.alloc(0)
-    let settled = false
-    const done = (fn: () => void) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      socket.destroy()
-      fn()
-    }
-    const timer = setTimeout(() => done(() => reject(Object.assign(new Error('timeout'), { code: 'ETIMEOUT' }))), timeout)
-    socket.on('error', (err) => done(() => reject(err)))
-    socket.on('connect', () => {
-      // RFC 1035 section 4.2.2: a two-byte length before the message.
-      const length = Buffer.alloc(2)
-      length.writeUInt16BE(query.length)
-      socket.write(Buffer.concat([length, query]))
-    })
-    socket.on('data', (chunk: Buffer) => {
-      buffered = Buffer.concat([buffered, chunk])
-      if (buffered.length < 2 || buffered.length < 2 + buffered.readUInt16BE(0)) return
-      try {
-        const decoded = decodeResponse(buffered.subarray(2, 2 + buffered.readUInt16BE(0)), id, type)
-        done(() => (decoded ? resolve(decoded) : reject(new Error('unexpected answer'))))
-      } catch (err) {
-        done(() => reject(err))
-      }
-    })
-    socket.on('end', () => done(() => reject(Object.assign(new Error('connection closed'), { code: 'ECONNREFUSED' }))))
-  })
+  const socket = net.connect(server.port, server.host)
+  let buffered = Buffer.alloc(0)
+  return exchange(
+    socket,
+    () => socket.destroy(),
+    timeout,
+    (settle) => {
+      socket.on('connect', () => {
+        // RFC 1035 section 4.2.2: a two-byte length before the message.
+        const length = Buffer.alloc(2)
+        length.writeUInt16BE(query.length)
+        socket.write(Buffer.concat([length, query]))
+      })
+      socket.on('data', (chunk: Buffer) => {
+        buffered = Buffer.concat([buffered, chunk])
+        if (buffered.length < 2 || buffered.length < 2 + buffered.readUInt16BE(0)) return
+        try {
+          const decoded = decodeResponse(buffered.subarray(2, 2 + buffered.readUInt16BE(0)), id, type)
+          if (decoded) settle.resolve(decoded)
+          else settle.reject(new Error('unexpected answer'))
+        } catch (err) {
+          settle.reject(err)
+        }
+      })
+      socket.on('end', () => settle.reject(Object.assign(new Error('connection closed'), { code: 'ECONNREFUSED' })))
+    },
+  )
 }
 
 /**

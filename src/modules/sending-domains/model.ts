@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { DOMAIN_STATUSES } from '../../db/schema'
-import { enumOf } from '../../http/schemas'
+import { enumOf, Timestamps } from '../../http/schemas'
 import { RECORD_PURPOSES, RECORD_STATES } from './records'
 
 const DnsRecordSchema = t.Object({
@@ -35,8 +35,7 @@ export const SendingDomainSchema = t.Object({
   }),
   checked_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
   verified_at: t.Union([t.String({ format: 'date-time' }), t.Null()]),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
 })
 export type SendingDomainView = Static<typeof SendingDomainSchema>
 

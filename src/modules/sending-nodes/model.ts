@@ -1,6 +1,6 @@
 import { t, type Static, type TSchema } from 'elysia'
 import { NODE_KINDS, RELAY_TLS_MODES } from '../../db/schema'
-import { enumOf, NameString } from '../../http/schemas'
+import { enumOf, NameString, Timestamps } from '../../http/schemas'
 
 const Nullable = <T extends TSchema>(schema: T, description?: string) => t.Union([schema, t.Null()], description ? { description } : {})
 
@@ -19,8 +19,7 @@ export const SendingNodeSchema = t.Object({
   is_default: t.Boolean({ description: 'The route of mail that names no node.' }),
   active: t.Boolean(),
   usage: t.Object({ this_hour: t.Integer(), today: t.Integer() }, { description: 'Deliveries counted against the caps.' }),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
 })
 export type SendingNodeView = Static<typeof SendingNodeSchema>
 

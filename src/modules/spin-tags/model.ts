@@ -1,12 +1,12 @@
 import { t, type Static } from 'elysia'
 import { MAX_ALTERNATIVE_LENGTH, MAX_ALTERNATIVES, MIN_ALTERNATIVES, SPIN_TAG_NAME_PATTERN } from './rules'
+import { Timestamps } from '../../http/schemas'
 
 export const SpinTagSchema = t.Object({
   id: t.Integer(),
   name: t.String({ description: 'Used in templates as {{spin "name"}}.' }),
   alternatives: t.Array(t.String()),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
 })
 export type SpinTagView = Static<typeof SpinTagSchema>
 

@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { NameString } from '../../http/schemas'
+import { NameString, Timestamps } from '../../http/schemas'
 
 /** Each of html and text, in UTF-8 bytes. */
 export const MAX_PART_BYTES = 512 * 1024
@@ -14,8 +14,7 @@ const summaryFields = {
   active_version_id: t.Integer({ description: 'Id of that version (messages record it as template_version_id).' }),
   versions_count: t.Integer(),
   subject: t.String({ description: "The active version's subject template." }),
-  created_at: t.String({ format: 'date-time' }),
-  updated_at: t.String({ format: 'date-time' }),
+  ...Timestamps,
 }
 
 const sender = {

@@ -4,7 +4,7 @@ import { clientAddress } from '../../http/auth'
 import { publicRoute } from '../../http/schemas'
 import { TokenParams, UnsubscribeBody } from './model'
 import { recordEngagement, senderOf, unsubscribeRecipient, type ClientInfo } from './service'
-import { verifyToken, type TrackingToken } from './tokens'
+import { verifyToken, type TokenKind, type TrackingToken } from './tokens'
 
 const tags = ['tracking']
 
@@ -47,6 +47,13 @@ export function trackingRoutes(deps: Deps) {
     }
   }
 
+  /** A route whose `:token` must be a valid token of `kind`; any other answers the "not valid" page. */
+  type TokenCtx = Ctx & { params: { token: string }; body?: unknown }
+  const withToken = (kind: TokenKind, handle: (token: TrackingToken, ctx: TokenCtx) => Response | Promise<Response>) => (ctx: TokenCtx) => {
+    const token = verifyToken(deps, ctx.params.token, kind)
+    return token ? handle(token, ctx) : invalidLink()
+  }
+
   return new Elysia()
     .get(
       '/t/o/:token',
@@ -59,19 +66,15 @@ export function trackingRoutes(deps: Deps) {
     )
     .get(
       '/t/c/:token',
-      async (ctx) => {
-        const token = verifyToken(deps, ctx.params.token, 'click')
-        if (!token) return invalidLink()
+      withToken('click', async (token, ctx) => {
         await record(token, ctx)
         return new Response(null, { status: 302, headers: { location: token.value, 'cache-control': NO_STORE } })
-      },
+      }),
       { params: TokenParams, detail: publicRoute('Click-tracking redirect (records message.clicked)', tags) },
     )
     .get(
       '/t/u/:token',
-      ({ params }) => {
-        const token = verifyToken(deps, params.token, 'unsubscribe')
-        if (!token) return invalidLink()
+      withToken('unsubscribe', (token) => {
         const sender = senderOf(deps, token.messageId)
         // A GET changes nothing: mail scanners and link previews fetch links (RFC 8058 section 1).
         return page(
@@ -80,19 +83,17 @@ export function trackingRoutes(deps: Deps) {
           `<p>Stop mail${sender ? ` from ${escapeHtml(sender)}` : ''} to <strong>${escapeHtml(token.value)}</strong>?</p>` +
             `<form method="post"><input type="hidden" name="source" value="page"><button type="submit">Unsubscribe</button></form>`,
         )
-      },
+      }),
       { params: TokenParams, detail: publicRoute('Unsubscribe page (a form that posts the one-click unsubscribe)', tags) },
     )
     .post(
       '/t/u/:token',
-      async (ctx) => {
-        const token = verifyToken(deps, ctx.params.token, 'unsubscribe')
-        if (!token) return invalidLink()
+      withToken('unsubscribe', async (token, ctx) => {
         // Mail clients post "List-Unsubscribe=One-Click" (RFC 8058 section 3.2); our page posts source=page.
         const method = (ctx.body as Record<string, unknown> | undefined)?.source === 'page' ? 'page' : 'one_click'
         const result = await unsubscribeRecipient(deps, token, method, clientOf(ctx))
         return page(200, 'Unsubscribed', `<p><strong>${escapeHtml(result.address)}</strong> is unsubscribed.</p>`)
-      },
+      }),
       {
         params: TokenParams,
         body: UnsubscribeBody,

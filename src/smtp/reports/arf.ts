@@ -70,22 +70,13 @@ function isRedacted(address: string): boolean {
   return /redacted|^x+@|\*{2,}/i.test(address)
 }
 
-function buildReport(
-  format: 'arf' | 'jmrp',
-  fields: {
-    feedbackType: FeedbackType
-    userAgent: string | null
-    version: string | null
-    originalMailFrom: string | null
-    originalRcptTo: string[]
-    arrivalDate: string | null
-    sourceIp: string | null
-    reportedDomains: string[]
-    reportingMta: string | null
-  },
-  original: OriginalMessage | null,
-  options: ArfOptions,
-): ArfReport {
+/** What the report itself states; buildReport derives the rest. */
+type ReportFields = Pick<
+  ArfReport,
+  'feedbackType' | 'userAgent' | 'version' | 'originalMailFrom' | 'originalRcptTo' | 'arrivalDate' | 'sourceIp' | 'reportedDomains' | 'reportingMta'
+>
+
+function buildReport(format: 'arf' | 'jmrp', fields: ReportFields, original: OriginalMessage | null, options: ArfOptions): ArfReport {
   const jmrpRecipient = original ? extractAddress(original.fields.find((f) => f.name === 'x-hmxmroriginalrecipient')?.value) : null
   const recipient = [...fields.originalRcptTo, jmrpRecipient, ...(original?.to ?? [])].find((a): a is string => !!a && !isRedacted(a)) ?? null
   const picked = pickToken(

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server'
 import type { Deps } from '../../deps'
 import { checkEmail, domainOf } from '../../lib/email'
-import { AppError } from '../../lib/errors'
+import { AppError, type ErrorCode } from '../../lib/errors'
 import { authenticateBridge, bridgeAllowsAddress, type BridgeIdentity } from '../../modules/bridges/identity'
 import { checkSubmittedHeaders } from '../../modules/messages/compose'
 import type { StoredResponse } from '../../modules/messages/idempotency'
@@ -85,33 +85,29 @@ const REPLIES = {
   shuttingDown: r(421, '4.3.2 Service shutting down; try again later'),
 }
 
+/** The reply to each error code the message path throws: the basic and the enhanced status code (RFC 3463). */
+const ERROR_REPLIES: Partial<Record<ErrorCode, [code: number, enhanced: string]>> = {
+  validation_failed: [550, '5.6.0'],
+  bad_request: [550, '5.6.0'],
+  forbidden: [550, '5.7.1'],
+  domain_not_verified: [550, '5.7.1'],
+  ip_not_allowed: [550, '5.7.1'],
+  payload_too_large: [552, '5.3.4'],
+  // A bridge quota: temporary, the client's queue retries later (RFC 3463 4.7.1: policy, transient).
+  rate_limited: [451, '4.7.1'],
+  idempotency_in_progress: [451, '4.3.0'],
+  idempotency_key_reused: [550, '5.7.0'],
+  unavailable: [451, '4.3.0'],
+}
+
 /** Maps what the message path throws to a reply; unknown errors become 451 with nothing internal in the text. */
 export function replyForError(e: unknown): Reply {
   if (!(e instanceof AppError)) return REPLIES.internal
+  const reply = ERROR_REPLIES[e.code]
+  if (!reply) return REPLIES.internal
+  const [code, enhanced] = reply
   const detail = e.details ? Object.values(e.details).flat()[0] : undefined
-  const text = (enhanced: string) => `${enhanced} ${e.message}${detail && !e.message.includes(detail) ? ` (${detail})` : ''}`
-  switch (e.code) {
-    case 'validation_failed':
-    case 'bad_request':
-      return r(550, text('5.6.0'))
-    case 'forbidden':
-    case 'domain_not_verified':
-    case 'ip_not_allowed':
-      return r(550, text('5.7.1'))
-    case 'payload_too_large':
-      return r(552, text('5.3.4'))
-    case 'rate_limited':
-      // A bridge quota: temporary, the client's queue retries later (RFC 3463 4.7.1: policy, transient).
-      return r(451, text('4.7.1'))
-    case 'idempotency_in_progress':
-      return r(451, text('4.3.0'))
-    case 'idempotency_key_reused':
-      return r(550, text('5.7.0'))
-    case 'unavailable':
-      return r(451, text('4.3.0'))
-    default:
-      return REPLIES.internal
-  }
+  return r(code, `${enhanced} ${e.message}${detail && !e.message.includes(detail) ? ` (${detail})` : ''}`)
 }
 
 /** An enhanced status code at the start of a reply text. */

@@ -1,6 +1,6 @@
 /**
  * The Audience pages in headless Chromium against the built binary: lists, contacts (edit a
- * contact's custom field), custom fields, a CSV import of 20,000 rows followed by its
+ * contact's custom field), custom fields, a CSV import of 50,000 rows followed by its
  * progress bar to the end and its failed rows downloaded, a segment whose live count moves
  * as the rules change, and suppressions pasted in, found and removed. Screenshots of every
  * page land in docs/screenshots/ (`npm run test:e2e`).
@@ -192,10 +192,10 @@ test(
   async () => {
     const { page, close } = await signedIn()
     const rows = ['email,first_name,last_name,plan']
-    for (let i = 0; i < 20_000; i++) rows.push(`reader${i}@import.example,Reader,${i},${PLANS[i % 3]}`)
+    for (let i = 0; i < 50_000; i++) rows.push(`reader${i}@import.example,Reader,${i},${PLANS[i % 3]}`)
     const invalid = ['not-an-address,Bad,Row,free', 'someone@import.example,Bad,Plan,platinum', 'no-at-sign.example,Bad,Row,pro']
     rows.splice(5_000, 0, invalid[0]!)
-    rows.splice(12_000, 0, invalid[1]!)
+    rows.splice(32_000, 0, invalid[1]!)
     rows.push(invalid[2]!)
     const csv = rows.join('\n') + '\n'
 
@@ -228,7 +228,7 @@ test(
     expect(await page.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('100')
 
     const figure = (label: string) => page.locator('div', { has: page.getByText(label, { exact: true }) }).last()
-    expect(await figure('Added').textContent()).toContain('20,000')
+    expect(await figure('Added').textContent()).toContain('50,000')
     expect(await figure('Failed').textContent()).toContain('3')
     await page
       .getByRole('cell', { name: 'platinum' })

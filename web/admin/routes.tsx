@@ -163,11 +163,32 @@ export const NAV: NavEntry[] = [
         description: 'Keys for the REST API, their limits and allowlists.',
         component: ApiKeysPage,
       },
-      { path: '/access/roles', label: 'Roles', icon: ShieldCheckIcon, permission: 'roles.read', description: 'What each key and administrator may do.', component: RolesPage },
-      { path: '/access/activity', label: 'Activity log', icon: HistoryIcon, permission: 'activity_logs.read', description: 'Who changed what, and when.', component: ActivityPage },
+      {
+        path: '/access/roles',
+        label: 'Roles',
+        icon: ShieldCheckIcon,
+        permission: 'roles.read',
+        description: 'What each key and administrator may do.',
+        component: RolesPage,
+      },
+      {
+        path: '/access/activity',
+        label: 'Activity log',
+        icon: HistoryIcon,
+        permission: 'activity_logs.read',
+        description: 'Who changed what, and when.',
+        component: ActivityPage,
+      },
     ],
   },
-  { path: '/settings', label: 'Settings', icon: SettingsIcon, permission: 'settings.read', description: 'Administrators, host names and defaults.', component: SettingsPage },
+  {
+    path: '/settings',
+    label: 'Settings',
+    icon: SettingsIcon,
+    permission: 'settings.read',
+    description: 'Administrators, host names and defaults.',
+    component: SettingsPage,
+  },
 ]
 
 /** The groups. */

@@ -47,7 +47,10 @@ export const SettingsSchema = t.Object({
       flag: t.String({ description: 'The command-line flag that sets it, e.g. --hostname.' }),
       description: t.String(),
     }),
-    { description: 'How each field above is changed, keyed by its path ("hostname", "listeners.smtp", "defaults.rate_limit"): settings are read at start, so a change needs a restart.' },
+    {
+      description:
+        'How each field above is changed, keyed by its path ("hostname", "listeners.smtp", "defaults.rate_limit"): settings are read at start, so a change needs a restart.',
+    },
   ),
 })
 

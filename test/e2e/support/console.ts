@@ -250,7 +250,16 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   // Let opening animations finish: half-faded text would be measured at the wrong contrast.
   await page.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished.catch(() => null))))
   return page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (ctx: Document, opts: unknown) => Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[] }> }> }> } }).axe
+    const axe = (
+      window as unknown as {
+        axe: {
+          run: (
+            ctx: Document,
+            opts: unknown,
+          ) => Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[] }> }> }>
+        }
+      }
+    ).axe
     const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] })
     return result.violations
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')

@@ -75,8 +75,7 @@ export function SecretDialog({
         <div role="note" className="flex gap-3 rounded-lg border border-warning/40 bg-warning/10 p-3 text-sm">
           <TriangleAlertIcon className="mt-0.5 size-4 shrink-0 text-warning" aria-hidden="true" />
           <p>
-            <strong className="font-semibold">Copy it now.</strong> This is the only time the {label.toLowerCase()} is shown: Mailroom keeps only a hash of it.
-            If it is lost, make a new one.
+            <strong className="font-semibold">Copy it now.</strong> It will not be shown again, here or anywhere else. If it is lost, make a new one.
           </p>
         </div>
         <div className="grid gap-2">

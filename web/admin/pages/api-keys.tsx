@@ -128,10 +128,10 @@ function KeyFields({
           </SelectTrigger>
         </FormField>
         <SelectContent>
-            {(roles.data ?? []).map((r) => (
-              <SelectItem key={r.id} value={String(r.id)}>
-                {r.name}
-              </SelectItem>
+          {(roles.data ?? []).map((r) => (
+            <SelectItem key={r.id} value={String(r.id)}>
+              {r.name}
+            </SelectItem>
           ))}
         </SelectContent>
       </Select>
@@ -178,7 +178,15 @@ function KeyFields({
 }
 
 /** The create dialog; on success hands the new key (shown once) to the page. */
-function CreateKeyDialog({ open, onOpenChange, onCreated }: { open: boolean; onOpenChange: (o: boolean) => void; onCreated: (key: string, name: string) => void }) {
+function CreateKeyDialog({
+  open,
+  onOpenChange,
+  onCreated,
+}: {
+  open: boolean
+  onOpenChange: (o: boolean) => void
+  onCreated: (key: string, name: string) => void
+}) {
   const qc = useQueryClient()
   const [name, setName] = useState('')
   const [roleId, setRoleId] = useState('')
@@ -331,7 +339,19 @@ function EditKeyDialog({ apiKey, onClose }: { apiKey: ApiKey; onClose: () => voi
 type Confirm = { kind: 'deactivate' | 'delete'; key: ApiKey } | null
 
 /** The row's menu: edit, activate or deactivate, delete; restore for a deleted key. */
-function RowActions({ apiKey, onEdit, onConfirm, onActivate, onRestore }: { apiKey: ApiKey; onEdit: () => void; onConfirm: (c: Confirm) => void; onActivate: () => void; onRestore: () => void }) {
+function RowActions({
+  apiKey,
+  onEdit,
+  onConfirm,
+  onActivate,
+  onRestore,
+}: {
+  apiKey: ApiKey
+  onEdit: () => void
+  onConfirm: (c: Confirm) => void
+  onActivate: () => void
+  onRestore: () => void
+}) {
   const { data: session } = useSession()
   const admin = session?.admin
   if (apiKey.deleted_at) {
@@ -414,10 +434,11 @@ export function ApiKeysPage() {
         <div className="grid gap-0.5">
           <span className="font-medium">{k.name}</span>
           <code className="font-mono text-xs text-muted-foreground">{k.prefix}…</code>
+          <span className="text-xs text-muted-foreground sm:hidden">{k.role.name}</span>
         </div>
       ),
     },
-    { id: 'role', header: 'Role', cell: (k) => k.role.name },
+    { id: 'role', header: 'Role', className: 'hidden sm:table-cell', cell: (k) => k.role.name },
     {
       id: 'status',
       header: 'Status',
@@ -430,10 +451,11 @@ export function ApiKeysPage() {
           <Badge variant="secondary">Inactive</Badge>
         ),
     },
-    { id: 'limit', header: 'Rate limit', cell: (k) => <span className="tabular-nums">{describeLimit(k.rate_limit)}</span> },
+    { id: 'limit', header: 'Rate limit', className: 'hidden md:table-cell', cell: (k) => <span className="tabular-nums">{describeLimit(k.rate_limit)}</span> },
     {
       id: 'allowlist',
       header: 'Allowlist',
+      className: 'hidden lg:table-cell',
       cell: (k) =>
         k.allowed_ips.length === 0 ? (
           <span className="text-muted-foreground">Any address</span>
@@ -447,6 +469,7 @@ export function ApiKeysPage() {
     {
       id: 'last',
       header: 'Last access',
+      className: 'hidden md:table-cell',
       cell: (k) =>
         k.last_used_at ? (
           <div className="grid gap-0.5">
@@ -488,7 +511,7 @@ export function ApiKeysPage() {
         <div className="grid gap-1.5">
           <Label htmlFor="keys-state">Show</Label>
           <Select value={state} onValueChange={(v) => setParams({ state: v === 'live' ? null : v, page: null })}>
-            <SelectTrigger id="keys-state" className="w-44">
+            <SelectTrigger id="keys-state" className="w-40">
               <SelectValue />
             </SelectTrigger>
             <SelectContent>
@@ -501,7 +524,7 @@ export function ApiKeysPage() {
         <div className="grid gap-1.5">
           <Label htmlFor="keys-status">Status</Label>
           <Select value={status} onValueChange={(v) => setParams({ status: v === 'any' ? null : v, page: null })}>
-            <SelectTrigger id="keys-status" className="w-40">
+            <SelectTrigger id="keys-status" className="w-36">
               <SelectValue />
             </SelectTrigger>
             <SelectContent>
@@ -522,7 +545,7 @@ export function ApiKeysPage() {
         empty={
           state === 'deleted'
             ? { icon: Trash2Icon, title: 'No deleted keys', description: 'Deleted keys stay here and can be restored.' }
-            : { icon: KeyRoundIcon, title: 'No API keys yet', description: 'Make a key for each application that calls the API.', action: newButton }
+            : { icon: KeyRoundIcon, title: 'No keys yet', description: 'Make a key for each application that calls the API.', action: newButton }
         }
       />
       <CreateKeyDialog open={creating} onOpenChange={setCreating} onCreated={(key, name) => (setCreating(false), setSecret({ key, name }))} />
@@ -530,7 +553,11 @@ export function ApiKeysPage() {
       <SecretDialog
         open={secret !== null}
         title={`“${secret?.name ?? ''}” is ready`}
-        description="Send it as a Bearer token: Authorization: Bearer <key>."
+        description={
+          <>
+            Send it in the <code className="font-mono">Authorization: Bearer …</code> header. Mailroom keeps only a hash of it.
+          </>
+        }
         label="API key"
         value={secret?.key ?? ''}
         onClose={() => setSecret(null)}

@@ -80,7 +80,11 @@ function RolesList() {
   ]
   return (
     <div className="grid gap-6">
-      <PageHeader title="Roles" description="What each API key and administrator may do. A change applies to every key of the role at its next request." actions={newButton} />
+      <PageHeader
+        title="Roles"
+        description="What each API key and administrator may do. A change applies to every key of the role at its next request."
+        actions={newButton}
+      />
       <DataTable<Role>
         path="/api/v2/roles"
         queryKey="roles"
@@ -88,7 +92,12 @@ function RolesList() {
         rowKey={(r) => r.id}
         caption="Roles"
         onRowClick={(r) => navigate(`/${r.id}`)}
-        empty={{ icon: ShieldCheckIcon, title: 'No roles yet', description: 'A role is a set of permissions given to keys and administrators.', action: newButton }}
+        empty={{
+          icon: ShieldCheckIcon,
+          title: 'No roles yet',
+          description: 'A role is a set of permissions given to keys and administrators.',
+          action: newButton,
+        }}
       />
     </div>
   )
@@ -232,7 +241,7 @@ function RoleForm({ role }: { role: Role | null }) {
         }
       />
       <Card>
-        <CardContent className="grid gap-4 md:grid-cols-2">
+        <CardContent className="grid items-start gap-4 md:grid-cols-2">
           <FormField label="Name" error={fieldError(save.error, 'name')}>
             <Input value={name} onChange={(e) => setName(e.target.value)} required maxLength={100} disabled={readOnly} autoComplete="off" />
           </FormField>

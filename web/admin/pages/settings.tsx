@@ -178,7 +178,9 @@ function EditAdminDialog({ admin, mode, onClose }: { admin: AdminRow; mode: 'rol
           <DialogHeader>
             <DialogTitle>{mode === 'role' ? 'Change role' : 'Reset password'}</DialogTitle>
             <DialogDescription>
-              {mode === 'role' ? `The new role applies to ${admin.email} at their next request.` : `${admin.email} is signed out everywhere and signs in with the new password.`}
+              {mode === 'role'
+                ? `The new role applies to ${admin.email} at their next request.`
+                : `${admin.email} is signed out everywhere and signs in with the new password.`}
             </DialogDescription>
           </DialogHeader>
           {mode === 'role' ? (
@@ -211,7 +213,9 @@ function Administrators() {
   const [confirm, setConfirm] = useState<{ admin: AdminRow; kind: 'disable' | 'delete' } | null>(null)
   const change = useMutation({
     mutationFn: ({ admin, kind }: { admin: AdminRow; kind: 'enable' | 'disable' | 'delete' }) =>
-      kind === 'delete' ? api('DELETE', `/api/v2/admins/${admin.id}`) : api('PATCH', `/api/v2/admins/${admin.id}`, { status: kind === 'enable' ? 'active' : 'disabled' }),
+      kind === 'delete'
+        ? api('DELETE', `/api/v2/admins/${admin.id}`)
+        : api('PATCH', `/api/v2/admins/${admin.id}`, { status: kind === 'enable' ? 'active' : 'disabled' }),
     onSuccess: (_, { admin, kind }) => {
       qc.invalidateQueries({ queryKey: ['admins'] })
       toast.success(`${admin.email} ${{ enable: 'enabled', disable: 'disabled', delete: 'deleted' }[kind]}`)
@@ -232,7 +236,11 @@ function Administrators() {
       ),
     },
     { id: 'role', header: 'Role', cell: (a) => a.role.name },
-    { id: 'status', header: 'Status', cell: (a) => (a.status === 'active' ? <Badge variant="success">Active</Badge> : <Badge variant="secondary">Disabled</Badge>) },
+    {
+      id: 'status',
+      header: 'Status',
+      cell: (a) => (a.status === 'active' ? <Badge variant="success">Active</Badge> : <Badge variant="secondary">Disabled</Badge>),
+    },
     {
       id: 'last',
       header: 'Last sign-in',
@@ -315,7 +323,9 @@ function Administrators() {
         empty={{ icon: UsersIcon, title: 'No administrators', description: 'Add the people who run this server.', action: addButton }}
       />
       <AddAdminDialog open={adding} onOpenChange={setAdding} />
-      {editing ? <EditAdminDialog key={`${editing.admin.id}-${editing.mode}`} admin={editing.admin} mode={editing.mode} onClose={() => setEditing(null)} /> : null}
+      {editing ? (
+        <EditAdminDialog key={`${editing.admin.id}-${editing.mode}`} admin={editing.admin} mode={editing.mode} onClose={() => setEditing(null)} />
+      ) : null}
       <AlertDialog open={confirm !== null} onOpenChange={(o) => !o && setConfirm(null)}>
         <AlertDialogContent>
           <AlertDialogHeader>
@@ -370,7 +380,7 @@ function SettingsCard({ title, description, children }: { title: string; descrip
   return (
     <Card>
       <CardHeader>
-        <CardTitle>{title}</CardTitle>
+        <CardTitle as="h3">{title}</CardTitle>
         <CardDescription>{description}</CardDescription>
       </CardHeader>
       <CardContent>
@@ -393,8 +403,8 @@ function ServerSettings() {
           Server
         </h2>
         <p className="text-sm text-muted-foreground">
-          Read at start from flags, <code className="font-mono">MAILROOM_*</code> environment variables or the config file: change one there and restart. Mailroom{' '}
-          {s.version}.
+          Read at start from flags, <code className="font-mono">MAILROOM_*</code> environment variables or the config file: change one there and restart.
+          Mailroom {s.version}.
         </p>
       </div>
       {!s.hostname_is_public ? (
@@ -437,15 +447,27 @@ function ServerSettings() {
             value={s.defaults.rate_limit === null ? 'No limit' : `${formatNumber(s.defaults.rate_limit)} requests per minute`}
             source={src('defaults.rate_limit')}
           />
-          <SettingRow label="Give up on a message after" value={duration(s.defaults.max_message_age_seconds)} source={src('defaults.max_message_age_seconds')} />
+          <SettingRow
+            label="Give up on a message after"
+            value={duration(s.defaults.max_message_age_seconds)}
+            source={src('defaults.max_message_age_seconds')}
+          />
           <SettingRow label="Delivery concurrency" value={formatNumber(s.defaults.delivery_concurrency)} source={src('defaults.delivery_concurrency')} />
           <SettingRow label="Per destination" value={formatNumber(s.defaults.destination_concurrency)} source={src('defaults.destination_concurrency')} />
-          <SettingRow label="Unverified domains" value={s.defaults.allow_unverified_domains ? 'Allowed' : 'Refused'} source={src('defaults.allow_unverified_domains')} />
+          <SettingRow
+            label="Unverified domains"
+            value={s.defaults.allow_unverified_domains ? 'Allowed' : 'Refused'}
+            source={src('defaults.allow_unverified_domains')}
+          />
         </SettingsCard>
         <SettingsCard title="Limits and console" description="Request sizes and console sessions.">
           <SettingRow label="Largest API request" value={bytes(s.defaults.max_body_bytes)} source={src('defaults.max_body_bytes')} />
           <SettingRow label="Largest SMTP message" value={bytes(s.defaults.smtp_max_message_bytes)} source={src('defaults.smtp_max_message_bytes')} />
-          <SettingRow label="Session idle expiry" value={`${formatNumber(s.console.session_idle_minutes)} minutes`} source={src('console.session_idle_minutes')} />
+          <SettingRow
+            label="Session idle expiry"
+            value={`${formatNumber(s.console.session_idle_minutes)} minutes`}
+            source={src('console.session_idle_minutes')}
+          />
           <SettingRow label="Session absolute expiry" value={`${formatNumber(s.console.session_max_hours)} hours`} source={src('console.session_max_hours')} />
           <SettingRow label="Behind a proxy" value={s.console.trust_proxy ? 'Yes (X-Forwarded-* trusted)' : 'No'} source={src('console.trust_proxy')} />
         </SettingsCard>

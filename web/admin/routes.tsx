@@ -29,8 +29,12 @@ import {
   type LucideIcon,
 } from 'lucide-react'
 import type { ComponentType } from 'react'
+import { ActivityPage } from './pages/activity'
+import { ApiKeysPage } from './pages/api-keys'
 import { DashboardPage } from './pages/dashboard'
 import { MessagesPage } from './pages/messages'
+import { RolesPage } from './pages/roles'
+import { SettingsPage } from './pages/settings'
 import { TemplatesPage } from './pages/templates'
 import { WebhooksPage } from './pages/webhooks'
 
@@ -175,12 +179,34 @@ export const NAV: NavEntry[] = [
         icon: KeyRoundIcon,
         permission: 'api_keys.read',
         description: 'Keys for the REST API, their limits and allowlists.',
+        component: ApiKeysPage,
       },
-      { path: '/access/roles', label: 'Roles', icon: ShieldCheckIcon, permission: 'roles.read', description: 'What each key and administrator may do.' },
-      { path: '/access/activity', label: 'Activity log', icon: HistoryIcon, permission: 'activity_logs.read', description: 'Who changed what, and when.' },
+      {
+        path: '/access/roles',
+        label: 'Roles',
+        icon: ShieldCheckIcon,
+        permission: 'roles.read',
+        description: 'What each key and administrator may do.',
+        component: RolesPage,
+      },
+      {
+        path: '/access/activity',
+        label: 'Activity log',
+        icon: HistoryIcon,
+        permission: 'activity_logs.read',
+        description: 'Who changed what, and when.',
+        component: ActivityPage,
+      },
     ],
   },
-  { path: '/settings', label: 'Settings', icon: SettingsIcon, permission: 'settings.read', description: 'Administrators, host names and defaults.' },
+  {
+    path: '/settings',
+    label: 'Settings',
+    icon: SettingsIcon,
+    permission: 'settings.read',
+    description: 'Administrators, host names and defaults.',
+    component: SettingsPage,
+  },
 ]
 
 /** The groups. */

@@ -30,6 +30,10 @@ import {
 } from 'lucide-react'
 import type { ComponentType } from 'react'
 import { DashboardPage } from './pages/dashboard'
+import { SendingBridgesPage } from './pages/sending-bridges'
+import { SendingDomainsPage } from './pages/sending-domains'
+import { SendingIpsPage } from './pages/sending-ips'
+import { SendingNodesPage } from './pages/sending-nodes'
 
 /** One page of the console. */
 export interface PageDef {
@@ -127,6 +131,7 @@ export const NAV: NavEntry[] = [
         icon: GlobeIcon,
         permission: 'sending_domains.read',
         description: 'Sending domains and the DNS records that authenticate them.',
+        component: SendingDomainsPage,
       },
       {
         path: '/sending/ips',
@@ -134,14 +139,16 @@ export const NAV: NavEntry[] = [
         icon: NetworkIcon,
         permission: 'ips.read',
         description: 'Sending addresses and the pools that group them.',
+        component: SendingIpsPage,
       },
-      { path: '/sending/nodes', label: 'Nodes', icon: ServerIcon, permission: 'sending_nodes.read', description: 'The machines that deliver mail.' },
+      { path: '/sending/nodes', label: 'Nodes', icon: ServerIcon, permission: 'sending_nodes.read', description: 'The machines that deliver mail.', component: SendingNodesPage },
       {
         path: '/sending/bridges',
         label: 'Bridges',
         icon: CableIcon,
         permission: 'bridges.read',
         description: 'SMTP credentials for applications that cannot call the API.',
+        component: SendingBridgesPage,
       },
     ],
   },

@@ -26,6 +26,11 @@ export async function copyToClipboard(text: string): Promise<boolean> {
   return ok
 }
 
+/** "SMTP host" stays, "Password" becomes "password": the label inside a sentence. */
+function inSentence(label: string): string {
+  return /^[A-Z][A-Z]/.test(label) ? label : label.charAt(0).toLowerCase() + label.slice(1)
+}
+
 /** A small button that copies `value`; `label` names what is copied for screen readers and the toast. */
 export function CopyButton({ value, label, className, size = 'icon' }: { value: string; label: string; className?: string; size?: 'icon' | 'sm' }) {
   const [copied, setCopied] = useState(false)
@@ -43,8 +48,8 @@ export function CopyButton({ value, label, className, size = 'icon' }: { value: 
       size={size}
       className={cn(size === 'icon' && 'size-8', className)}
       onClick={copy}
-      aria-label={`Copy ${label.toLowerCase()}`}
-      title={`Copy ${label.toLowerCase()}`}
+      aria-label={`Copy ${inSentence(label)}`}
+      title={`Copy ${inSentence(label)}`}
     >
       {copied ? <CheckIcon /> : <CopyIcon />}
       {size === 'sm' ? (copied ? 'Copied' : 'Copy') : null}

@@ -23,7 +23,6 @@ import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, D
 import { DropdownMenu, DropdownMenuContent, DropdownMenuItem, DropdownMenuSeparator, DropdownMenuTrigger } from '../components/ui/dropdown-menu'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
 import { Switch as Toggle } from '../components/ui/switch'
 import { Textarea } from '../components/ui/textarea'
 import { api } from '../lib/api'
@@ -34,6 +33,7 @@ import {
   numOrNull,
   numText,
   reportError,
+  SelectBox,
   usageText,
   UsageBar,
   useDomainOptions,
@@ -142,34 +142,18 @@ function BridgeDialog({ bridge, onClose, onCreated }: { bridge: Bridge | null; o
           </fieldset>
           <div className="grid gap-4 sm:grid-cols-2">
             <FormField label="IP pool" error={err('pool_id')}>
-              <Select value={poolId} onValueChange={setPoolId}>
-                <SelectTrigger>
-                  <SelectValue />
-                </SelectTrigger>
-                <SelectContent>
-                  <SelectItem value="usual">The usual choice</SelectItem>
-                  {(pools.data ?? []).map((p) => (
-                    <SelectItem key={p.id} value={String(p.id)}>
-                      {p.name}
-                    </SelectItem>
-                  ))}
-                </SelectContent>
-              </Select>
+              <SelectBox
+                value={poolId}
+                onValueChange={setPoolId}
+                options={[{ value: 'usual', label: 'The usual choice' }, ...(pools.data ?? []).map((x) => ({ value: String(x.id), label: x.name }))]}
+              />
             </FormField>
             <FormField label="Sending node" error={err('node_id')}>
-              <Select value={nodeId} onValueChange={setNodeId}>
-                <SelectTrigger>
-                  <SelectValue />
-                </SelectTrigger>
-                <SelectContent>
-                  <SelectItem value="usual">The usual choice</SelectItem>
-                  {(nodes.data ?? []).map((n) => (
-                    <SelectItem key={n.id} value={String(n.id)}>
-                      {n.name}
-                    </SelectItem>
-                  ))}
-                </SelectContent>
-              </Select>
+              <SelectBox
+                value={nodeId}
+                onValueChange={setNodeId}
+                options={[{ value: 'usual', label: 'The usual choice' }, ...(nodes.data ?? []).map((x) => ({ value: String(x.id), label: x.name }))]}
+              />
             </FormField>
             <FormField label="Hourly quota" hint="Most messages per clock hour; empty for none." error={err('hourly_quota')}>
               <Input type="number" min={1} value={hourly} onChange={(e) => setHourly(e.target.value)} />

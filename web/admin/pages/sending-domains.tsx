@@ -36,12 +36,11 @@ import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../co
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle, DialogTrigger } from '../components/ui/dialog'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
 import { Switch as Toggle } from '../components/ui/switch'
 import { api } from '../lib/api'
 import { can, useSession } from '../lib/session'
 import { formatDateTime, timeAgo } from '../lib/utils'
-import { fieldErrorOf, reportError, usePoolOptions, WarningNote, type DnsRecord, type RecordState, type SendingDomain } from './sending-shared'
+import { fieldErrorOf, reportError, SelectBox, usePoolOptions, WarningNote, type DnsRecord, type RecordState, type SendingDomain } from './sending-shared'
 
 const PURPOSE_LABEL: Record<DnsRecord['purpose'], string> = {
   dkim: 'DKIM key',
@@ -309,20 +308,15 @@ function SettingsCard({ domain }: { domain: SendingDomain }) {
           }}
         >
           <FormField label="IP pool" hint="The pool of mail from this domain when the send names none." error={fieldErrorOf(save.error, 'pool_id')}>
-            <Select value={poolId} onValueChange={setPoolId} disabled={!mayUpdate}>
-              <SelectTrigger>
-                <SelectValue />
-              </SelectTrigger>
-              <SelectContent>
-                <SelectItem value="default">The default pool</SelectItem>
-                {(pools.data ?? []).map((p) => (
-                  <SelectItem key={p.id} value={String(p.id)}>
-                    {p.name}
-                    {p.is_default ? ' (default)' : ''}
-                  </SelectItem>
-                ))}
-              </SelectContent>
-            </Select>
+            <SelectBox
+              value={poolId}
+              onValueChange={setPoolId}
+              disabled={!mayUpdate}
+              options={[
+                { value: 'default', label: 'The default pool' },
+                ...(pools.data ?? []).map((p) => ({ value: String(p.id), label: p.is_default ? `${p.name} (default)` : p.name })),
+              ]}
+            />
           </FormField>
           <FormField
             label="Return-path host"

@@ -20,11 +20,10 @@ import { Button } from '../components/ui/button'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
 import { Switch as Toggle } from '../components/ui/switch'
 import { api } from '../lib/api'
 import { can, useSession } from '../lib/session'
-import { fieldErrorOf, numOrNull, numText, reportError, usageText, UsageBar, usePoolOptions, type SendingNode } from './sending-shared'
+import { fieldErrorOf, numOrNull, numText, reportError, SelectBox, usageText, UsageBar, usePoolOptions, type SendingNode } from './sending-shared'
 
 const TLS_LABEL: Record<NonNullable<SendingNode['relay_tls']>, string> = {
   starttls: 'STARTTLS (port 587)',
@@ -96,32 +95,23 @@ function NodeDialog({ node, onClose }: { node: SendingNode | null; onClose: () =
               <Input value={name} onChange={(e) => setName(e.target.value)} placeholder="primary" autoComplete="off" />
             </FormField>
             <FormField label="Kind" error={err('kind')}>
-              <Select value={kind} onValueChange={(v) => setKind(v as SendingNode['kind'])}>
-                <SelectTrigger>
-                  <SelectValue />
-                </SelectTrigger>
-                <SelectContent>
-                  <SelectItem value="direct">Direct to MX</SelectItem>
-                  <SelectItem value="relay">Relay (smart host)</SelectItem>
-                </SelectContent>
-              </Select>
+              <SelectBox
+                value={kind}
+                onValueChange={(v) => setKind(v as SendingNode['kind'])}
+                options={[
+                  { value: 'direct', label: 'Direct to MX' },
+                  { value: 'relay', label: 'Relay (smart host)' },
+                ]}
+              />
             </FormField>
           </div>
           {kind === 'direct' ? (
             <FormField label="IP pool" hint="The pool this node sends over." error={err('pool_id')}>
-              <Select value={poolId} onValueChange={setPoolId}>
-                <SelectTrigger>
-                  <SelectValue />
-                </SelectTrigger>
-                <SelectContent>
-                  <SelectItem value="message">The pool of each message</SelectItem>
-                  {(pools.data ?? []).map((p) => (
-                    <SelectItem key={p.id} value={String(p.id)}>
-                      {p.name}
-                    </SelectItem>
-                  ))}
-                </SelectContent>
-              </Select>
+              <SelectBox
+                value={poolId}
+                onValueChange={setPoolId}
+                options={[{ value: 'message', label: 'The pool of each message' }, ...(pools.data ?? []).map((p) => ({ value: String(p.id), label: p.name }))]}
+              />
             </FormField>
           ) : (
             <fieldset className="grid gap-4 rounded-lg border p-4">
@@ -135,18 +125,11 @@ function NodeDialog({ node, onClose }: { node: SendingNode | null; onClose: () =
                 </FormField>
               </div>
               <FormField label="Encryption" error={err('relay_tls')}>
-                <Select value={tls} onValueChange={(v) => setTls(v as typeof tls)}>
-                  <SelectTrigger>
-                    <SelectValue />
-                  </SelectTrigger>
-                  <SelectContent>
-                    {(Object.keys(TLS_LABEL) as Array<keyof typeof TLS_LABEL>).map((k) => (
-                      <SelectItem key={k} value={k}>
-                        {TLS_LABEL[k]}
-                      </SelectItem>
-                    ))}
-                  </SelectContent>
-                </Select>
+                <SelectBox
+                  value={tls}
+                  onValueChange={(v) => setTls(v as typeof tls)}
+                  options={(Object.keys(TLS_LABEL) as Array<keyof typeof TLS_LABEL>).map((k) => ({ value: k, label: TLS_LABEL[k] }))}
+                />
               </FormField>
               <div className="grid gap-4 sm:grid-cols-2">
                 <FormField label="User name" hint="Leave empty when the relay needs no login." error={err('relay_username')}>

@@ -101,9 +101,7 @@ function BridgeDialog({ bridge, onClose, onCreated }: { bridge: Bridge | null; o
         <form onSubmit={submit} className="grid gap-5" noValidate>
           <DialogHeader>
             <DialogTitle>{bridge ? `Edit ${bridge.name}` : 'Create a bridge'}</DialogTitle>
-            <DialogDescription>
-              One application’s way in: SMTP credentials and an API key, limited to its domains, quotas and addresses.
-            </DialogDescription>
+            <DialogDescription>One application’s way in: SMTP credentials and an API key, limited to its domains, quotas and addresses.</DialogDescription>
           </DialogHeader>
           <FormField label="Name" hint="The application, such as “shop” or “billing”." error={err('name')}>
             <Input value={name} onChange={(e) => setName(e.target.value)} autoComplete="off" />
@@ -122,10 +120,7 @@ function BridgeDialog({ bridge, onClose, onCreated }: { bridge: Bridge | null; o
               <div className="grid gap-2 sm:grid-cols-2">
                 {allDomains.map((d) => (
                   <label key={d} className="flex items-center gap-2 rounded-md border px-3 py-2 text-sm">
-                    <Checkbox
-                      checked={domains.includes(d)}
-                      onCheckedChange={(on) => setDomains(on ? [...domains, d] : domains.filter((x) => x !== d))}
-                    />
+                    <Checkbox checked={domains.includes(d)} onCheckedChange={(on) => setDomains(on ? [...domains, d] : domains.filter((x) => x !== d))} />
                     {d}
                   </label>
                 ))}
@@ -213,8 +208,8 @@ function CredentialsDialog({ bridge, onClose }: { bridge: Bridge & BridgeSecrets
         <div role="note" className="flex gap-3 rounded-lg border border-warning/40 bg-warning/10 p-3 text-sm">
           <TriangleAlertIcon className="mt-0.5 size-4 shrink-0 text-warning" aria-hidden="true" />
           <p>
-            <strong className="font-semibold">Copy them now.</strong> This is the only time the password and the API key are shown: Mailroom keeps only
-            their hashes. If they are lost, rotate them.
+            <strong className="font-semibold">Copy them now.</strong> This is the only time the password and the API key are shown: Mailroom keeps only their
+            hashes. If they are lost, rotate them.
           </p>
         </div>
         {smtp ? (
@@ -223,9 +218,9 @@ function CredentialsDialog({ bridge, onClose }: { bridge: Bridge & BridgeSecrets
               SMTP
             </h3>
             {smtp.warning ? <WarningNote>{smtp.warning}</WarningNote> : null}
-            <div className="grid gap-3 sm:grid-cols-[1fr_8rem]">
+            <div className="grid gap-3 sm:grid-cols-[1fr_12rem]">
               <CopyField label="SMTP host" value={smtp.host} />
-              <CopyField label="Port" value={smtp.port == null ? 'off' : String(smtp.port)} />
+              <CopyField label="Port" value={smtp.port == null ? 'SMTP is off' : String(smtp.port)} />
             </div>
             <CopyField label="User name" value={smtp.username} />
             <CopyField label="Password" value={smtp.password} secret />
@@ -256,7 +251,8 @@ function CredentialsDialog({ bridge, onClose }: { bridge: Bridge & BridgeSecrets
 function TestDialog({ bridge, onClose }: { bridge: Bridge; onClose: () => void }) {
   const [to, setTo] = useState('')
   const send = useMutation({
-    mutationFn: () => api<{ id: string; from: string; to: string; queued: number; suppressed: string[] }>('POST', `/api/v2/bridges/${bridge.id}/test`, { to: to.trim() }),
+    mutationFn: () =>
+      api<{ id: string; from: string; to: string; queued: number; suppressed: string[] }>('POST', `/api/v2/bridges/${bridge.id}/test`, { to: to.trim() }),
     onError: (e) => reportError(e, ['to', 'from']),
   })
   const submit = (e: FormEvent) => {
@@ -280,9 +276,7 @@ function TestDialog({ bridge, onClose }: { bridge: Bridge; onClose: () => void }
           </FormField>
           {done ? (
             <p role="status" className="rounded-lg border border-success/40 bg-success/8 p-3 text-sm">
-              {done.queued
-                ? `Queued for ${done.to}. `
-                : `${done.to} is suppressed, so nothing was sent to it. `}
+              {done.queued ? `Queued for ${done.to}. ` : `${done.to} is suppressed, so nothing was sent to it. `}
               <Link href={`~/admin/messages?id=${encodeURIComponent(done.id)}`} className="font-medium text-primary hover:underline">
                 Follow message {done.id}
               </Link>
@@ -464,8 +458,8 @@ export function SendingBridgesPage() {
               <AlertDialogHeader>
                 <AlertDialogTitle>Rotate the credentials of {action.bridge.name}?</AlertDialogTitle>
                 <AlertDialogDescription>
-                  A new SMTP password and a new API key are made and shown once. The old ones stop working at once: the application fails until it has
-                  the new ones.
+                  A new SMTP password and a new API key are made and shown once. The old ones stop working at once: the application fails until it has the new
+                  ones.
                 </AlertDialogDescription>
               </AlertDialogHeader>
               <AlertDialogFooter>

@@ -193,7 +193,12 @@ function DomainList() {
             ),
           },
           { id: 'status', header: 'Status', cell: (d) => <DomainStatus status={d.status} /> },
-          { id: 'records', header: 'DNS records', cell: (d) => <span className="text-muted-foreground">{requiredSummary(d)}</span>, className: 'hidden md:table-cell' },
+          {
+            id: 'records',
+            header: 'DNS records',
+            cell: (d) => <span className="text-muted-foreground">{requiredSummary(d)}</span>,
+            className: 'hidden md:table-cell',
+          },
           {
             id: 'checked',
             header: 'Last checked',
@@ -255,7 +260,9 @@ function RecordRow({ record }: { record: DnsRecord }) {
         </div>
       ) : null}
       {record.state === 'missing' ? (
-        <p className="text-sm text-destructive">No such record was found. Publish it at your DNS provider; changes can take a while to appear.</p>
+        <p className={record.required ? 'text-sm text-destructive' : 'text-sm text-muted-foreground'}>
+          No such record was found. Publish it at your DNS provider; changes can take a while to appear.
+        </p>
       ) : null}
       {record.state === 'error' ? (
         <p className="text-sm text-muted-foreground">The lookup failed{record.message ? `: ${record.message}` : ''}. Try again in a moment.</p>
@@ -377,7 +384,8 @@ function DeleteDomain({ domain }: { domain: SendingDomain }) {
         <AlertDialogHeader>
           <AlertDialogTitle>Delete {domain.name}?</AlertDialogTitle>
           <AlertDialogDescription>
-            Its DKIM key is deleted with it, and mail from {domain.name} can no longer be sent. Adding it again makes a new key, with new DNS records to publish.
+            Its DKIM key is deleted with it, and mail from {domain.name} can no longer be sent. Adding it again makes a new key, with new DNS records to
+            publish.
           </AlertDialogDescription>
         </AlertDialogHeader>
         <AlertDialogFooter>
@@ -404,8 +412,7 @@ function CheckResult({ domain }: { domain: SendingDomain }) {
   return (
     <p role="status" className="flex items-center gap-2 text-sm text-destructive">
       <XCircleIcon className="size-4" aria-hidden="true" />
-      {failing.length} of {required.length} required records {failing.length === 1 ? 'is' : 'are'} not right yet:{' '}
-      {failing.map((r) => PURPOSE_LABEL[r.purpose]).join(', ')}.
+      Not verified yet: {failing.length} of {required.length} required records need attention ({failing.map((r) => PURPOSE_LABEL[r.purpose]).join(', ')}).
     </p>
   )
 }
@@ -497,9 +504,7 @@ function DomainDetail() {
         <Card className="gap-0 pb-0">
           <CardHeader className="pb-4">
             <CardTitle>DNS records</CardTitle>
-            <CardDescription>
-              Publish these at your DNS provider, exactly as shown, then press Check DNS. {requiredSummary(d)}.
-            </CardDescription>
+            <CardDescription>Publish these at your DNS provider, exactly as shown, then press Check DNS. {requiredSummary(d)}.</CardDescription>
           </CardHeader>
           <ul className="border-t">
             {d.dns_records.map((r) => (

@@ -82,11 +82,7 @@ function IpDialog({ ip, open, onOpenChange }: { ip: SourceIp | null; open: boole
             <DialogTitle>{ip ? `Edit ${ip.address}` : 'Add a source IP'}</DialogTitle>
             <DialogDescription>An address configured on this host that mail may leave from, with the name it greets receivers by.</DialogDescription>
           </DialogHeader>
-          <FormField
-            label="Address"
-            hint="IPv4 or IPv6. It must be configured on one of this host's interfaces."
-            error={fieldErrorOf(save.error, 'address')}
-          >
+          <FormField label="Address" hint="IPv4 or IPv6. It must be configured on one of this host's interfaces." error={fieldErrorOf(save.error, 'address')}>
             <Input value={address} onChange={(e) => setAddress(e.target.value)} placeholder="203.0.113.10" autoComplete="off" className="font-mono" />
           </FormField>
           <FormField
@@ -376,7 +372,12 @@ function PoolsTab() {
         queryKey="ip-pools"
         caption="IP pools"
         rowKey={(p) => p.id}
-        empty={{ icon: NetworkIcon, title: 'No IP pools', description: 'Without pools, all mail leaves from the host’s default address.', action: addButton ?? undefined }}
+        empty={{
+          icon: NetworkIcon,
+          title: 'No IP pools',
+          description: 'Without pools, all mail leaves from the host’s default address.',
+          action: addButton ?? undefined,
+        }}
         columns={[
           {
             id: 'name',

@@ -333,7 +333,9 @@ export function SendingNodesPage() {
           },
         ]}
       />
-      {editing !== null ? <NodeDialog key={editing === 'new' ? 'new' : editing.id} node={editing === 'new' ? null : editing} onClose={() => setEditing(null)} /> : null}
+      {editing !== null ? (
+        <NodeDialog key={editing === 'new' ? 'new' : editing.id} node={editing === 'new' ? null : editing} onClose={() => setEditing(null)} />
+      ) : null}
     </div>
   )
 }

@@ -250,9 +250,12 @@ function CredentialsDialog({ bridge, onClose }: { bridge: Bridge & BridgeSecrets
 
 function TestDialog({ bridge, onClose }: { bridge: Bridge; onClose: () => void }) {
   const [to, setTo] = useState('')
+  const qc = useQueryClient()
   const send = useMutation({
     mutationFn: () =>
       api<{ id: string; from: string; to: string; queued: number; suppressed: string[] }>('POST', `/api/v2/bridges/${bridge.id}/test`, { to: to.trim() }),
+    // The bridge's counts and quota use just changed.
+    onSuccess: () => qc.invalidateQueries({ queryKey: ['bridges'] }),
     onError: (e) => reportError(e, ['to', 'from']),
   })
   const submit = (e: FormEvent) => {

@@ -141,7 +141,14 @@ export const NAV: NavEntry[] = [
         description: 'Sending addresses and the pools that group them.',
         component: SendingIpsPage,
       },
-      { path: '/sending/nodes', label: 'Nodes', icon: ServerIcon, permission: 'sending_nodes.read', description: 'The machines that deliver mail.', component: SendingNodesPage },
+      {
+        path: '/sending/nodes',
+        label: 'Nodes',
+        icon: ServerIcon,
+        permission: 'sending_nodes.read',
+        description: 'The machines that deliver mail.',
+        component: SendingNodesPage,
+      },
       {
         path: '/sending/bridges',
         label: 'Bridges',

@@ -241,7 +241,14 @@ function RecordRow({ record }: { record: DnsRecord }) {
           </dd>
         </div>
       </dl>
-      {record.warning ? <WarningNote>{record.warning}</WarningNote> : null}
+      {record.warning ? (
+        <WarningNote>
+          <p>
+            Do not publish this value as it is: it holds <code className="font-mono text-xs">&lt;public-host-name&gt;</code> because the server has no public
+            host name yet (see the warning above).
+          </p>
+        </WarningNote>
+      ) : null}
       {record.state === 'mismatch' ? (
         <div className="grid gap-1.5 rounded-lg border border-destructive/30 bg-destructive/5 p-3 text-sm">
           <p>{record.message ?? 'DNS has a different value.'}</p>

@@ -195,6 +195,40 @@ describe('the REST API with a session', () => {
     expect(r.status).toBe(403)
     expect(r.body.error.message).toContain('needs an API key')
   })
+
+  test('a template test send works with a session: no API key on the message, the person in the activity log, no idempotency record', async () => {
+    const t = await consoleApp({ allow_unverified_domains: true })
+    const s = await t.signIn()
+    const tpl = await t.withSession('POST', '/api/v2/templates', s, {
+      body: { name: 'Welcome', subject: 'Hi {{name}}', text: 'Hello {{name}}', from: 'team@example.com' },
+    })
+    expect(tpl.status, JSON.stringify(tpl.body)).toBe(201)
+    const path = `/api/v2/dynamicTemplate/${tpl.body.data.id}`
+    const body = { to: 'tester@example.net', variables: { name: 'Ann' } }
+    expect((await t.withSession('POST', path, { cookie: s.cookie }, { body })).status).toBe(403)
+    const sent = await t.withSession('POST', path, s, { body, headers: { 'idempotency-key': 'k1' } })
+    expect(sent.status, JSON.stringify(sent.body)).toBe(202)
+    const again = await t.withSession('POST', path, s, { body, headers: { 'idempotency-key': 'k1' } })
+    expect(again.status).toBe(202)
+    expect(again.body.data.id).not.toBe(sent.body.data.id)
+    expect(again.headers.get('idempotent-replayed')).toBeNull()
+    const row = t.deps.db.$client.query('SELECT api_key_id, source, subject FROM messages WHERE id = ?').get(sent.body.data.id)
+    expect(row).toEqual({ api_key_id: null, source: 'template', subject: 'Hi Ann' })
+    expect(t.deps.db.$client.query('SELECT count(*) AS n FROM idempotency_keys').get()).toEqual({ n: 0 })
+    const log = t.deps.db.$client
+      .query("SELECT actor_admin_id, actor_name, action, target_type, target_id FROM activity_logs WHERE action = 'transactional.send' ORDER BY id")
+      .all()
+    expect(log[0]).toEqual({
+      actor_admin_id: t.ada.id,
+      actor_name: 'ada@example.com',
+      action: 'transactional.send',
+      target_type: 'messages',
+      target_id: sent.body.data.id,
+    })
+    // Other send routes still refuse a session.
+    const other = await t.withSession('POST', '/v1/send', s, { body: { from: 'team@example.com', to: 'b@example.net', subject: 'x' } })
+    expect(other.status).toBe(403)
+  })
 })
 
 describe('session expiry and sign-out', () => {

@@ -111,3 +111,25 @@ describe('GET /api/v2/messages/:id/raw', () => {
     expect((await t.call('GET', '/api/v2/messages/nope/raw', { key: t.admin.key })).status).toBe(404)
   })
 })
+
+describe('GET /api/v2/messages/:id/headers', () => {
+  test('the header fields in order, names as written, folded values unfolded and encoded words decoded', async () => {
+    const t = setup()
+    // A long non-ASCII subject: the MIME builder encodes it (RFC 2047) and folds it over several lines.
+    const subject = `Grüße aus Köln, ${'eine lange Betreffzeile '.repeat(4)}`.trim()
+    const id = await t.send({ to: ['bob@example.net'], subject, headers: { 'X-Campaign': 'spring' } })
+    const stored = Buffer.from((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw).toString()
+    expect(stored).toContain('=?')
+    const r = await t.call('GET', `/api/v2/messages/${id}/headers`, { key: t.admin.key })
+    expect(r.status, JSON.stringify(r.body)).toBe(200)
+    const headers = r.body.data as Array<{ name: string; value: string }>
+    const names = headers.map((h) => h.name)
+    expect(names).toContain('X-Campaign')
+    expect(names.indexOf('From')).toBeGreaterThanOrEqual(0)
+    expect(headers.find((h) => h.name === 'Subject')!.value).toBe(subject)
+    expect(headers.find((h) => h.name === 'X-Campaign')!.value).toBe('spring')
+    expect(headers.find((h) => h.name === 'From')!.value).toBe('Ada <ada@example.com>')
+    expect(headers.every((h) => !/[\r\n]/.test(h.value))).toBe(true)
+    expect((await t.call('GET', '/api/v2/messages/nope/headers', { key: t.admin.key })).status).toBe(404)
+  })
+})

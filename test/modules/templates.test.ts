@@ -152,6 +152,27 @@ describe('templates', () => {
     expect(trailing.subject).toBe('Hello  !')
   })
 
+  test('render with unsaved content: the base version with those parts replaced, checked like a save, nothing stored', async () => {
+    const { t, call, create, render } = setup()
+    const { id } = await create({ subject: 'Hi {{name}}', html: '<p>Hi {{name}}</p>', text: 'Hi {{name}}', from: 'team@example.com' })
+    const draft = await render(id, { html: '<h1>{{title}}</h1><p>{{name}}</p>', variables: { name: 'Ann' } })
+    // The replaced part renders; the others come from the active version.
+    expect(draft).toMatchObject({ subject: 'Hi Ann', html: '<h1></h1><p>Ann</p>', text: 'Hi Ann', missing_variables: ['title'], version: 1 })
+    expect((await render(id, { text: null, from: 'Other <other@example.com>' })).text).toBeNull()
+    expect(((await render(id, { from: 'Other <other@example.com>' })) as unknown as { from: string }).from).toBe('Other <other@example.com>')
+    // A syntax error answers 422 under the part, as a save would.
+    const bad = await call('POST', `/api/v2/templates/${id}/render`, { html: '{{#if vip}}VIP' })
+    expect(bad.status).toBe(422)
+    expect(Object.keys(bad.body.error.details)).toEqual(['html'])
+    const badSubject = await call('POST', `/api/v2/templates/${id}/render`, { subject: 'a\nb' })
+    expect(Object.keys(badSubject.body.error.details)).toEqual(['subject'])
+    const badFrom = await call('POST', `/api/v2/templates/${id}/render`, { from: 'not an address' })
+    expect(Object.keys(badFrom.body.error.details)).toEqual(['from'])
+    // Nothing was stored: still one version, with its own content.
+    expect(t.deps.db.$client.query('SELECT count(*) AS n FROM template_versions').get()).toEqual({ n: 1 })
+    expect((await render(id)).html).toBe('<p>Hi </p>')
+  })
+
   test('from and reply_to: one mailbox each, versioned with the content, shown by GET, versions and render', async () => {
     const { call, create, render } = setup()
     const bad = await call('POST', '/api/v2/templates', {

@@ -26,6 +26,22 @@ test("the spec's field names: endpoint and events in, endpoint and events out (i
   expect(changed.body.data).toMatchObject({ endpoint: 'http://127.0.0.1:10/y', events: ['*'] })
 })
 
+test('GET /api/v2/webhooks/event-kinds: every kind a webhook accepts, each described; webhooks.read', async () => {
+  const t = testApp({ webhooks_allow_private: true })
+  const { key } = t.makeKey()
+  const r = await t.call('GET', '/api/v2/webhooks/event-kinds', { key })
+  expect(r.status, JSON.stringify(r.body)).toBe(200)
+  const kinds = r.body.data.map((k: { kind: string }) => k.kind)
+  expect(kinds).toContain('message.bounced')
+  expect(kinds).not.toContain('*')
+  expect(r.body.data.every((k: { description: string }) => k.description.length > 10)).toBe(true)
+  // Each listed kind is one a webhook accepts.
+  const c = await t.call('POST', '/api/v2/webhooks', { key, body: { endpoint: 'http://127.0.0.1:9/x', events: kinds } })
+  expect(c.status).toBe(201)
+  const { key: noRead } = t.makeKey({ permissions: ['webhooks.create'] })
+  expect((await t.call('GET', '/api/v2/webhooks/event-kinds', { key: noRead })).status).toBe(403)
+})
+
 test('CRUD: the secret is shown on create only; bulk delete (refusals: the table)', async () => {
   const t = testApp({ webhooks_allow_private: true })
   const { key } = t.makeKey()

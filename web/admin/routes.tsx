@@ -30,10 +30,13 @@ import {
 } from 'lucide-react'
 import type { ComponentType } from 'react'
 import { DashboardPage } from './pages/dashboard'
+import { MessagesPage } from './pages/messages'
 import { SendingBridgesPage } from './pages/sending-bridges'
 import { SendingDomainsPage } from './pages/sending-domains'
 import { SendingIpsPage } from './pages/sending-ips'
 import { SendingNodesPage } from './pages/sending-nodes'
+import { TemplatesPage } from './pages/templates'
+import { WebhooksPage } from './pages/webhooks'
 
 /** One page of the console. */
 export interface PageDef {
@@ -81,6 +84,7 @@ export const NAV: NavEntry[] = [
     icon: MailIcon,
     permission: 'transactional.read',
     description: 'Search sent messages and follow each one’s delivery timeline.',
+    component: MessagesPage,
   },
   {
     path: '/audience',
@@ -119,7 +123,14 @@ export const NAV: NavEntry[] = [
       },
     ],
   },
-  { path: '/templates', label: 'Templates', icon: FileTextIcon, permission: 'templates.read', description: 'Message templates with versions and previews.' },
+  {
+    path: '/templates',
+    label: 'Templates',
+    icon: FileTextIcon,
+    permission: 'templates.read',
+    description: 'Message templates with versions and previews.',
+    component: TemplatesPage,
+  },
   {
     path: '/sending',
     label: 'Sending',
@@ -159,7 +170,14 @@ export const NAV: NavEntry[] = [
       },
     ],
   },
-  { path: '/webhooks', label: 'Webhooks', icon: WebhookIcon, permission: 'webhooks.read', description: 'Event deliveries to your endpoints.' },
+  {
+    path: '/webhooks',
+    label: 'Webhooks',
+    icon: WebhookIcon,
+    permission: 'webhooks.read',
+    description: 'Event deliveries to your endpoints.',
+    component: WebhooksPage,
+  },
   {
     path: '/access',
     label: 'Access',

@@ -24,6 +24,12 @@ export interface SendCall {
   respond: (accepted: AcceptedMessage[]) => StoredResponse
   /** Only a bridge's API key may call (POST /v1/bridge/emails). */
   bridgeOnly?: boolean
+  /**
+   * A console session may call too (the template editor's test send): the message has no
+   * API key, the Idempotency-Key header is not used (its records belong to keys), and the
+   * send is in the activity log with the person as actor.
+   */
+  allowSession?: boolean
 }
 
 /**
@@ -33,6 +39,13 @@ export interface SendCall {
 export async function sendOverHttp(deps: Deps, authOf: AuthOf, call: SendCall, set: { headers: Record<string, string | number> }): Promise<StoredResponse> {
   try {
     const auth = authOf(call.request)
+    if (!auth.key && auth.admin && call.allowSession) {
+      // A person's test send: rare, so it is worth its activity-log row (left to the auth plugin).
+      const ctx: AcceptContext = { ...call.ctx, apiKeyId: null }
+      const result = await acceptMessages(deps, { ctx, prepare: async () => prepareMessages(deps, await call.inputs(), ctx), respond: call.respond })
+      if (!result.replayed && result.accepted[0]) auth.target = { type: 'messages', id: result.accepted[0].id }
+      return result.response
+    }
     // A send is recorded in its message row (api_key_id, source) and events, not also as an
     // activity-log row: that would be a second write, with its own fsync, per message.
     auth.logged = true

@@ -118,6 +118,7 @@ export function messageRoutes(deps: Deps, authOf: AuthOf) {
             },
             ctx: { source: 'template', ...routing(body) },
             respond: ([a]) => ({ status: 202, body: ok(queued(a!)) }),
+            allowSession: true,
           },
           set,
         )

@@ -136,3 +136,9 @@ export const MessageSummarySchema = t.Object({
   created_at: t.String({ format: 'date-time' }),
 })
 export type MessageSummary = typeof MessageSummarySchema.static
+
+export const MessageHeaderSchema = t.Object({
+  name: t.String({ description: 'The field name as written.' }),
+  value: t.String({ description: 'The value unfolded, encoded words (RFC 2047) decoded.' }),
+})
+export type MessageHeader = typeof MessageHeaderSchema.static

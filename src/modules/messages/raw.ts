@@ -73,7 +73,7 @@ function addresses(value: string | undefined): string[] {
  * bytes are not changed): raw UTF-8 (RFC 6532) read as UTF-8, encoded words (RFC 2047)
  * decoded. `value` holds the header's bytes as latin1 code units.
  */
-function headerText(value: string): string {
+export function headerText(value: string): string {
   const text = Buffer.from(value, 'latin1').toString('utf8')
   try {
     return libmime.decodeWords(text)

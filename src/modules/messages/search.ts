@@ -4,7 +4,9 @@ import { messageRecipients, messages, type RecipientState } from '../../db/schem
 import { toIso } from '../../lib/clock'
 import { notFound } from '../../lib/errors'
 import { pageMeta, pageRequest, type PageMeta } from '../../lib/pagination'
-import type { MessageSummary } from './model'
+import { headerFields } from '../../lib/header-fields'
+import type { MessageHeader, MessageSummary } from './model'
+import { headerText } from './raw'
 import { summaryState } from './service'
 
 /** Page totals stop counting here: a subject or status search scans, and a page must not wait on a million rows. */
@@ -102,4 +104,18 @@ export function rawMessage(deps: Deps, id: string): Uint8Array<ArrayBuffer> {
   const row = deps.db.select({ raw: messages.raw }).from(messages).where(eq(messages.id, id)).get()
   if (!row) throw notFound('message', id)
   return new Uint8Array(row.raw.buffer as ArrayBuffer, row.raw.byteOffset, row.raw.byteLength)
+}
+
+/**
+ * The header fields of the message as accepted, in order, for reading: names as written,
+ * values unfolded (RFC 5322 section 2.2.3) with encoded words decoded (RFC 2047). The
+ * DKIM-Signature, Received and Return-Path added at delivery are not part of it.
+ */
+export function messageHeaders(deps: Deps, id: string): MessageHeader[] {
+  const raw = Buffer.from(rawMessage(deps, id)).toString('latin1')
+  const end = raw.indexOf('\r\n\r\n')
+  const head = end < 0 ? raw : raw.slice(0, end + 2)
+  return headerFields(head)
+    .filter((f) => f.name !== '')
+    .map((f) => ({ name: f.raw.slice(0, f.raw.indexOf(':')).trim(), value: headerText(f.value) }))
 }

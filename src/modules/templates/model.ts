@@ -91,6 +91,14 @@ export const VersionParams = t.Object({
   version: t.Integer({ minimum: 1, description: 'Version number.' }),
 })
 
+/** A part of unsaved content for a preview: replaces the version's, as PATCH would. */
+const Draft = (what: string) =>
+  t.Optional(
+    t.Nullable(
+      t.String({ maxLength: MAX_PART_BYTES, description: `Unsaved ${what} to render instead of the version's ("" or null removes it); nothing is stored.` }),
+    ),
+  )
+
 export const RenderBody = t.Object({
   variables: t.Optional(
     t.Record(t.String(), t.String(), {
@@ -100,6 +108,13 @@ export const RenderBody = t.Object({
   ),
   to: t.Optional(t.String({ maxLength: 320, description: 'Recipient address: spins choose what this recipient would receive.' })),
   version: t.Optional(t.Integer({ minimum: 1, description: 'Version number; the active version when omitted.' })),
+  subject: t.Optional(
+    t.String({ maxLength: MAX_SUBJECT_LENGTH, description: "Unsaved subject to render instead of the version's (a preview of changes; nothing is stored)." }),
+  ),
+  html: Draft('HTML part'),
+  text: Draft('plain-text part'),
+  from: Draft('from'),
+  reply_to: Draft('reply_to'),
 })
 
 export const RenderedSchema = t.Object({

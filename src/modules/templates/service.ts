@@ -341,29 +341,84 @@ export function renderForRecipient(
   deps: Deps,
   input: { templateId: number; version?: number; variables: Record<string, string>; to: string },
 ): RenderedTemplate {
+  const ref = versionRefFor(deps, input.templateId, input.version)
+  return renderCompiled(deps, compiledFor(deps, ref.id), ref, senderView(ref), input)
+}
+
+/** The active version's reference, or the numbered one's; not_found for an unknown template or version. */
+function versionRefFor(deps: Deps, templateId: number, version: number | undefined): VersionRef {
   const s = statements(deps.db)
-  const ref = input.version === undefined ? s.activeRef.get(input.templateId) : s.versionRef.get(input.templateId, input.version)
+  const ref = version === undefined ? s.activeRef.get(templateId) : s.versionRef.get(templateId, version)
   if (!ref) {
-    if (!s.exists.get(input.templateId)) throw notFound('template', input.templateId)
-    throw noVersion(input.templateId, input.version ?? 0)
+    if (!s.exists.get(templateId)) throw notFound('template', templateId)
+    throw noVersion(templateId, version ?? 0)
   }
-  const compiled = compiledFor(deps, ref.id)
+  return ref
+}
+
+function renderCompiled(
+  deps: Deps,
+  compiled: CompiledVersion,
+  ref: VersionRef,
+  sender: TemplateSender,
+  input: { templateId: number; variables: Record<string, string>; to: string },
+): RenderedTemplate {
   const variables = buildVariables(input.variables)
   if (!variables.ok) throw new AppError('validation_failed', 'The variables are invalid.', variables.errors)
   const to = normaliseEmail(input.to) ?? input.to.trim().toLowerCase()
   const rendered = renderVersion(compiled, { to, versionId: ref.id, variables: variables.variables, spinTags: spinTagAlternatives(deps, compiled.spinNames) })
-  return { ...rendered, ...senderView(ref), template_id: input.templateId, template_version_id: ref.id, version: ref.version }
+  return { ...rendered, ...sender, template_id: input.templateId, template_version_id: ref.id, version: ref.version }
 }
 
-/** The render call of the API: like a send to `to` (optional), nothing sent. 422 for an invalid address. */
-export function renderTemplate(deps: Deps, id: number, input: { variables?: Record<string, string>; to?: string; version?: number }): RenderedTemplate {
+/** Content a render may try instead of the stored version's (an editor's unsaved changes). */
+export type DraftContent = Partial<Record<'subject' | 'html' | 'text' | 'from' | 'reply_to', string | null>>
+
+/**
+ * Renders unsaved content: the base version (active, or `version`) with the given parts
+ * replaced, as PATCH would build the next version (null or "" removes a part), checked by
+ * the same rules (422 under the field) and compiled without caching. Spins choose as they
+ * would for the base version. Nothing is stored.
+ */
+function renderDraft(
+  deps: Deps,
+  input: { templateId: number; version?: number; variables: Record<string, string>; to: string; draft: DraftContent },
+): RenderedTemplate {
+  const ref = versionRefFor(deps, input.templateId, input.version)
+  const row = statements(deps.db).versionById.get(ref.id)!
+  const d = input.draft
+  const source: TemplateSource = {
+    subject: d.subject ?? row.subject,
+    html: d.html !== undefined ? part(d.html) : row.html,
+    text: d.text !== undefined ? part(d.text) : row.text,
+  }
+  const sender: SenderSource = {
+    from_address: d.from !== undefined ? address(d.from) : row.from_address,
+    reply_to: d.reply_to !== undefined ? address(d.reply_to) : row.reply_to,
+  }
+  checkSender(sender)
+  return renderCompiled(deps, checkContent(deps, source), ref, senderView(sender), input)
+}
+
+/**
+ * The render call of the API: like a send to `to` (optional), nothing sent. 422 for an
+ * invalid address. With `subject`, `html`, `text`, `from` or `reply_to`, renders that
+ * unsaved content instead of the stored version (the console editor's live preview).
+ */
+export function renderTemplate(
+  deps: Deps,
+  id: number,
+  input: { variables?: Record<string, string>; to?: string; version?: number } & DraftContent,
+): RenderedTemplate {
   let to = ''
   if (input.to !== undefined) {
     const checked = checkEmail(input.to)
     if (!checked.ok) throw new AppError('validation_failed', 'The request data is invalid.', { to: [checked.error] })
     to = checked.email
   }
-  return renderForRecipient(deps, { templateId: id, version: input.version, variables: input.variables ?? {}, to })
+  const draft: DraftContent = {}
+  for (const k of ['subject', 'html', 'text', 'from', 'reply_to'] as const) if (input[k] !== undefined) draft[k] = input[k]
+  const base = { templateId: id, version: input.version, variables: input.variables ?? {}, to }
+  return Object.keys(draft).length ? renderDraft(deps, { ...base, draft }) : renderForRecipient(deps, base)
 }
 
 /**

@@ -9,9 +9,12 @@ import {
   CreateWebhookBody,
   DeliveryParams,
   DeliverySchema,
+  EventKindSchema,
   Kinds,
   TestResultSchema,
   UpdateWebhookBody,
+  WEBHOOK_EVENT_DESCRIPTIONS,
+  WEBHOOK_EVENT_KINDS,
   WebhookSchema,
   WithSecret,
 } from './model'
@@ -49,6 +52,13 @@ export function webhookRoutes(deps: Deps, authOf: AuthOf, opts: WebhookOptions =
     update: { summary: 'Update, disable or re-enable a webhook', body: UpdateWebhookBody, handle: (id, body) => updateWebhook(deps, id, body, opts) },
     remove: { summary: 'Delete a webhook', description: 'With its deliveries and their attempts.' },
   })
+    .get('/event-kinds', () => ok(WEBHOOK_EVENT_KINDS.map((kind) => ({ kind, description: WEBHOOK_EVENT_DESCRIPTIONS[kind] }))), {
+      response: { 200: Envelope(t.Array(EventKindSchema)), ...commonErrors },
+      detail: requires('webhooks.read', 'List the event kinds a webhook can subscribe to', {
+        tags,
+        description: 'Each kind with one line of what it means; `*` (every kind, including later ones) is not listed.',
+      }),
+    })
     .post('/:id/rotate-secret', ({ params, body }) => ok(rotateSecret(deps, params.id, body ?? {})), {
       params: IdParams,
       body: t.Optional(t.Object({ secret: t.Optional(t.String()) })),

@@ -26,6 +26,28 @@ export const WEBHOOK_EVENT_KINDS = [
   'webhook.disabled',
 ] as const
 
+/** What each kind means, for people choosing what to subscribe to (the console's checkboxes). */
+export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[number], string> = {
+  'contact.subscribed': 'A contact joined a list (or confirmed).',
+  'contact.unsubscribed': 'A contact left a list.',
+  'contact.bounced': "A contact's address bounced permanently.",
+  'contact.complained': 'A contact marked a message as spam.',
+  'broadcast.sent': 'A broadcast finished sending.',
+  'broadcast.opened': 'A broadcast message was opened.',
+  'broadcast.clicked': 'A link in a broadcast message was clicked.',
+  'message.queued': 'A message was accepted for delivery.',
+  'message.sent': "The recipient's server accepted a message.",
+  'message.deferred': 'A delivery attempt failed temporarily; it will be retried.',
+  'message.delayed': 'A message has been waiting longer than expected.',
+  'message.bounced': "The recipient's server refused a message permanently.",
+  'message.failed': 'Mailroom gave up retrying a message.',
+  'message.suppressed': 'A message was not sent because the address is suppressed.',
+  'message.complained': 'A recipient marked a message as spam.',
+  'webhook.disabled': 'A webhook was switched off after repeated failures.',
+}
+
+export const EventKindSchema = t.Object({ kind: t.String(), description: t.String() })
+
 const Time = t.Union([t.String(), t.Null()])
 const IntOrNull = t.Union([t.Integer(), t.Null()])
 const StrOrNull = t.Union([t.String(), t.Null()])

@@ -130,6 +130,13 @@ export async function createAdmin(server: ConsoleServer, email: string, password
   if (r.code !== 0) throw new Error(`admin create failed (${r.code}): ${r.err}${r.out}`)
 }
 
+/** Creates an API key with `mailroom keys create` and returns it (the last line printed, shown only then). */
+export async function createApiKey(server: ConsoleServer, name: string, role = 'Administrator'): Promise<string> {
+  const r = await server.cli(['keys', 'create', '--role', role, '--name', name])
+  if (r.code !== 0) throw new Error(`keys create failed (${r.code}): ${r.err}${r.out}`)
+  return r.out.trim().split('\n').at(-1)!.trim()
+}
+
 /** Headless Chromium with no way off the loopback host, as on an offline appliance. */
 export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({

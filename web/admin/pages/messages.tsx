@@ -1,0 +1,693 @@
+/**
+ * Messages (issue 14 page 6): search sent mail by recipient, subject, id, bridge and status
+ * (GET /api/v2/messages), and a message's page: its delivery timeline per recipient from
+ * GET /api/v2/messages/:id, its header fields (GET .../headers) and its raw source (.../raw).
+ */
+import { useQuery } from '@tanstack/react-query'
+import {
+  AlertOctagonIcon,
+  ArrowLeftIcon,
+  BanIcon,
+  CheckCircle2Icon,
+  ClockIcon,
+  CopyIcon,
+  DownloadIcon,
+  EyeIcon,
+  HourglassIcon,
+  InboxIcon,
+  type LucideIcon,
+  MailIcon,
+  MousePointerClickIcon,
+  SearchIcon,
+  ThumbsDownIcon,
+  UserMinusIcon,
+  XCircleIcon,
+  XIcon,
+} from 'lucide-react'
+import { useMemo, useState, type FormEvent, type ReactNode } from 'react'
+import { toast } from 'sonner'
+import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { DataTable, type Column } from '../components/data-table'
+import { PageHeader } from '../components/page-header'
+import { EmptyState, ErrorState, LoadingState } from '../components/states'
+import { Badge } from '../components/ui/badge'
+import { Button } from '../components/ui/button'
+import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
+import { FormField } from '../components/ui/form-field'
+import { Input } from '../components/ui/input'
+import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
+import { Tabs, TabsContent, TabsList, TabsTrigger } from '../components/ui/tabs'
+import { ApiError, api, apiPage } from '../lib/api'
+import { can, useSession } from '../lib/session'
+import { useUrlQuery } from '../lib/url-query'
+import { cn, formatDateTime, formatNumber, timeAgo } from '../lib/utils'
+
+/** The recipient states of docs/api.md "Message states", in the order a person reads them. */
+const STATES = ['queued', 'sending', 'deferred', 'sent', 'bounced', 'failed', 'suppressed'] as const
+type State = (typeof STATES)[number]
+
+const STATE_BADGE: Record<State, { variant: 'default' | 'secondary' | 'success' | 'warning' | 'destructive' | 'outline'; label: string }> = {
+  queued: { variant: 'secondary', label: 'Queued' },
+  sending: { variant: 'default', label: 'Sending' },
+  deferred: { variant: 'warning', label: 'Deferred' },
+  sent: { variant: 'success', label: 'Sent' },
+  bounced: { variant: 'destructive', label: 'Bounced' },
+  failed: { variant: 'destructive', label: 'Failed' },
+  suppressed: { variant: 'outline', label: 'Suppressed' },
+}
+
+/** A recipient state as a coloured label. */
+export function StateBadge({ state }: { state: string }) {
+  const s = STATE_BADGE[state as State] ?? { variant: 'outline' as const, label: state }
+  return <Badge variant={s.variant}>{s.label}</Badge>
+}
+
+interface MessageSummary {
+  id: string
+  source: string
+  from: string
+  subject: string
+  bridge_id: number | null
+  size: number
+  status: string
+  recipients: Array<{ address: string; state: string }>
+  created_at: string
+}
+
+interface LastResponse {
+  code: number | null
+  enhanced_code: string | null
+  text: string | null
+  rule: string | null
+}
+
+interface MessageRecipient {
+  address: string
+  kind: string
+  state: string
+  attempts: number
+  next_attempt_at: string | null
+  last_response: LastResponse | null
+  mx: string | null
+  source_ip: string | null
+  suppression: Record<string, unknown> | null
+  updated_at: string
+  finished_at: string | null
+}
+
+interface MessageEvent {
+  id: number
+  kind: string
+  recipient: string | null
+  created_at: string
+  data: Record<string, unknown>
+}
+
+interface MessageDetail {
+  id: string
+  source: string
+  from: string
+  subject: string
+  tags: string[]
+  message_id_header: string
+  signed: boolean
+  template_id: number | null
+  template_version_id: number | null
+  size: number
+  status: string
+  created_at: string
+  recipients: MessageRecipient[]
+  events: MessageEvent[]
+}
+
+/** A size in bytes as a person reads it. */
+function formatBytes(n: number): string {
+  if (n < 1024) return `${formatNumber(n)} B`
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`
+  return `${(n / 1024 / 1024).toFixed(1)} MB`
+}
+
+/** A time with its seconds: steps of one delivery are often within the same minute. */
+function formatWithSeconds(iso: string): string {
+  return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' })
+}
+
+const SOURCE_LABEL: Record<string, string> = { api: 'API', template: 'Template', resend: 'Resend API', smtp: 'SMTP', broadcast: 'Broadcast' }
+
+// ---------------------------------------------------------------------------------------
+// Search
+// ---------------------------------------------------------------------------------------
+
+const FILTERS = ['recipient', 'subject', 'id', 'bridge_id', 'status'] as const
+const ANY = 'any'
+
+function SearchForm() {
+  const [params, setParams] = useUrlQuery()
+  const { data: session } = useSession()
+  const [draft, setDraft] = useState(() => Object.fromEntries(FILTERS.map((f) => [f, params.get(f) ?? ''])) as Record<(typeof FILTERS)[number], string>)
+  const bridges = useQuery({
+    queryKey: ['bridges-for-filter'],
+    queryFn: () => apiPage<{ id: number; name: string }>('/api/v2/bridges', { per_page: 100 }),
+    enabled: can(session?.admin, 'bridges.read'),
+    staleTime: 60_000,
+  })
+  const set = (k: (typeof FILTERS)[number], v: string) => setDraft((d) => ({ ...d, [k]: v }))
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    setParams({ ...Object.fromEntries(FILTERS.map((f) => [f, draft[f].trim() || null])), page: null })
+  }
+  const active = FILTERS.some((f) => params.get(f))
+  const clear = () => {
+    setDraft({ recipient: '', subject: '', id: '', bridge_id: '', status: '' })
+    setParams({ ...Object.fromEntries(FILTERS.map((f) => [f, null])), page: null })
+  }
+  return (
+    <Card className="py-4">
+      <CardContent className="px-4">
+        <form
+          role="search"
+          aria-label="Search messages"
+          onSubmit={submit}
+          className="grid gap-3 sm:grid-cols-2 lg:grid-cols-[1.3fr_1.3fr_1fr_0.8fr_0.8fr_auto] lg:items-end"
+        >
+          <FormField label="Recipient">
+            <Input type="search" placeholder="ada@example.org" value={draft.recipient} onChange={(e) => set('recipient', e.target.value)} autoComplete="off" />
+          </FormField>
+          <FormField label="Subject contains">
+            <Input type="search" placeholder="Your receipt" value={draft.subject} onChange={(e) => set('subject', e.target.value)} autoComplete="off" />
+          </FormField>
+          <FormField label="Message id">
+            <Input
+              type="search"
+              placeholder="0192d4e6-…"
+              value={draft.id}
+              onChange={(e) => set('id', e.target.value)}
+              autoComplete="off"
+              className="font-mono"
+            />
+          </FormField>
+          {bridges.data?.data.length ? (
+            <FormField label="Bridge">
+              <Select value={draft.bridge_id || ANY} onValueChange={(v) => set('bridge_id', v === ANY ? '' : v)}>
+                <SelectTrigger>
+                  <SelectValue />
+                </SelectTrigger>
+                <SelectContent>
+                  <SelectItem value={ANY}>Any bridge</SelectItem>
+                  {bridges.data.data.map((b) => (
+                    <SelectItem key={b.id} value={String(b.id)}>
+                      {b.name}
+                    </SelectItem>
+                  ))}
+                </SelectContent>
+              </Select>
+            </FormField>
+          ) : (
+            <FormField label="Bridge id">
+              <Input inputMode="numeric" placeholder="Any" value={draft.bridge_id} onChange={(e) => set('bridge_id', e.target.value.replace(/\D/g, ''))} />
+            </FormField>
+          )}
+          <FormField label="Status">
+            <Select value={draft.status || ANY} onValueChange={(v) => set('status', v === ANY ? '' : v)}>
+              <SelectTrigger>
+                <SelectValue />
+              </SelectTrigger>
+              <SelectContent>
+                <SelectItem value={ANY}>Any status</SelectItem>
+                {STATES.map((s) => (
+                  <SelectItem key={s} value={s}>
+                    {STATE_BADGE[s].label}
+                  </SelectItem>
+                ))}
+              </SelectContent>
+            </Select>
+          </FormField>
+          <div className="flex gap-2 sm:col-span-2 lg:col-span-1">
+            <Button type="submit" className="flex-1 lg:flex-none">
+              <SearchIcon /> Search
+            </Button>
+            {active ? (
+              <Button type="button" variant="ghost" onClick={clear}>
+                <XIcon /> Clear
+              </Button>
+            ) : null}
+          </div>
+        </form>
+      </CardContent>
+    </Card>
+  )
+}
+
+function RecipientsCell({ recipients }: { recipients: MessageSummary['recipients'] }) {
+  const [first, ...rest] = recipients
+  if (!first) return <span className="text-muted-foreground">—</span>
+  return (
+    <span className="inline-flex items-center gap-1.5">
+      <span className="max-w-56 truncate">{first.address}</span>
+      {rest.length ? <span className="text-xs text-muted-foreground">+{rest.length}</span> : null}
+    </span>
+  )
+}
+
+function MessageList() {
+  const [, navigate] = useLocation()
+  const [params] = useUrlQuery()
+  const filtered = FILTERS.some((f) => params.get(f))
+  const columns: Column<MessageSummary>[] = [
+    { id: 'status', header: 'Status', cell: (m) => <StateBadge state={m.status} /> },
+    {
+      id: 'subject',
+      header: 'Subject',
+      className: 'max-w-[28rem]',
+      cell: (m) => (
+        <div className="grid min-w-48 gap-0.5">
+          <Link
+            href={`/${encodeURIComponent(m.id)}`}
+            className="truncate font-medium hover:underline focus-visible:underline focus-visible:outline-none"
+            onClick={(e) => e.stopPropagation()}
+          >
+            {m.subject || <span className="text-muted-foreground italic">(no subject)</span>}
+          </Link>
+          <span className="truncate text-xs text-muted-foreground">from {m.from}</span>
+        </div>
+      ),
+    },
+    { id: 'to', header: 'Recipients', cell: (m) => <RecipientsCell recipients={m.recipients} /> },
+    {
+      id: 'source',
+      header: 'Via',
+      className: 'hidden md:table-cell',
+      cell: (m) => <span className="text-muted-foreground">{SOURCE_LABEL[m.source] ?? m.source}</span>,
+    },
+    {
+      id: 'created',
+      header: 'Accepted',
+      cell: (m) => (
+        <time dateTime={m.created_at} title={formatDateTime(m.created_at)} className="text-muted-foreground tabular-nums">
+          {timeAgo(m.created_at)}
+        </time>
+      ),
+    },
+  ]
+  return (
+    <div className="grid gap-6">
+      <PageHeader title="Messages" description="Search sent messages and follow each one’s delivery timeline." />
+      <SearchForm />
+      <DataTable<MessageSummary>
+        path="/api/v2/messages"
+        queryKey="messages"
+        columns={columns}
+        rowKey={(m) => m.id}
+        filters={[...FILTERS]}
+        caption="Messages, newest first"
+        onRowClick={(m) => navigate(`/${encodeURIComponent(m.id)}`)}
+        empty={
+          filtered
+            ? { icon: SearchIcon, title: 'No message matches', description: 'Try fewer filters, or the whole address rather than a part of it.' }
+            : {
+                icon: InboxIcon,
+                title: 'No messages yet',
+                description: 'Mail sent through the API, SMTP or a bridge shows up here as soon as it is accepted.',
+              }
+        }
+      />
+    </div>
+  )
+}
+
+// ---------------------------------------------------------------------------------------
+// One message
+// ---------------------------------------------------------------------------------------
+
+const EVENT_STYLE: Record<string, { icon: LucideIcon; label: string; tone: string }> = {
+  'message.queued': { icon: InboxIcon, label: 'Queued', tone: 'bg-muted text-muted-foreground' },
+  'message.sent': { icon: CheckCircle2Icon, label: 'Delivered to the receiving server', tone: 'bg-success/15 text-success' },
+  'message.deferred': { icon: HourglassIcon, label: 'Deferred, will retry', tone: 'bg-warning/20 text-foreground' },
+  'message.delayed': { icon: ClockIcon, label: 'Delayed', tone: 'bg-warning/20 text-foreground' },
+  'message.bounced': { icon: XCircleIcon, label: 'Bounced', tone: 'bg-destructive/12 text-destructive' },
+  'message.failed': { icon: AlertOctagonIcon, label: 'Failed: gave up retrying', tone: 'bg-destructive/12 text-destructive' },
+  'message.suppressed': { icon: BanIcon, label: 'Suppressed, not sent', tone: 'bg-muted text-muted-foreground' },
+  'message.complained': { icon: ThumbsDownIcon, label: 'Marked as spam', tone: 'bg-destructive/12 text-destructive' },
+  'message.opened': { icon: EyeIcon, label: 'Opened', tone: 'bg-primary/12 text-primary' },
+  'message.clicked': { icon: MousePointerClickIcon, label: 'Clicked a link', tone: 'bg-primary/12 text-primary' },
+  'message.unsubscribed': { icon: UserMinusIcon, label: 'Unsubscribed', tone: 'bg-muted text-muted-foreground' },
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : null)
+
+/** The SMTP reply of a delivery event or a recipient: "250 2.0.0 Ok: queued as 4XyZ". */
+function SmtpReply({ code, enhanced, text }: { code: unknown; enhanced: unknown; text: unknown }) {
+  const c = str(code)
+  const t = str(text)
+  if (!c && !t) return null
+  // The reply text usually repeats the code; show it once.
+  const shown = t && c && t.startsWith(c) ? t : [c, str(enhanced), t].filter(Boolean).join(' ')
+  return <code className="block rounded-md bg-muted px-2.5 py-1.5 font-mono text-xs break-all whitespace-pre-wrap">{shown}</code>
+}
+
+function EventDetail({ e }: { e: MessageEvent }) {
+  const d = e.data
+  const facts: Array<[string, string]> = []
+  if (str(d.mx)) facts.push(['Server', str(d.mx)!])
+  if (str(d.source_ip)) facts.push(['From IP', str(d.source_ip)!])
+  if (typeof d.attempt === 'number') facts.push(['Attempt', String(d.attempt)])
+  if (str(d.rule)) facts.push(['Classified as', str(d.rule)!.replace(/_/g, ' ')])
+  if (e.kind === 'message.bounced' && d.suppressed === true) facts.push(['Suppression', 'address added (hard bounce)'])
+  if (e.kind === 'message.failed' && typeof d.max_age_seconds === 'number') facts.push(['Gave up after', `${Math.round(d.max_age_seconds / 3600)} hours`])
+  if (str(d.ip)) facts.push(['Reader IP', str(d.ip)!])
+  if (str(d.user_agent)) facts.push(['Client', str(d.user_agent)!])
+  if (e.kind === 'message.suppressed' && str(d.reason)) facts.push(['Reason', str(d.reason)!.replace(/_/g, ' ')])
+  return (
+    <div className="grid gap-2 text-sm">
+      {e.kind === 'message.deferred' && str(d.next_attempt_at) ? (
+        <p className="text-muted-foreground">
+          Next attempt{' '}
+          <time dateTime={str(d.next_attempt_at)!} className="font-medium text-foreground">
+            {formatDateTime(str(d.next_attempt_at))}
+          </time>{' '}
+          ({timeAgo(str(d.next_attempt_at)!)})
+        </p>
+      ) : null}
+      <SmtpReply code={d.code} enhanced={d.enhanced_code} text={d.response} />
+      {e.kind === 'message.clicked' && str(d.url) ? (
+        <a href={str(d.url)!} target="_blank" rel="noreferrer noopener" className="truncate text-primary hover:underline">
+          {str(d.url)}
+        </a>
+      ) : null}
+      {facts.length ? (
+        <dl className="grid grid-cols-[auto_1fr] gap-x-3 gap-y-0.5 text-xs">
+          {facts.map(([k, v]) => (
+            <div key={k} className="contents">
+              <dt className="text-muted-foreground">{k}</dt>
+              <dd className="break-all">{v}</dd>
+            </div>
+          ))}
+        </dl>
+      ) : null}
+    </div>
+  )
+}
+
+function Timeline({ events, showRecipient }: { events: MessageEvent[]; showRecipient: boolean }) {
+  if (!events.length) return <EmptyState icon={ClockIcon} title="Nothing has happened yet" description="Events appear here as the message moves." />
+  return (
+    <ol className="relative grid gap-0" aria-label="Timeline">
+      {events.map((e, i) => {
+        const style = EVENT_STYLE[e.kind] ?? { icon: MailIcon, label: e.kind, tone: 'bg-muted text-muted-foreground' }
+        const Icon = style.icon
+        return (
+          <li key={e.id} className="relative grid grid-cols-[2.25rem_1fr] gap-3 pb-6 last:pb-0" data-kind={e.kind}>
+            {i < events.length - 1 ? <span className="absolute top-9 bottom-0 left-[1.07rem] w-px bg-border" aria-hidden="true" /> : null}
+            <span className={cn('z-10 flex size-9 items-center justify-center rounded-full ring-4 ring-card', style.tone)} aria-hidden="true">
+              <Icon className="size-4" />
+            </span>
+            <div className="grid min-w-0 gap-1.5 pt-1.5">
+              <div className="flex flex-wrap items-baseline gap-x-2 gap-y-0.5">
+                <span className="font-medium">{style.label}</span>
+                {showRecipient && e.recipient ? <span className="truncate text-sm text-muted-foreground">{e.recipient}</span> : null}
+                <time dateTime={e.created_at} className="ml-auto text-xs text-muted-foreground tabular-nums">
+                  {formatWithSeconds(e.created_at)}
+                </time>
+              </div>
+              <EventDetail e={e} />
+            </div>
+          </li>
+        )
+      })}
+    </ol>
+  )
+}
+
+function RecipientCard({ r }: { r: MessageRecipient }) {
+  return (
+    <div className="grid gap-2 rounded-lg border p-3 text-sm">
+      <div className="flex flex-wrap items-center gap-2">
+        <span className="min-w-0 truncate font-medium">{r.address}</span>
+        <span className="text-xs text-muted-foreground uppercase">{r.kind}</span>
+        <span className="ml-auto">
+          <StateBadge state={r.state} />
+        </span>
+      </div>
+      <dl className="grid grid-cols-[auto_1fr] gap-x-3 gap-y-0.5 text-xs">
+        <dt className="text-muted-foreground">Attempts</dt>
+        <dd>{r.attempts}</dd>
+        {r.next_attempt_at && r.state === 'deferred' ? (
+          <>
+            <dt className="text-muted-foreground">Next attempt</dt>
+            <dd>{formatDateTime(r.next_attempt_at)}</dd>
+          </>
+        ) : null}
+        {r.mx ? (
+          <>
+            <dt className="text-muted-foreground">Server</dt>
+            <dd className="break-all">{r.mx}</dd>
+          </>
+        ) : null}
+        {r.finished_at ? (
+          <>
+            <dt className="text-muted-foreground">Finished</dt>
+            <dd>{formatDateTime(r.finished_at)}</dd>
+          </>
+        ) : null}
+        {r.suppression ? (
+          <>
+            <dt className="text-muted-foreground">Suppressed by</dt>
+            <dd>{[str(r.suppression.reason), str(r.suppression.scope)].filter(Boolean).join(', ') || 'a suppression'}</dd>
+          </>
+        ) : null}
+      </dl>
+      {r.last_response ? <SmtpReply code={r.last_response.code} enhanced={r.last_response.enhanced_code} text={r.last_response.text} /> : null}
+    </div>
+  )
+}
+
+function Fact({ label, children, mono }: { label: string; children: ReactNode; mono?: boolean }) {
+  return (
+    <div className="grid gap-0.5">
+      <dt className="text-xs text-muted-foreground">{label}</dt>
+      <dd className={cn('text-sm break-all', mono && 'font-mono text-xs')}>{children}</dd>
+    </div>
+  )
+}
+
+function HeadersCard({ id }: { id: string }) {
+  const q = useQuery({
+    queryKey: ['message-headers', id],
+    queryFn: () => api<Array<{ name: string; value: string }>>('GET', `/api/v2/messages/${encodeURIComponent(id)}/headers`),
+  })
+  if (q.isPending) return <LoadingState rows={6} label="Loading the headers" />
+  if (q.isError) return <ErrorState error={q.error} onRetry={() => q.refetch()} />
+  return (
+    <dl aria-label="Header fields as accepted" className="divide-y overflow-hidden rounded-lg border bg-card font-mono text-xs">
+      {q.data.map((h, i) => (
+        <div key={i} className="grid gap-1 px-4 py-2.5 sm:grid-cols-[14rem_1fr] sm:gap-4">
+          <dt className="font-medium text-muted-foreground">{h.name}</dt>
+          <dd className="break-all whitespace-pre-wrap">{h.value}</dd>
+        </div>
+      ))}
+    </dl>
+  )
+}
+
+function copy(text: string, what: string) {
+  navigator.clipboard?.writeText(text).then(
+    () => toast.success(`${what} copied`),
+    () => toast.error('The browser did not allow copying; select the text instead.'),
+  )
+}
+
+function MessagePage() {
+  const { id } = useParams<{ id: string }>()
+  const q = useQuery({
+    queryKey: ['message', id],
+    queryFn: () => api<MessageDetail>('GET', `/api/v2/messages/${encodeURIComponent(id)}`),
+    refetchInterval: 15_000,
+  })
+  const [who, setWho] = useState('all')
+  const events = useMemo(
+    () => (q.data ? (who === 'all' ? q.data.events : q.data.events.filter((e) => e.recipient === who || e.recipient === null)) : []),
+    [q.data, who],
+  )
+
+  const back = (
+    <Button asChild variant="ghost" size="sm" className="-ml-3 w-fit">
+      <Link href="/">
+        <ArrowLeftIcon /> All messages
+      </Link>
+    </Button>
+  )
+  if (q.isPending)
+    return (
+      <div className="grid gap-6">
+        {back}
+        <LoadingState rows={8} label="Loading the message" />
+      </div>
+    )
+  if (q.isError)
+    return (
+      <div className="grid gap-6">
+        {back}
+        {q.error instanceof ApiError && q.error.status === 404 ? (
+          <EmptyState icon={SearchIcon} title="There is no such message" description="It may have been deleted, or the id may be mistyped." />
+        ) : (
+          <ErrorState error={q.error} onRetry={() => q.refetch()} />
+        )}
+      </div>
+    )
+  const m = q.data
+  return (
+    <div className="grid gap-6">
+      {back}
+      <PageHeader
+        title={m.subject || '(no subject)'}
+        description={
+          <span className="flex flex-wrap items-center gap-2">
+            <StateBadge state={m.status} />
+            <span>
+              from <span className="text-foreground">{m.from}</span> · accepted {formatDateTime(m.created_at)}
+            </span>
+          </span>
+        }
+        actions={
+          <>
+            <Button variant="outline" onClick={() => copy(m.id, 'Message id')}>
+              <CopyIcon /> Copy id
+            </Button>
+            <Button asChild>
+              <a href={`/api/v2/messages/${encodeURIComponent(m.id)}/raw`} download={`${m.id}.eml`}>
+                <DownloadIcon /> Download .eml
+              </a>
+            </Button>
+          </>
+        }
+      />
+      <div className="grid gap-6 lg:grid-cols-[minmax(0,1fr)_22rem]">
+        <Card className="min-w-0">
+          <CardHeader className="flex-row flex-wrap items-center justify-between gap-3">
+            <div className="grid gap-1">
+              <CardTitle>Timeline</CardTitle>
+              <CardDescription>Every step of the delivery, with the receiving server’s replies.</CardDescription>
+            </div>
+            {m.recipients.length > 1 ? (
+              <div className="w-full sm:w-64">
+                <Select value={who} onValueChange={setWho}>
+                  <SelectTrigger aria-label="Show the timeline of">
+                    <SelectValue />
+                  </SelectTrigger>
+                  <SelectContent>
+                    <SelectItem value="all">All {m.recipients.length} recipients</SelectItem>
+                    {m.recipients.map((r) => (
+                      <SelectItem key={r.address} value={r.address}>
+                        {r.address}
+                      </SelectItem>
+                    ))}
+                  </SelectContent>
+                </Select>
+              </div>
+            ) : null}
+          </CardHeader>
+          <CardContent>
+            <Timeline events={events} showRecipient={m.recipients.length > 1 && who === 'all'} />
+          </CardContent>
+        </Card>
+        <div className="grid content-start gap-6">
+          <Card>
+            <CardHeader>
+              <CardTitle>Recipients</CardTitle>
+            </CardHeader>
+            <CardContent className="grid gap-3">
+              {m.recipients.map((r) => (
+                <RecipientCard key={r.address} r={r} />
+              ))}
+            </CardContent>
+          </Card>
+          <Card>
+            <CardHeader>
+              <CardTitle>Summary</CardTitle>
+            </CardHeader>
+            <CardContent>
+              <dl className="grid gap-3">
+                <Fact label="Message id" mono>
+                  {m.id}
+                </Fact>
+                <Fact label="Message-ID header" mono>
+                  {m.message_id_header}
+                </Fact>
+                <Fact label="Sent through">{SOURCE_LABEL[m.source] ?? m.source}</Fact>
+                <Fact label="Size">{formatBytes(m.size)}</Fact>
+                <Fact label="DKIM">{m.signed ? 'Signed at delivery' : 'Not signed (the domain is not verified)'}</Fact>
+                {m.template_id !== null ? (
+                  <Fact label="Template">
+                    <Link href={`~/admin/templates/${m.template_id}`} className="text-primary hover:underline">
+                      Template {m.template_id}
+                    </Link>
+                  </Fact>
+                ) : null}
+                {m.tags.length ? (
+                  <Fact label="Tags">
+                    <span className="flex flex-wrap gap-1">
+                      {m.tags.map((t) => (
+                        <Badge key={t} variant="secondary">
+                          {t}
+                        </Badge>
+                      ))}
+                    </span>
+                  </Fact>
+                ) : null}
+              </dl>
+            </CardContent>
+          </Card>
+        </div>
+      </div>
+      <Tabs defaultValue="headers" className="grid gap-3">
+        <TabsList>
+          <TabsTrigger value="headers">Headers</TabsTrigger>
+          <TabsTrigger value="source">Raw source</TabsTrigger>
+        </TabsList>
+        <TabsContent value="headers">
+          <HeadersCard id={m.id} />
+        </TabsContent>
+        <TabsContent value="source">
+          <RawSource id={m.id} />
+        </TabsContent>
+      </Tabs>
+    </div>
+  )
+}
+
+/** The first 64 KB of the raw message, for reading in the page; the download has all of it. */
+function RawSource({ id }: { id: string }) {
+  const q = useQuery({
+    queryKey: ['message-raw', id],
+    queryFn: async () => {
+      const res = await fetch(`/api/v2/messages/${encodeURIComponent(id)}/raw`, { credentials: 'same-origin' })
+      if (!res.ok) throw new ApiError(res.status, 'http_error', `The server answered ${res.status}.`)
+      const text = await res.text()
+      return { text: text.slice(0, 65_536), cut: text.length > 65_536 }
+    },
+  })
+  if (q.isPending) return <LoadingState rows={6} label="Loading the source" />
+  if (q.isError) return <ErrorState error={q.error} onRetry={() => q.refetch()} />
+  return (
+    <div className="grid gap-2">
+      <pre
+        tabIndex={0}
+        aria-label="Raw source"
+        className="max-h-[32rem] overflow-auto rounded-lg border bg-muted/40 p-4 font-mono text-xs leading-relaxed whitespace-pre-wrap break-all"
+      >
+        {q.data.text}
+      </pre>
+      {q.data.cut ? <p className="text-xs text-muted-foreground">Only the first 64 KB are shown; the download has the whole message.</p> : null}
+    </div>
+  )
+}
+
+/** The Messages page: the search at /messages, one message at /messages/:id. */
+export function MessagesPage() {
+  return (
+    <Switch>
+      <Route path="/" component={MessageList} />
+      <Route path="/:id" component={MessagePage} />
+    </Switch>
+  )
+}

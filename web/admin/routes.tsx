@@ -35,6 +35,10 @@ import { DashboardPage } from './pages/dashboard'
 import { MessagesPage } from './pages/messages'
 import { RolesPage } from './pages/roles'
 import { SettingsPage } from './pages/settings'
+import { SendingBridgesPage } from './pages/sending-bridges'
+import { SendingDomainsPage } from './pages/sending-domains'
+import { SendingIpsPage } from './pages/sending-ips'
+import { SendingNodesPage } from './pages/sending-nodes'
 import { TemplatesPage } from './pages/templates'
 import { WebhooksPage } from './pages/webhooks'
 
@@ -142,6 +146,7 @@ export const NAV: NavEntry[] = [
         icon: GlobeIcon,
         permission: 'sending_domains.read',
         description: 'Sending domains and the DNS records that authenticate them.',
+        component: SendingDomainsPage,
       },
       {
         path: '/sending/ips',
@@ -149,14 +154,23 @@ export const NAV: NavEntry[] = [
         icon: NetworkIcon,
         permission: 'ips.read',
         description: 'Sending addresses and the pools that group them.',
+        component: SendingIpsPage,
       },
-      { path: '/sending/nodes', label: 'Nodes', icon: ServerIcon, permission: 'sending_nodes.read', description: 'The machines that deliver mail.' },
+      {
+        path: '/sending/nodes',
+        label: 'Nodes',
+        icon: ServerIcon,
+        permission: 'sending_nodes.read',
+        description: 'The machines that deliver mail.',
+        component: SendingNodesPage,
+      },
       {
         path: '/sending/bridges',
         label: 'Bridges',
         icon: CableIcon,
         permission: 'bridges.read',
         description: 'SMTP credentials for applications that cannot call the API.',
+        component: SendingBridgesPage,
       },
     ],
   },

@@ -57,6 +57,11 @@ describe('GET /api/v2/system/settings', () => {
       defaults: { from: 'Acme <hello@acme.example>', rate_limit: 600 },
       console: { session_idle_minutes: 60, session_max_hours: 12, trust_proxy: false },
     })
+    // Every field says how it is changed: its environment variable and flag.
+    expect(r.body.data.sources.hostname).toMatchObject({ env: 'MAILROOM_HOSTNAME', flag: '--hostname' })
+    expect(r.body.data.sources['listeners.smtp']).toMatchObject({ env: 'MAILROOM_SMTP_LISTEN', flag: '--smtp-listen' })
+    expect(r.body.data.sources['defaults.rate_limit']).toMatchObject({ env: 'MAILROOM_DEFAULT_RATE_LIMIT', flag: '--default-rate-limit' })
+    expect(r.body.data.sources.tracking_base_url).toMatchObject({ env: 'MAILROOM_PUBLIC_URL', flag: '--public-url' })
     const text = JSON.stringify(r.body)
     expect(text).not.toContain(secret)
     expect(text).not.toContain('secret')

@@ -35,8 +35,16 @@ import { ImportsPage } from './pages/audience/imports'
 import { ListsPage } from './pages/audience/lists'
 import { SegmentsPage } from './pages/audience/segments'
 import { SuppressionsPage } from './pages/audience/suppressions'
+import { ActivityPage } from './pages/activity'
+import { ApiKeysPage } from './pages/api-keys'
 import { DashboardPage } from './pages/dashboard'
 import { MessagesPage } from './pages/messages'
+import { RolesPage } from './pages/roles'
+import { SettingsPage } from './pages/settings'
+import { SendingBridgesPage } from './pages/sending-bridges'
+import { SendingDomainsPage } from './pages/sending-domains'
+import { SendingIpsPage } from './pages/sending-ips'
+import { SendingNodesPage } from './pages/sending-nodes'
 import { TemplatesPage } from './pages/templates'
 import { WebhooksPage } from './pages/webhooks'
 
@@ -162,6 +170,7 @@ export const NAV: NavEntry[] = [
         icon: GlobeIcon,
         permission: 'sending_domains.read',
         description: 'Sending domains and the DNS records that authenticate them.',
+        component: SendingDomainsPage,
       },
       {
         path: '/sending/ips',
@@ -169,14 +178,23 @@ export const NAV: NavEntry[] = [
         icon: NetworkIcon,
         permission: 'ips.read',
         description: 'Sending addresses and the pools that group them.',
+        component: SendingIpsPage,
       },
-      { path: '/sending/nodes', label: 'Nodes', icon: ServerIcon, permission: 'sending_nodes.read', description: 'The machines that deliver mail.' },
+      {
+        path: '/sending/nodes',
+        label: 'Nodes',
+        icon: ServerIcon,
+        permission: 'sending_nodes.read',
+        description: 'The machines that deliver mail.',
+        component: SendingNodesPage,
+      },
       {
         path: '/sending/bridges',
         label: 'Bridges',
         icon: CableIcon,
         permission: 'bridges.read',
         description: 'SMTP credentials for applications that cannot call the API.',
+        component: SendingBridgesPage,
       },
     ],
   },
@@ -199,12 +217,34 @@ export const NAV: NavEntry[] = [
         icon: KeyRoundIcon,
         permission: 'api_keys.read',
         description: 'Keys for the REST API, their limits and allowlists.',
+        component: ApiKeysPage,
       },
-      { path: '/access/roles', label: 'Roles', icon: ShieldCheckIcon, permission: 'roles.read', description: 'What each key and administrator may do.' },
-      { path: '/access/activity', label: 'Activity log', icon: HistoryIcon, permission: 'activity_logs.read', description: 'Who changed what, and when.' },
+      {
+        path: '/access/roles',
+        label: 'Roles',
+        icon: ShieldCheckIcon,
+        permission: 'roles.read',
+        description: 'What each key and administrator may do.',
+        component: RolesPage,
+      },
+      {
+        path: '/access/activity',
+        label: 'Activity log',
+        icon: HistoryIcon,
+        permission: 'activity_logs.read',
+        description: 'Who changed what, and when.',
+        component: ActivityPage,
+      },
     ],
   },
-  { path: '/settings', label: 'Settings', icon: SettingsIcon, permission: 'settings.read', description: 'Administrators, host names and defaults.' },
+  {
+    path: '/settings',
+    label: 'Settings',
+    icon: SettingsIcon,
+    permission: 'settings.read',
+    description: 'Administrators, host names and defaults.',
+    component: SettingsPage,
+  },
 ]
 
 /** The groups. */

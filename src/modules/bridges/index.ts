@@ -2,8 +2,18 @@ import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
 import { BulkDeleteBody, BulkDeleteResult, commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, requires } from '../../http/schemas'
-import { BridgeSchema, CreateBridgeBody, CreatedBridgeSchema, RotateBody, RotatedBridgeSchema, UpdateBridgeBody } from './model'
+import {
+  BridgeSchema,
+  BridgeTestBody,
+  BridgeTestResultSchema,
+  CreateBridgeBody,
+  CreatedBridgeSchema,
+  RotateBody,
+  RotatedBridgeSchema,
+  UpdateBridgeBody,
+} from './model'
 import { createBridge, deleteBridges, getBridge, listBridges, rotateBridgeCredentials, updateBridge } from './service'
+import { sendBridgeTest } from './test-send'
 
 const tags = ['bridges']
 
@@ -82,4 +92,14 @@ export function bridgeRoutes(deps: Deps, authOf: AuthOf) {
         }),
       },
     )
+    .post('/:id/test', async ({ params, body, request, status }) => status(202, ok(await sendBridgeTest(deps, authOf(request).actor, params.id, body))), {
+      params: IdParams,
+      body: BridgeTestBody,
+      response: { 202: Envelope(BridgeTestResultSchema), 404: ErrorEnvelope, ...commonErrors },
+      detail: requires('bridges.test', 'Send a test message through a bridge', {
+        tags,
+        description:
+          "Queues one short message to `to` through the normal accept path with the bridge's identity: its domains (403 for another From), active flag, pool, node, quotas (429) and counters apply, as for its own mail. Needs `transactional.send` on your own key or role too (403).",
+      }),
+    })
 }

@@ -89,3 +89,23 @@ export type BridgeCounts = Static<typeof BridgeCountsSchema>
 export type BridgeInput = Static<typeof CreateBridgeBody>
 /** Credentials in the one answer that shows them (create, rotate). */
 export type BridgeSecrets = Static<typeof BridgeSecretsSchema>
+
+export const BridgeTestBody = t.Object({
+  to: t.String({ minLength: 3, maxLength: 320, description: 'The address to send the test message to.' }),
+  from: t.Optional(
+    t.String({ minLength: 3, maxLength: 500, description: 'Default `Mailroom test <mailroom-test@<first domain>>`; must be at one of its domains.' }),
+  ),
+  subject: t.Optional(t.String({ minLength: 1, maxLength: 500 })),
+})
+export const BridgeTestResultSchema = t.Object({
+  id: t.String({ description: 'The queued message (GET /v1/emails/{id}, or Messages in the console).' }),
+  status: t.Literal('queued'),
+  from: t.String(),
+  to: t.String(),
+  queued: t.Integer({ description: '1, or 0 when the address is suppressed.' }),
+  suppressed: t.Array(t.String(), { description: 'The address, when a suppression stopped it.' }),
+})
+/** What a test send request gives. */
+export type BridgeTestInput = Static<typeof BridgeTestBody>
+/** The answer of a test send. */
+export type BridgeTestResult = Static<typeof BridgeTestResultSchema>

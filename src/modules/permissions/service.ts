@@ -30,7 +30,7 @@ const GROUPS: Array<{ id: string; name: string; noun: string; actions: string[] 
   { id: 'webhooks', name: 'Webhooks', noun: 'webhooks', actions: ['read', 'create', 'update', 'delete', 'test'] },
   { id: 'templates', name: 'Templates', noun: 'templates', actions: ['read', 'create', 'update', 'delete'] },
   { id: 'transactional', name: 'Transactional', noun: 'transactional messages', actions: ['read', 'send'] },
-  { id: 'bridges', name: 'Bridges', noun: 'bridges', actions: ['read', 'create', 'update', 'delete'] },
+  { id: 'bridges', name: 'Bridges', noun: 'bridges', actions: ['read', 'create', 'update', 'delete', 'test'] },
   { id: 'ips', name: 'IPs and Pools', noun: 'IPs and IP pools', actions: ['read', 'create', 'update', 'delete'] },
   { id: 'web_forms', name: 'Web Forms', noun: 'web forms', actions: ['read', 'create', 'update', 'delete'] },
   { id: 'feedback_loops', name: 'Feedback Loops', noun: 'feedback-loop accounts', actions: ['read', 'create', 'update', 'delete'] },

@@ -40,6 +40,18 @@ export const SettingsSchema = t.Object({
     smtp_max_message_bytes: t.Integer(),
   }),
   console: t.Object({ session_idle_minutes: t.Integer(), session_max_hours: t.Integer(), trust_proxy: t.Boolean() }),
+  sources: t.Record(
+    t.String(),
+    t.Object({
+      env: t.String({ description: 'The environment variable that sets it, e.g. MAILROOM_HOSTNAME.' }),
+      flag: t.String({ description: 'The command-line flag that sets it, e.g. --hostname.' }),
+      description: t.String(),
+    }),
+    {
+      description:
+        'How each field above is changed, keyed by its path ("hostname", "listeners.smtp", "defaults.rate_limit"): settings are read at start, so a change needs a restart.',
+    },
+  ),
 })
 
 export type WarningView = Static<typeof WarningSchema>

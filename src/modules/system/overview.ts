@@ -1,4 +1,5 @@
 import { isNotNull, ne } from 'drizzle-orm'
+import { SETTINGS } from '../../config'
 import type { Deps } from '../../deps'
 import { sendingDomains, webhooks } from '../../db/schema'
 import { toIso } from '../../lib/clock'
@@ -86,5 +87,37 @@ export function systemSettings(deps: Deps): SettingsView {
       smtp_max_message_bytes: c.smtp_max_message_bytes,
     },
     console: { session_idle_minutes: c.admin_session_idle_minutes, session_max_hours: c.admin_session_max_hours, trust_proxy: c.trust_proxy },
+    sources: SETTING_SOURCES,
   }
 }
+
+/** Which configuration setting each field of the settings answer shows (its path -> the config key). */
+const FIELD_SETTINGS: Record<string, string> = {
+  hostname: 'hostname',
+  public_url: 'public_url',
+  tracking_base_url: 'public_url',
+  'listeners.http': 'http_listen',
+  'listeners.smtp': 'smtp_listen',
+  'listeners.smtp_tls': 'smtp_tls_listen',
+  'listeners.mx': 'mx_listen',
+  'defaults.from': 'default_from',
+  'defaults.rate_limit': 'default_rate_limit',
+  'defaults.max_message_age_seconds': 'max_message_age_seconds',
+  'defaults.delivery_concurrency': 'delivery_concurrency',
+  'defaults.destination_concurrency': 'destination_concurrency',
+  'defaults.allow_unverified_domains': 'allow_unverified_domains',
+  'defaults.max_body_bytes': 'max_body_bytes',
+  'defaults.smtp_max_message_bytes': 'smtp_max_message_bytes',
+  'console.session_idle_minutes': 'admin_session_idle_minutes',
+  'console.session_max_hours': 'admin_session_max_hours',
+  'console.trust_proxy': 'trust_proxy',
+}
+
+/** The environment variable and flag of every field shown, so the console can tell an operator how to change it. */
+const SETTING_SOURCES: SettingsView['sources'] = Object.fromEntries(
+  Object.entries(FIELD_SETTINGS).map(([field, key]) => {
+    const s = SETTINGS.find((x) => x.key === key)
+    if (!s) throw new Error(`no setting ${key}`)
+    return [field, { env: s.env, flag: `--${s.flag}`, description: s.describe }]
+  }),
+)

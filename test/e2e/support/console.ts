@@ -236,3 +236,40 @@ export function seedTraffic(db: Database, now: number): { last24h: Record<string
   })()
   return { last24h }
 }
+
+/** One axe-core finding of the impact levels a check fails on. */
+export interface AxeViolation {
+  id: string
+  impact: string | null
+  help: string
+  nodes: string[]
+}
+
+let axeSource: string | null = null
+/**
+ * Runs axe-core (WCAG 2.0/2.1 A and AA rules) in the page as it is now and returns the serious
+ * and critical violations, each with the selectors of the elements at fault.
+ */
+export async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  axeSource ??= await Bun.file(join(ROOT, 'node_modules', 'axe-core', 'axe.min.js')).text()
+  // Evaluated through the DevTools protocol: the console's CSP (script-src 'self') rightly refuses an inline script tag.
+  await page.evaluate(axeSource)
+  // Let opening animations finish: half-faded text would be measured at the wrong contrast.
+  await page.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished.catch(() => null))))
+  return page.evaluate(async () => {
+    const axe = (
+      window as unknown as {
+        axe: {
+          run: (
+            ctx: Document,
+            opts: unknown,
+          ) => Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[] }> }> }>
+        }
+      }
+    ).axe
+    const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] })
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.map(String).join(' ')) }))
+  })
+}

@@ -37,7 +37,7 @@ export function EmptyState({
         <Icon className="size-5 text-muted-foreground" aria-hidden="true" />
       </div>
       <div className="grid gap-1">
-        <h3 className="font-semibold">{title}</h3>
+        <h2 className="font-semibold">{title}</h2>
         {description ? <p className="max-w-md text-sm text-muted-foreground">{description}</p> : null}
       </div>
       {action}
@@ -67,7 +67,7 @@ export function ErrorState({
     >
       <AlertTriangleIcon className="size-6 text-destructive" aria-hidden="true" />
       <div className="grid gap-1">
-        <h3 className="font-semibold">{title}</h3>
+        <h2 className="font-semibold">{title}</h2>
         <p className="max-w-md text-sm text-muted-foreground">{errorMessage(error)}</p>
       </div>
       {onRetry ? (

@@ -408,7 +408,7 @@ export function DashboardPage() {
             <Tabs value={range} onValueChange={(v) => setParams({ range: v === '24h' ? null : v }, { replace: true })}>
               <TabsList aria-label="Period">
                 {(Object.keys(RANGES) as RangeId[]).map((id) => (
-                  <TabsTrigger key={id} value={id} className="px-3">
+                  <TabsTrigger key={id} value={id} className="px-3" aria-controls="dashboard-stats">
                     {RANGES[id].label}
                   </TabsTrigger>
                 ))}
@@ -419,7 +419,9 @@ export function DashboardPage() {
       />
       {mayRead ? (
         <>
-          <StatsSection range={range} />
+          <div id="dashboard-stats">
+            <StatsSection range={range} />
+          </div>
           <OverviewSection />
         </>
       ) : (

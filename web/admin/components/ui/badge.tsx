@@ -11,7 +11,7 @@ export const badgeVariants = cva(
         secondary: 'border-transparent bg-secondary text-secondary-foreground',
         success: 'border-transparent bg-success/12 text-success',
         warning: 'border-transparent bg-warning/15 text-foreground',
-        destructive: 'border-transparent bg-destructive/10 text-destructive',
+        destructive: 'border-transparent bg-destructive/10 text-destructive dark:bg-destructive/20 dark:text-red-300',
         outline: 'text-muted-foreground',
       },
     },

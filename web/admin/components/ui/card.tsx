@@ -11,9 +11,12 @@ export function CardHeader({ className, ...props }: React.ComponentProps<'div'>)
   return <div data-slot="card-header" className={cn('flex flex-col gap-1 px-5', className)} {...props} />
 }
 
-/** The card's heading. */
-export function CardTitle({ className, ...props }: React.ComponentProps<'h3'>) {
-  return <h3 data-slot="card-title" className={cn('text-sm leading-none font-semibold', className)} {...props} />
+/**
+ * The card's heading: an h2 by default, as cards sit right under the page's h1 (a skipped
+ * level is an accessibility fault); `as="h3"` for a card inside a titled section.
+ */
+export function CardTitle({ className, as: Heading = 'h2', ...props }: React.ComponentProps<'h2'> & { as?: 'h2' | 'h3' | 'h4' }) {
+  return <Heading data-slot="card-title" className={cn('text-sm leading-none font-semibold', className)} {...props} />
 }
 
 /** A line under the card's heading. */

@@ -29,7 +29,7 @@ export function FormField({
   const hintId = hint ? `${id}-hint` : undefined
   const errorId = message ? `${id}-error` : undefined
   return (
-    <div data-slot="form-field" className={cn('grid gap-2', className)}>
+    <div data-slot="form-field" className={cn('grid content-start gap-2', className)}>
       <Label htmlFor={id}>{label}</Label>
       <Slot.Root id={id} aria-invalid={message ? true : undefined} aria-describedby={[hintId, errorId].filter(Boolean).join(' ') || undefined}>
         {children}
@@ -41,7 +41,14 @@ export function FormField({
       ) : null}
       {message ? (
         <p id={errorId} role="alert" className="text-sm text-destructive">
-          {message}
+          {/* Several messages (one per bad entry of a list field) each on a line of their own. */}
+          {Array.isArray(error) && error.length > 1
+            ? error.map((m, i) => (
+                <span key={i} className="block">
+                  {m}
+                </span>
+              ))
+            : message}
         </p>
       ) : null}
     </div>

@@ -1,0 +1,81 @@
+import { CheckIcon, CopyIcon } from 'lucide-react'
+import { useId, useState } from 'react'
+import { toast } from 'sonner'
+import { cn } from '../lib/utils'
+import { Button } from './ui/button'
+
+/** Copies text to the clipboard; falls back to a selected hidden textarea where the Clipboard API is missing (plain http). */
+export async function copyToClipboard(text: string): Promise<boolean> {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text)
+      return true
+    }
+  } catch {
+    // fall through to the old way
+  }
+  const area = document.createElement('textarea')
+  area.value = text
+  area.setAttribute('readonly', '')
+  area.style.position = 'fixed'
+  area.style.opacity = '0'
+  document.body.appendChild(area)
+  area.select()
+  const ok = document.execCommand('copy')
+  area.remove()
+  return ok
+}
+
+/** "SMTP host" stays, "Password" becomes "password": the label inside a sentence. */
+function inSentence(label: string): string {
+  return /^[A-Z][A-Z]/.test(label) ? label : label.charAt(0).toLowerCase() + label.slice(1)
+}
+
+/** A small button that copies `value`; `label` names what is copied for screen readers and the toast. */
+export function CopyButton({ value, label, className, size = 'icon' }: { value: string; label: string; className?: string; size?: 'icon' | 'sm' }) {
+  const [copied, setCopied] = useState(false)
+  const copy = async () => {
+    if (await copyToClipboard(value)) {
+      setCopied(true)
+      toast.success(`${label} copied`)
+      setTimeout(() => setCopied(false), 1500)
+    } else toast.error('Copying failed: select the text and copy it yourself.')
+  }
+  return (
+    <Button
+      type="button"
+      variant="outline"
+      size={size}
+      className={cn(size === 'icon' && 'size-8', className)}
+      onClick={copy}
+      aria-label={`Copy ${inSentence(label)}`}
+      title={`Copy ${inSentence(label)}`}
+    >
+      {copied ? <CheckIcon /> : <CopyIcon />}
+      {size === 'sm' ? (copied ? 'Copied' : 'Copy') : null}
+    </Button>
+  )
+}
+
+/** A labelled read-only value (a DNS record value, a credential) with a copy button beside it. */
+export function CopyField({ label, value, secret, className }: { label: string; value: string; secret?: boolean; className?: string }) {
+  const id = useId()
+  return (
+    <div className={cn('grid gap-1.5', className)}>
+      <label htmlFor={id} className="text-xs font-medium text-muted-foreground">
+        {label}
+      </label>
+      <div className="flex gap-2">
+        <input
+          id={id}
+          readOnly
+          value={value}
+          onFocus={(e) => e.currentTarget.select()}
+          className="h-9 min-w-0 flex-1 rounded-md border border-input bg-muted px-3 font-mono text-sm outline-none focus-visible:ring-[3px] focus-visible:ring-ring/40"
+          data-secret={secret ? '' : undefined}
+        />
+        <CopyButton value={value} label={label} size="sm" />
+      </div>
+    </div>
+  )
+}

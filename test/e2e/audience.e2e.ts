@@ -9,7 +9,7 @@ import type { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { createAdmin, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer, type Viewport } from './support/console'
+import { axeViolations, createAdmin, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer, type Viewport } from './support/console'
 
 const EMAIL = 'ops@example.com'
 const PASSWORD = 'correct horse battery'
@@ -337,6 +337,40 @@ test(
     await close()
   },
   STEP_MS,
+)
+
+test(
+  'the audience pages have no serious or critical accessibility violations (axe-core), light and dark',
+  async () => {
+    const pages = [
+      { path: '/admin/audience/lists', heading: 'Lists' },
+      { path: '/admin/audience/contacts', heading: 'Contacts' },
+      { path: '/admin/audience/contacts?contact=1', heading: 'ada@example.com' },
+      { path: '/admin/audience/imports', heading: 'Imports' },
+      { path: '/admin/audience/imports/1', heading: 'Import #1' },
+      { path: '/admin/audience/segments', heading: 'Segments' },
+      { path: '/admin/audience/segments/1', heading: 'Pro subscribers' },
+      { path: '/admin/audience/custom-fields', heading: 'Custom fields' },
+      { path: '/admin/audience/suppressions', heading: 'Suppressions' },
+    ]
+    const found: string[] = []
+    for (const theme of ['light', 'dark'] as const) {
+      const { page, close } = await signedIn({ theme })
+      for (const p of pages) {
+        await page.goto(`${server.base}${p.path}`)
+        await page.getByRole('heading', { name: p.heading, exact: true }).waitFor()
+        await page
+          .locator('[role="status"][aria-live]')
+          .first()
+          .waitFor({ state: 'detached' })
+          .catch(() => {})
+        for (const v of await axeViolations(page)) found.push(`${theme} ${p.path}: ${v.id} (${v.impact}) ${v.help} at ${v.nodes.slice(0, 3).join(', ')}`)
+      }
+      await close()
+    }
+    expect(found).toEqual([])
+  },
+  STEP_MS * 2,
 )
 
 /** Waits until the live count shows a number other than `previous` (its text), and returns it. */

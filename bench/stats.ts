@@ -15,7 +15,7 @@ import { openDatabase } from '../src/db/client'
 import { drainStats, STATS_BATCH } from '../src/modules/stats/rollup'
 import { systemClock } from '../src/lib/clock'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
-import { mailroomEnv, ROOT, startServer, stopAll } from './support/servers'
+import { createBenchKey, mailroomEnv, ROOT, startServer, stopAll } from './support/servers'
 
 const HELP = `Usage: bun bench/stats.ts [--events N] [--runs N] [--dry-run]
   --events   events to generate (default 5,000,000)
@@ -161,18 +161,8 @@ export async function run(argv: string[], command: string): Promise<number> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-stats-'))
   try {
     const env = mailroomEnv({ MAILROOM_LOG_LEVEL: 'info' })
-    // `keys create` runs the migrations and gives the key the timed requests use.
-    const created = Bun.spawnSync(
-      [process.execPath, 'src/main.ts', 'keys', 'create', '--data-dir', dataDir, '--role', 'Administrator', '--name', 'bench', '--rate-limit', 'unlimited'],
-      {
-        cwd: ROOT,
-        env,
-        stdout: 'pipe',
-        stderr: 'pipe',
-      },
-    )
-    const key = created.stdout.toString().trim().split('\n').at(-1)?.trim() ?? ''
-    if (created.exitCode !== 0 || !key.startsWith('mr_')) throw new Error(`mailroom keys create failed:\n${created.stdout}${created.stderr}`)
+    // The database (migrated) and the key the timed requests use.
+    const key = createBenchKey(dataDir, env, 'unlimited')
 
     const end = Math.floor(Date.now() / HOUR) * HOUR
     let t0 = performance.now()

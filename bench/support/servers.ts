@@ -123,6 +123,21 @@ export interface MailroomInstance extends ServerProcess {
 }
 
 /**
+ * Makes the database in `dataDir` (`mailroom migrate`: the other commands never create one)
+ * and an Administrator key with `rateLimit` requests per minute; returns the key.
+ */
+export function createBenchKey(dataDir: string, env: Record<string, string | undefined>, rateLimit: number | 'unlimited'): string {
+  const cli = (args: string[]) => Bun.spawnSync([BUN, 'src/main.ts', ...args, '--data-dir', dataDir], { cwd: ROOT, env, stdout: 'pipe', stderr: 'pipe' })
+  const migrated = cli(['migrate'])
+  if (migrated.exitCode !== 0) throw new Error(`mailroom migrate failed (exit ${migrated.exitCode}):\n${migrated.stdout}${migrated.stderr}`)
+  const created = cli(['keys', 'create', '--role', 'Administrator', '--name', 'bench', '--rate-limit', String(rateLimit)])
+  const key = created.stdout.toString().trim().split('\n').at(-1)?.trim() ?? ''
+  if (created.exitCode !== 0 || !key.startsWith('mr_'))
+    throw new Error(`mailroom keys create failed (exit ${created.exitCode}):\n${created.stdout}${created.stderr}`)
+  return key
+}
+
+/**
  * A fresh Mailroom: new temporary data directory, one Administrator key with `rateLimit`
  * requests per minute (or none), then `mailroom serve` on 127.0.0.1 port 0 with stderr to a
  * file; `serveArgs` are extra flags for `serve` (e.g. `--access-log false`).
@@ -133,20 +148,12 @@ export async function startMailroom(
 ): Promise<MailroomInstance> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-'))
   const env = mailroomEnv({ MAILROOM_LOG_LEVEL: 'info', ...opts.settings })
-  const created = Bun.spawnSync(
-    [BUN, 'src/main.ts', 'keys', 'create', '--data-dir', dataDir, '--role', 'Administrator', '--name', 'bench', '--rate-limit', String(opts.rateLimit)],
-    {
-      cwd: ROOT,
-      env,
-      stdout: 'pipe',
-      stderr: 'pipe',
-    },
-  )
-  const lines = created.stdout.toString().trim().split('\n')
-  const key = lines[lines.length - 1]?.trim() ?? ''
-  if (created.exitCode !== 0 || !key.startsWith('mr_')) {
+  let key: string
+  try {
+    key = createBenchKey(dataDir, env, opts.rateLimit)
+  } catch (e) {
     rmSync(dataDir, { recursive: true, force: true })
-    throw new Error(`mailroom keys create failed (exit ${created.exitCode}):\n${created.stdout}${created.stderr}`)
+    throw e
   }
   const logFile = join(dataDir, 'stderr.log')
   let server: ServerProcess

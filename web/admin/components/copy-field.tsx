@@ -1,30 +1,8 @@
 import { CheckIcon, CopyIcon } from 'lucide-react'
 import { useId, useState } from 'react'
-import { toast } from 'sonner'
+import { copyWithToast } from '../lib/clipboard'
 import { cn } from '../lib/utils'
 import { Button } from './ui/button'
-
-/** Copies text to the clipboard; falls back to a selected hidden textarea where the Clipboard API is missing (plain http). */
-export async function copyToClipboard(text: string): Promise<boolean> {
-  try {
-    if (navigator.clipboard && window.isSecureContext) {
-      await navigator.clipboard.writeText(text)
-      return true
-    }
-  } catch {
-    // fall through to the old way
-  }
-  const area = document.createElement('textarea')
-  area.value = text
-  area.setAttribute('readonly', '')
-  area.style.position = 'fixed'
-  area.style.opacity = '0'
-  document.body.appendChild(area)
-  area.select()
-  const ok = document.execCommand('copy')
-  area.remove()
-  return ok
-}
 
 /** "SMTP host" stays, "Password" becomes "password": the label inside a sentence. */
 function inSentence(label: string): string {
@@ -35,11 +13,10 @@ function inSentence(label: string): string {
 export function CopyButton({ value, label, className, size = 'icon' }: { value: string; label: string; className?: string; size?: 'icon' | 'sm' }) {
   const [copied, setCopied] = useState(false)
   const copy = async () => {
-    if (await copyToClipboard(value)) {
+    if (await copyWithToast(value, label)) {
       setCopied(true)
-      toast.success(`${label} copied`)
       setTimeout(() => setCopied(false), 1500)
-    } else toast.error('Copying failed: select the text and copy it yourself.')
+    }
   }
   return (
     <Button

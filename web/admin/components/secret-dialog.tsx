@@ -1,30 +1,8 @@
 import { CheckIcon, CopyIcon, TriangleAlertIcon } from 'lucide-react'
 import { useState, type ReactNode } from 'react'
-import { toast } from 'sonner'
+import { copyWithToast } from '../lib/clipboard'
 import { Button } from './ui/button'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from './ui/dialog'
-
-/** Copies text to the clipboard; falls back to a selected hidden textarea where the Clipboard API is missing (plain http). */
-export async function copyText(text: string): Promise<boolean> {
-  try {
-    if (navigator.clipboard && window.isSecureContext) {
-      await navigator.clipboard.writeText(text)
-      return true
-    }
-  } catch {
-    // fall through to the old way
-  }
-  const area = document.createElement('textarea')
-  area.value = text
-  area.setAttribute('readonly', '')
-  area.style.position = 'fixed'
-  area.style.opacity = '0'
-  document.body.appendChild(area)
-  area.select()
-  const ok = document.execCommand('copy')
-  area.remove()
-  return ok
-}
 
 /**
  * A secret shown once (an API key, bridge credentials, a webhook secret): the value in a
@@ -38,6 +16,8 @@ export function SecretDialog({
   label,
   value,
   onClose,
+  warning = 'It will not be shown again, here or anywhere else. If it is lost, make a new one.',
+  doneLabel = 'I have stored it',
   children,
 }: {
   open: boolean
@@ -47,15 +27,16 @@ export function SecretDialog({
   label: string
   value: string
   onClose: () => void
+  /** What follows "Copy it now." in the warning: why it cannot be shown again, what to do when it is lost. */
+  warning?: ReactNode
+  /** The closing button's words. */
+  doneLabel?: string
   /** More to show under the value (how to use it). */
   children?: ReactNode
 }) {
   const [copied, setCopied] = useState(false)
   const copy = async () => {
-    if (await copyText(value)) {
-      setCopied(true)
-      toast.success(`${label} copied`)
-    } else toast.error('Copying failed: select the text and copy it yourself.')
+    if (await copyWithToast(value, label)) setCopied(true)
   }
   return (
     <Dialog
@@ -75,7 +56,7 @@ export function SecretDialog({
         <div role="note" className="flex gap-3 rounded-lg border border-warning/40 bg-warning/10 p-3 text-sm">
           <TriangleAlertIcon className="mt-0.5 size-4 shrink-0 text-warning" aria-hidden="true" />
           <p>
-            <strong className="font-semibold">Copy it now.</strong> It will not be shown again, here or anywhere else. If it is lost, make a new one.
+            <strong className="font-semibold">Copy it now.</strong> {warning}
           </p>
         </div>
         <div className="grid gap-2">
@@ -100,7 +81,7 @@ export function SecretDialog({
         {children}
         <DialogFooter>
           <Button type="button" onClick={() => (setCopied(false), onClose())}>
-            I have stored it
+            {doneLabel}
           </Button>
         </DialogFooter>
       </DialogContent>

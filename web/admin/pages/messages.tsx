@@ -25,7 +25,6 @@ import {
   XIcon,
 } from 'lucide-react'
 import { useMemo, useState, type FormEvent, type ReactNode } from 'react'
-import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
@@ -38,6 +37,7 @@ import { Input } from '../components/ui/input'
 import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
 import { Tabs, TabsContent, TabsList, TabsTrigger } from '../components/ui/tabs'
 import { ApiError, api, apiPage } from '../lib/api'
+import { copyWithToast } from '../lib/clipboard'
 import { can, useSession } from '../lib/session'
 import { useUrlQuery } from '../lib/url-query'
 import { cn, formatDateTime, formatNumber, timeAgo } from '../lib/utils'
@@ -489,13 +489,6 @@ function HeadersCard({ id }: { id: string }) {
   )
 }
 
-function copy(text: string, what: string) {
-  navigator.clipboard?.writeText(text).then(
-    () => toast.success(`${what} copied`),
-    () => toast.error('The browser did not allow copying; select the text instead.'),
-  )
-}
-
 function MessagePage() {
   const { id } = useParams<{ id: string }>()
   const q = useQuery({
@@ -550,7 +543,7 @@ function MessagePage() {
         }
         actions={
           <>
-            <Button variant="outline" onClick={() => copy(m.id, 'Message id')}>
+            <Button variant="outline" onClick={() => copyWithToast(m.id, 'Message id')}>
               <CopyIcon /> Copy id
             </Button>
             <Button asChild>

@@ -8,7 +8,6 @@ import {
   AlertTriangleIcon,
   ArrowLeftIcon,
   CheckCircle2Icon,
-  CopyIcon,
   KeyRoundIcon,
   PlusIcon,
   PowerIcon,
@@ -23,6 +22,7 @@ import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
+import { SecretDialog } from '../components/secret-dialog'
 import { EmptyState, ErrorState, LoadingState } from '../components/states'
 import {
   AlertDialog,
@@ -126,40 +126,19 @@ function EventsSummary({ events }: { events: string[] }) {
   )
 }
 
-function copy(text: string, what: string) {
-  navigator.clipboard?.writeText(text).then(
-    () => toast.success(`${what} copied`),
-    () => toast.error('The browser did not allow copying; select the text and copy it instead.'),
-  )
-}
-
-/** The signing secret, shown once: a copy button and the warning that it will not be shown again. */
-function SecretDialog({ secret, title, onClose }: { secret: string | null; title: string; onClose: () => void }) {
+/** The signing secret, shown once (the shared dialog, in the words of webhooks). */
+function WebhookSecretDialog({ secret, title, onClose }: { secret: string | null; title: string; onClose: () => void }) {
   return (
-    <Dialog open={secret !== null} onOpenChange={(o) => !o && onClose()}>
-      <DialogContent onInteractOutside={(e) => e.preventDefault()}>
-        <DialogHeader>
-          <DialogTitle>{title}</DialogTitle>
-          <DialogDescription>Your receiver checks each request’s signature with this secret (Standard Webhooks).</DialogDescription>
-        </DialogHeader>
-        <div role="alert" className="flex items-start gap-2 rounded-md border border-warning/50 bg-warning/10 px-3 py-2 text-sm">
-          <AlertTriangleIcon className="mt-0.5 size-4 shrink-0" aria-hidden="true" />
-          <span>
-            <strong className="font-semibold">Copy it now.</strong> This is the only time the secret is shown; Mailroom keeps it encrypted and cannot show it
-            again. If you lose it, rotate the secret.
-          </span>
-        </div>
-        <div className="flex gap-2">
-          <Input readOnly value={secret ?? ''} aria-label="Signing secret" className="font-mono text-xs" onFocus={(e) => e.currentTarget.select()} />
-          <Button variant="outline" onClick={() => secret && copy(secret, 'Secret')}>
-            <CopyIcon /> Copy
-          </Button>
-        </div>
-        <DialogFooter>
-          <Button onClick={onClose}>I have saved it</Button>
-        </DialogFooter>
-      </DialogContent>
-    </Dialog>
+    <SecretDialog
+      open={secret !== null}
+      title={title}
+      description="Your receiver checks each request’s signature with this secret (Standard Webhooks)."
+      label="Signing secret"
+      value={secret ?? ''}
+      warning="This is the only time the secret is shown; Mailroom keeps it encrypted and cannot show it again. If you lose it, rotate the secret."
+      doneLabel="I have saved it"
+      onClose={onClose}
+    />
   )
 }
 
@@ -284,7 +263,7 @@ function NewWebhookDialog({ open, onOpenChange }: { open: boolean; onOpenChange:
           </form>
         </DialogContent>
       </Dialog>
-      <SecretDialog
+      <WebhookSecretDialog
         secret={created?.secret ?? null}
         title="Webhook created: its signing secret"
         onClose={() => {
@@ -857,7 +836,7 @@ function WebhookPage() {
       </div>
       <SettingsCard key={w.updated_at} w={w} mayUpdate={mayUpdate} />
       {testing ? <TestDialog w={w} open onOpenChange={setTesting} /> : null}
-      <SecretDialog secret={secret} title="The new signing secret" onClose={() => setSecret(null)} />
+      <WebhookSecretDialog secret={secret} title="The new signing secret" onClose={() => setSecret(null)} />
       <AlertDialog open={rotating} onOpenChange={setRotating}>
         <AlertDialogContent>
           <AlertDialogHeader>

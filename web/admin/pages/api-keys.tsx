@@ -5,6 +5,7 @@ import { toast } from 'sonner'
 import { parseIpRule } from '../../../src/lib/ip-allowlist'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
+import { RoleField } from '../components/role-field'
 import { SecretDialog } from '../components/secret-dialog'
 import {
   AlertDialog,
@@ -27,7 +28,6 @@ import { Label } from '../components/ui/label'
 import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
 import { Textarea } from '../components/ui/textarea'
 import { api, ApiError, errorMessage, fieldError } from '../lib/api'
-import { useAllRoles } from '../lib/roles'
 import { can, useSession } from '../lib/session'
 import { useUrlQuery } from '../lib/url-query'
 import { formatDateTime, formatNumber, timeAgo } from '../lib/utils'
@@ -114,27 +114,13 @@ function KeyFields({
   error: unknown
   creating: boolean
 }) {
-  const roles = useAllRoles()
   const liveAllowlist = useMemo(() => allowlistProblems(allowlist), [allowlist])
   return (
     <div className="grid gap-4">
       <FormField label="Name" hint="What the key is for, e.g. the application that uses it." error={fieldError(error, 'name')}>
         <Input value={name} onChange={(e) => setName(e.target.value)} required maxLength={200} autoComplete="off" />
       </FormField>
-      <Select value={roleId} onValueChange={setRoleId}>
-        <FormField label="Role" hint="What the key may do." error={fieldError(error, 'role_id')}>
-          <SelectTrigger>
-            <SelectValue placeholder={roles.isPending ? 'Loading roles…' : 'Choose a role'} />
-          </SelectTrigger>
-        </FormField>
-        <SelectContent>
-          {(roles.data ?? []).map((r) => (
-            <SelectItem key={r.id} value={String(r.id)}>
-              {r.name}
-            </SelectItem>
-          ))}
-        </SelectContent>
-      </Select>
+      <RoleField value={roleId} onChange={setRoleId} hint="What the key may do." error={fieldError(error, 'role_id')} />
       <div className="grid gap-2">
         <FormField
           label="Rate limit (requests per minute)"

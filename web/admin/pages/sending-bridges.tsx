@@ -3,6 +3,7 @@ import { CableIcon, KeyRoundIcon, Loader2Icon, MoreHorizontalIcon, PencilIcon, P
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link } from 'wouter'
+import { SelectField } from '../components/select-field'
 import { CopyField } from '../components/copy-field'
 import { DataTable } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
@@ -33,7 +34,6 @@ import {
   numOrNull,
   numText,
   reportError,
-  SelectBox,
   usageText,
   UsageBar,
   useDomainOptions,
@@ -137,14 +137,14 @@ function BridgeDialog({ bridge, onClose, onCreated }: { bridge: Bridge | null; o
           </fieldset>
           <div className="grid gap-4 sm:grid-cols-2">
             <FormField label="IP pool" error={err('pool_id')}>
-              <SelectBox
+              <SelectField
                 value={poolId}
                 onValueChange={setPoolId}
                 options={[{ value: 'usual', label: 'The usual choice' }, ...(pools.data ?? []).map((x) => ({ value: String(x.id), label: x.name }))]}
               />
             </FormField>
             <FormField label="Sending node" error={err('node_id')}>
-              <SelectBox
+              <SelectField
                 value={nodeId}
                 onValueChange={setNodeId}
                 options={[{ value: 'usual', label: 'The usual choice' }, ...(nodes.data ?? []).map((x) => ({ value: String(x.id), label: x.name }))]}

@@ -15,6 +15,7 @@ import {
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { SelectField } from '../components/select-field'
 import { CopyButton } from '../components/copy-field'
 import { DataTable } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
@@ -40,7 +41,7 @@ import { Switch as Toggle } from '../components/ui/switch'
 import { api } from '../lib/api'
 import { can, useSession } from '../lib/session'
 import { formatDateTime, timeAgo } from '../lib/utils'
-import { fieldErrorOf, reportError, SelectBox, usePoolOptions, WarningNote, type DnsRecord, type RecordState, type SendingDomain } from './sending-shared'
+import { fieldErrorOf, reportError, usePoolOptions, WarningNote, type DnsRecord, type RecordState, type SendingDomain } from './sending-shared'
 
 const PURPOSE_LABEL: Record<DnsRecord['purpose'], string> = {
   dkim: 'DKIM key',
@@ -322,7 +323,7 @@ function SettingsCard({ domain }: { domain: SendingDomain }) {
           }}
         >
           <FormField label="IP pool" hint="The pool of mail from this domain when the send names none." error={fieldErrorOf(save.error, 'pool_id')}>
-            <SelectBox
+            <SelectField
               value={poolId}
               onValueChange={setPoolId}
               disabled={!mayUpdate}

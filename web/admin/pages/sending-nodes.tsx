@@ -2,6 +2,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { Loader2Icon, PencilIcon, PlusIcon, ServerIcon, StarIcon, Trash2Icon } from 'lucide-react'
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
+import { SelectField } from '../components/select-field'
 import { DataTable } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
 import {
@@ -23,7 +24,7 @@ import { Input } from '../components/ui/input'
 import { Switch as Toggle } from '../components/ui/switch'
 import { api } from '../lib/api'
 import { can, useSession } from '../lib/session'
-import { fieldErrorOf, numOrNull, numText, reportError, SelectBox, usageText, UsageBar, usePoolOptions, type SendingNode } from './sending-shared'
+import { fieldErrorOf, numOrNull, numText, reportError, usageText, UsageBar, usePoolOptions, type SendingNode } from './sending-shared'
 
 const TLS_LABEL: Record<NonNullable<SendingNode['relay_tls']>, string> = {
   starttls: 'STARTTLS (port 587)',
@@ -95,7 +96,7 @@ function NodeDialog({ node, onClose }: { node: SendingNode | null; onClose: () =
               <Input value={name} onChange={(e) => setName(e.target.value)} placeholder="primary" autoComplete="off" />
             </FormField>
             <FormField label="Kind" error={err('kind')}>
-              <SelectBox
+              <SelectField
                 value={kind}
                 onValueChange={(v) => setKind(v as SendingNode['kind'])}
                 options={[
@@ -107,7 +108,7 @@ function NodeDialog({ node, onClose }: { node: SendingNode | null; onClose: () =
           </div>
           {kind === 'direct' ? (
             <FormField label="IP pool" hint="The pool this node sends over." error={err('pool_id')}>
-              <SelectBox
+              <SelectField
                 value={poolId}
                 onValueChange={setPoolId}
                 options={[{ value: 'message', label: 'The pool of each message' }, ...(pools.data ?? []).map((p) => ({ value: String(p.id), label: p.name }))]}
@@ -125,7 +126,7 @@ function NodeDialog({ node, onClose }: { node: SendingNode | null; onClose: () =
                 </FormField>
               </div>
               <FormField label="Encryption" error={err('relay_tls')}>
-                <SelectBox
+                <SelectField
                   value={tls}
                   onValueChange={(v) => setTls(v as typeof tls)}
                   options={(Object.keys(TLS_LABEL) as Array<keyof typeof TLS_LABEL>).map((k) => ({ value: k, label: TLS_LABEL[k] }))}

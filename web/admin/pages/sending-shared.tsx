@@ -7,7 +7,6 @@ import { useQuery } from '@tanstack/react-query'
 import { AlertTriangleIcon } from 'lucide-react'
 import type { ReactNode } from 'react'
 import { toast } from 'sonner'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
 import { ApiError, apiPage, errorMessage, fieldError } from '../lib/api'
 import { cn } from '../lib/utils'
 
@@ -175,45 +174,5 @@ export function UsageBar({ used, cap, label }: { used: number; cap: number | nul
     >
       <div className={cn('h-full rounded-full', pct >= 90 ? 'bg-destructive' : pct >= 70 ? 'bg-warning' : 'bg-primary')} style={{ width: `${pct}%` }} />
     </div>
-  )
-}
-
-/**
- * A select that works inside FormField: the field's id, invalid state and description land
- * on the trigger (the button a person focuses), so the label names it.
- */
-export function SelectBox({
-  value,
-  onValueChange,
-  options,
-  disabled,
-  placeholder,
-  className,
-  ...aria
-}: {
-  value: string
-  onValueChange: (v: string) => void
-  options: Array<{ value: string; label: string }>
-  disabled?: boolean
-  placeholder?: string
-  className?: string
-  id?: string
-  'aria-invalid'?: boolean
-  'aria-describedby'?: string
-  'aria-label'?: string
-}) {
-  return (
-    <Select value={value} onValueChange={onValueChange} disabled={disabled}>
-      <SelectTrigger className={className} {...aria}>
-        <SelectValue placeholder={placeholder} />
-      </SelectTrigger>
-      <SelectContent>
-        {options.map((o) => (
-          <SelectItem key={o.value} value={o.value}>
-            {o.label}
-          </SelectItem>
-        ))}
-      </SelectContent>
-    </Select>
   )
 }

@@ -4,6 +4,7 @@ import { useState, type FormEvent, type ReactNode } from 'react'
 import { toast } from 'sonner'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
+import { RoleField } from '../components/role-field'
 import { ErrorState, LoadingState } from '../components/states'
 import {
   AlertDialog,
@@ -22,9 +23,7 @@ import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, D
 import { DropdownMenu, DropdownMenuContent, DropdownMenuItem, DropdownMenuSeparator, DropdownMenuTrigger } from '../components/ui/dropdown-menu'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
 import { api, ApiError, errorMessage, fieldError } from '../lib/api'
-import { useAllRoles } from '../lib/roles'
 import { can, useSession } from '../lib/session'
 import { formatDateTime, formatNumber, timeAgo } from '../lib/utils'
 
@@ -65,27 +64,6 @@ const MIN_PASSWORD = 10
 function passwordError(p: string): string | null {
   if (p && p.length < MIN_PASSWORD) return `At least ${MIN_PASSWORD} characters (${p.length} so far).`
   return null
-}
-
-/** The role picker shared by the invite and change-role dialogs. */
-function RoleSelect({ value, onChange, error }: { value: string; onChange: (v: string) => void; error?: string }) {
-  const roles = useAllRoles()
-  return (
-    <Select value={value} onValueChange={onChange}>
-      <FormField label="Role" hint="What the person may do in the console." error={error}>
-        <SelectTrigger>
-          <SelectValue placeholder={roles.isPending ? 'Loading roles…' : 'Choose a role'} />
-        </SelectTrigger>
-      </FormField>
-      <SelectContent>
-        {(roles.data ?? []).map((r) => (
-          <SelectItem key={r.id} value={String(r.id)}>
-            {r.name}
-          </SelectItem>
-        ))}
-      </SelectContent>
-    </Select>
-  )
 }
 
 function showUnlessField(e: unknown) {
@@ -134,7 +112,7 @@ function AddAdminDialog({ open, onOpenChange }: { open: boolean; onOpenChange: (
           <FormField label="Password" hint={`At least ${MIN_PASSWORD} characters.`} error={passwordError(password) ?? fieldError(create.error, 'password')}>
             <Input type="password" value={password} onChange={(e) => setPassword(e.target.value)} autoComplete="new-password" required />
           </FormField>
-          <RoleSelect value={roleId} onChange={setRoleId} error={fieldError(create.error, 'role_id')} />
+          <RoleField value={roleId} onChange={setRoleId} hint="What the person may do in the console." error={fieldError(create.error, 'role_id')} />
           <DialogFooter>
             <Button type="button" variant="outline" onClick={close}>
               Cancel
@@ -184,7 +162,7 @@ function EditAdminDialog({ admin, mode, onClose }: { admin: AdminRow; mode: 'rol
             </DialogDescription>
           </DialogHeader>
           {mode === 'role' ? (
-            <RoleSelect value={roleId} onChange={setRoleId} error={fieldError(save.error, 'role_id')} />
+            <RoleField value={roleId} onChange={setRoleId} hint="What the person may do in the console." error={fieldError(save.error, 'role_id')} />
           ) : (
             <FormField label="New password" hint={`At least ${MIN_PASSWORD} characters.`} error={passwordError(password) ?? fieldError(save.error, 'password')}>
               <Input type="password" value={password} onChange={(e) => setPassword(e.target.value)} autoComplete="new-password" required />

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { ContactIcon, PlusIcon, SearchIcon, Trash2Icon, XIcon } from 'lucide-react'
 import { useEffect, useState } from 'react'
 import { toast } from 'sonner'
+import { SelectField } from '../../components/select-field'
 import { DataTable, type Column } from '../../components/data-table'
 import { PageHeader } from '../../components/page-header'
 import { ErrorState, LoadingState } from '../../components/states'
@@ -18,7 +19,6 @@ import { useUrlQuery } from '../../lib/url-query'
 import { formatDateTime } from '../../lib/utils'
 import { FieldInput } from './field-input'
 import {
-  SelectControl,
   CONTACT_STATUSES,
   ConfirmDelete,
   FilterSelect,
@@ -204,17 +204,13 @@ function ContactForm({ contact, fields, onDone }: { contact: Contact | null; fie
         </FormField>
         {contact ? null : (
           <FormField label="List" error={fieldError(save.error, 'list_id')}>
-            <SelectControl
-              value={draft.list_id ? String(draft.list_id) : undefined}
-              onValueChange={(v) => set('list_id', Number(v))}
-              placeholder="Choose a list"
-            >
+            <SelectField value={draft.list_id ? String(draft.list_id) : undefined} onValueChange={(v) => set('list_id', Number(v))} placeholder="Choose a list">
               {(lists.data?.data ?? []).map((l) => (
                 <SelectItem key={l.id} value={String(l.id)}>
                   {l.name}
                 </SelectItem>
               ))}
-            </SelectControl>
+            </SelectField>
           </FormField>
         )}
         <div className="grid gap-4 sm:grid-cols-2">
@@ -226,13 +222,13 @@ function ContactForm({ contact, fields, onDone }: { contact: Contact | null; fie
           </FormField>
         </div>
         <FormField label="Status" error={fieldError(save.error, 'status')}>
-          <SelectControl value={draft.status} onValueChange={(v) => set('status', v as ContactStatus)}>
+          <SelectField value={draft.status} onValueChange={(v) => set('status', v as ContactStatus)}>
             {CONTACT_STATUSES.map((s) => (
               <SelectItem key={s} value={s}>
                 {s}
               </SelectItem>
             ))}
-          </SelectControl>
+          </SelectField>
         </FormField>
         {fields.length ? (
           <>

@@ -2,6 +2,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { BracesIcon, MoreHorizontalIcon, PencilIcon, PlusIcon, Trash2Icon } from 'lucide-react'
 import { useState } from 'react'
 import { toast } from 'sonner'
+import { SelectField } from '../../components/select-field'
 import { DataTable, type Column } from '../../components/data-table'
 import { PageHeader } from '../../components/page-header'
 import { Badge } from '../../components/ui/badge'
@@ -18,7 +19,7 @@ import { api, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { formatDateTime } from '../../lib/utils'
 import { FieldInput } from './field-input'
-import { SelectControl, ConfirmDelete, type CustomField, type CustomFieldType, type FieldValue } from './shared'
+import { ConfirmDelete, type CustomField, type CustomFieldType, type FieldValue } from './shared'
 
 const TYPES: Array<{ value: CustomFieldType; label: string; hint: string }> = [
   { value: 'text', label: 'Text', hint: 'Up to 2,000 characters.' },
@@ -127,7 +128,7 @@ function FieldDialog({ field, onClose }: { field: CustomField | null; onClose: (
             />
           </FormField>
           <FormField label="Type" hint={TYPES.find((t) => t.value === type)?.hint} error={fieldError(m.error, 'type')}>
-            <SelectControl
+            <SelectField
               value={type}
               disabled={!!field}
               onValueChange={(v) => {
@@ -140,7 +141,7 @@ function FieldDialog({ field, onClose }: { field: CustomField | null; onClose: (
                   {t.label}
                 </SelectItem>
               ))}
-            </SelectControl>
+            </SelectField>
           </FormField>
           {type === 'one_of' ? (
             <FormField label="Options" hint="One per line." error={fieldError(m.error, 'options')}>

@@ -1,7 +1,8 @@
+import { SelectField } from '../../components/select-field'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { SelectItem } from '../../components/ui/select'
-import { SelectControl, type CustomField, type FieldValue } from './shared'
+import { type CustomField, type FieldValue } from './shared'
 
 const UNSET = '__unset'
 
@@ -31,14 +32,14 @@ export function FieldInput({
   )
   const choice = (options: Array<{ value: string; label: string }>, current: string | null, parse: (v: string) => FieldValue) => (
     <FormField label={label} error={error} id={id}>
-      <SelectControl value={current ?? UNSET} onValueChange={(v) => onChange(v === UNSET ? null : parse(v))}>
+      <SelectField value={current ?? UNSET} onValueChange={(v) => onChange(v === UNSET ? null : parse(v))}>
         {field.required ? null : <SelectItem value={UNSET}>No value</SelectItem>}
         {options.map((o) => (
           <SelectItem key={o.value} value={o.value}>
             {o.label}
           </SelectItem>
         ))}
-      </SelectControl>
+      </SelectField>
     </FormField>
   )
   switch (field.type) {

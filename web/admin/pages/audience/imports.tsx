@@ -3,6 +3,7 @@ import { ArrowLeftIcon, CheckCircle2Icon, DownloadIcon, FileUpIcon, LoaderIcon, 
 import { useEffect, useRef, useState } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { SelectField } from '../../components/select-field'
 import { DataTable, type Column } from '../../components/data-table'
 import { PageHeader } from '../../components/page-header'
 import { EmptyState, ErrorState, LoadingState } from '../../components/states'
@@ -17,7 +18,7 @@ import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from '.
 import { api, apiPage, apiUpload, errorMessage, fieldError } from '../../lib/api'
 import { useUrlQuery } from '../../lib/url-query'
 import { cn, formatDateTime, formatNumber } from '../../lib/utils'
-import { SelectControl, useCustomFieldMenu, useListMenu, useListName } from './shared'
+import { useCustomFieldMenu, useListMenu, useListName } from './shared'
 
 interface Import {
   id: number
@@ -185,19 +186,19 @@ function UploadCard() {
         >
           <div className="grid gap-4 md:grid-cols-3">
             <FormField label="List" error={fieldError(upload.error, 'list_id')}>
-              <SelectControl value={listId} onValueChange={setListId} placeholder="Choose a list">
+              <SelectField value={listId} onValueChange={setListId} placeholder="Choose a list">
                 {(lists.data?.data ?? []).map((l) => (
                   <SelectItem key={l.id} value={String(l.id)}>
                     {l.name}
                   </SelectItem>
                 ))}
-              </SelectControl>
+              </SelectField>
             </FormField>
             <FormField label="Addresses already on the list" error={fieldError(upload.error, 'mode')}>
-              <SelectControl value={mode} onValueChange={(v) => setMode(v as 'skip' | 'update')}>
+              <SelectField value={mode} onValueChange={(v) => setMode(v as 'skip' | 'update')}>
                 <SelectItem value="skip">Skip them</SelectItem>
                 <SelectItem value="update">Update them with the file’s values</SelectItem>
-              </SelectControl>
+              </SelectField>
             </FormField>
             <FormField label="File" error={fieldError(upload.error, 'file')} hint={file ? `${file.name}, ${formatBytes(file.size)}` : undefined}>
               <Input
@@ -217,7 +218,7 @@ function UploadCard() {
               <div className="grid gap-3 sm:grid-cols-2 lg:grid-cols-3">
                 {attributes.map((a) => (
                   <FormField key={a.key} label={a.label}>
-                    <SelectControl
+                    <SelectField
                       value={mapping[a.key] ?? SKIP}
                       onValueChange={(v) => {
                         setMappingTouched(true)
@@ -235,7 +236,7 @@ function UploadCard() {
                           {c}
                         </SelectItem>
                       ))}
-                    </SelectControl>
+                    </SelectField>
                   </FormField>
                 ))}
               </div>

@@ -9,6 +9,7 @@ import { Button } from '../../components/ui/button'
 import { Checkbox } from '../../components/ui/checkbox'
 import { Input } from '../../components/ui/input'
 import { Label } from '../../components/ui/label'
+import { SelectField } from '../../components/select-field'
 import { Select, SelectContent, SelectGroup, SelectItem, SelectTrigger, SelectValue } from '../../components/ui/select'
 import { cn } from '../../lib/utils'
 import type { MailingList } from './shared'
@@ -202,18 +203,15 @@ function SingleValue({
   disabled?: boolean
 }) {
   const choice = (options: Array<{ value: string; label: string }>, current: string, parse: (v: string) => unknown) => (
-    <Select value={current} onValueChange={(v) => onChange(parse(v))} disabled={disabled}>
-      <SelectTrigger className="w-full sm:w-48" aria-label={label}>
-        <SelectValue placeholder="Choose" />
-      </SelectTrigger>
-      <SelectContent>
-        {options.map((o) => (
-          <SelectItem key={o.value} value={o.value}>
-            {o.label}
-          </SelectItem>
-        ))}
-      </SelectContent>
-    </Select>
+    <SelectField
+      value={current}
+      onValueChange={(v) => onChange(parse(v))}
+      disabled={disabled}
+      className="w-full sm:w-48"
+      aria-label={label}
+      placeholder="Choose"
+      options={options}
+    />
   )
   switch (f.type) {
     case 'status':

@@ -16,7 +16,7 @@ import {
   AlertDialogTitle,
 } from '../../components/ui/alert-dialog'
 import { Badge } from '../../components/ui/badge'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../../components/ui/select'
+import { SelectField } from '../../components/select-field'
 import { apiPage, errorMessage } from '../../lib/api'
 
 export const CONTACT_STATUSES = ['subscribed', 'unconfirmed', 'unsubscribed', 'bounced', 'complained'] as const
@@ -106,41 +106,6 @@ export function useDebounced<T>(value: T, ms = 350): T {
   return settled
 }
 
-/**
- * A select as a form control: FormField's label, error and description reach the trigger
- * (the Radix root renders no element, so FormField's Slot cannot give them to it).
- */
-export function SelectControl({
-  value,
-  onValueChange,
-  disabled,
-  placeholder,
-  children,
-  id,
-  className,
-  'aria-invalid': ariaInvalid,
-  'aria-describedby': ariaDescribedby,
-}: {
-  value: string | undefined
-  onValueChange: (v: string) => void
-  disabled?: boolean
-  placeholder?: string
-  children: ReactNode
-  id?: string
-  className?: string
-  'aria-invalid'?: boolean
-  'aria-describedby'?: string
-}) {
-  return (
-    <Select value={value} onValueChange={onValueChange} disabled={disabled}>
-      <SelectTrigger id={id} className={className} aria-invalid={ariaInvalid} aria-describedby={ariaDescribedby}>
-        <SelectValue placeholder={placeholder} />
-      </SelectTrigger>
-      <SelectContent>{children}</SelectContent>
-    </Select>
-  )
-}
-
 /** A select whose first entry means "no filter" (Radix selects cannot hold an empty value). */
 export function FilterSelect({
   id,
@@ -160,19 +125,14 @@ export function FilterSelect({
   label?: string
 }) {
   return (
-    <Select value={value ?? '__all'} onValueChange={(v) => onChange(v === '__all' ? null : v)}>
-      <SelectTrigger id={id} className={className} aria-label={label}>
-        <SelectValue />
-      </SelectTrigger>
-      <SelectContent>
-        <SelectItem value="__all">{allLabel}</SelectItem>
-        {options.map((o) => (
-          <SelectItem key={o.value} value={o.value}>
-            {o.label}
-          </SelectItem>
-        ))}
-      </SelectContent>
-    </Select>
+    <SelectField
+      id={id}
+      className={className}
+      aria-label={label}
+      value={value ?? '__all'}
+      onValueChange={(v) => onChange(v === '__all' ? null : v)}
+      options={[{ value: '__all', label: allLabel }, ...options]}
+    />
   )
 }
 

@@ -2,6 +2,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { BanIcon, CheckCircle2Icon, PlusIcon, SearchIcon, Trash2Icon, XIcon } from 'lucide-react'
 import { useEffect, useState } from 'react'
 import { toast } from 'sonner'
+import { SelectField } from '../../components/select-field'
 import { DataTable, type Column } from '../../components/data-table'
 import { PageHeader } from '../../components/page-header'
 import { Badge } from '../../components/ui/badge'
@@ -18,7 +19,7 @@ import { api, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { useUrlQuery } from '../../lib/url-query'
 import { formatDateTime, formatNumber } from '../../lib/utils'
-import { SelectControl, ConfirmDelete, FilterSelect, useDebounced, useListMenu, useListName } from './shared'
+import { ConfirmDelete, FilterSelect, useDebounced, useListMenu, useListName } from './shared'
 
 interface Suppression {
   id: number
@@ -164,30 +165,30 @@ function AddDialog({ onClose }: { onClose: () => void }) {
             </FormField>
             <div className="grid gap-4 sm:grid-cols-2">
               <FormField label="Applies to" error={fieldError(m.error, 'scope')}>
-                <SelectControl value={scope} onValueChange={(v) => setScope(v as 'global' | 'list')}>
+                <SelectField value={scope} onValueChange={(v) => setScope(v as 'global' | 'list')}>
                   <SelectItem value="global">Every send (global)</SelectItem>
                   <SelectItem value="list">One list</SelectItem>
-                </SelectControl>
+                </SelectField>
               </FormField>
               <FormField label="Reason" error={fieldError(m.error, 'reason')}>
-                <SelectControl value={reason} onValueChange={setReason}>
+                <SelectField value={reason} onValueChange={setReason}>
                   {REASONS.map((r) => (
                     <SelectItem key={r.value} value={r.value}>
                       {r.label}
                     </SelectItem>
                   ))}
-                </SelectControl>
+                </SelectField>
               </FormField>
             </div>
             {scope === 'list' ? (
               <FormField label="List" error={fieldError(m.error, 'list_id')}>
-                <SelectControl value={listId} onValueChange={setListId} placeholder="Choose a list">
+                <SelectField value={listId} onValueChange={setListId} placeholder="Choose a list">
                   {(lists.data?.data ?? []).map((l) => (
                     <SelectItem key={l.id} value={String(l.id)}>
                       {l.name}
                     </SelectItem>
                   ))}
-                </SelectControl>
+                </SelectField>
               </FormField>
             ) : null}
             <DialogFooter>

@@ -21,6 +21,7 @@ import { useEffect, useMemo, useState } from 'react'
 import { toast } from 'sonner'
 import { Link, useLocation, useParams } from 'wouter'
 import { PageHeader } from '../../components/page-header'
+import { SelectField } from '../../components/select-field'
 import { EmptyState, ErrorState, LoadingState } from '../../components/states'
 import {
   AlertDialog,
@@ -39,7 +40,6 @@ import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, D
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Pagination } from '../../components/ui/pagination'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../../components/ui/select'
 import { Tabs, TabsContent, TabsList, TabsTrigger } from '../../components/ui/tabs'
 import { Textarea } from '../../components/ui/textarea'
 import { ApiError, api, apiPage, errorMessage, fieldError } from '../../lib/api'
@@ -317,18 +317,7 @@ function CompareDialog({
   const b = useQuery({ queryKey: ['template-version', templateId, to], queryFn: () => fetchVersion(to), enabled: open })
   const pick = (label: string, value: string, set: (v: string) => void) => (
     <FormField label={label} className="flex-1">
-      <Select value={value} onValueChange={set}>
-        <SelectTrigger>
-          <SelectValue />
-        </SelectTrigger>
-        <SelectContent>
-          {sorted.map((n) => (
-            <SelectItem key={n} value={String(n)}>
-              Version {n}
-            </SelectItem>
-          ))}
-        </SelectContent>
-      </Select>
+      <SelectField value={value} onValueChange={set} options={sorted.map((n) => ({ value: String(n), label: `Version ${n}` }))} />
     </FormField>
   )
   return (

@@ -3,20 +3,11 @@ import { KeyRoundIcon, MoreHorizontalIcon, PencilIcon, PlusIcon, PowerIcon, Powe
 import { useMemo, useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { parseIpRule } from '../../../src/lib/ip-allowlist'
+import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
 import { RoleField } from '../components/role-field'
 import { SecretDialog } from '../components/secret-dialog'
-import {
-  AlertDialog,
-  AlertDialogAction,
-  AlertDialogCancel,
-  AlertDialogContent,
-  AlertDialogDescription,
-  AlertDialogFooter,
-  AlertDialogHeader,
-  AlertDialogTitle,
-} from '../components/ui/alert-dialog'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Checkbox } from '../components/ui/checkbox'
@@ -548,26 +539,22 @@ export function ApiKeysPage() {
         value={secret?.key ?? ''}
         onClose={() => setSecret(null)}
       />
-      <AlertDialog open={confirm !== null} onOpenChange={(o) => !o && setConfirm(null)}>
-        <AlertDialogContent>
-          <AlertDialogHeader>
-            <AlertDialogTitle>
-              {confirm?.kind === 'delete' ? 'Delete' : 'Deactivate'} “{confirm?.key.name}”?
-            </AlertDialogTitle>
-            <AlertDialogDescription>
-              {confirm?.kind === 'delete'
-                ? 'The key stops working at once. A deleted key can be restored from the deleted keys list.'
-                : 'The key is refused from its next request until it is activated again.'}
-            </AlertDialogDescription>
-          </AlertDialogHeader>
-          <AlertDialogFooter>
-            <AlertDialogCancel>Cancel</AlertDialogCancel>
-            <AlertDialogAction destructive onClick={() => confirm && change.mutate({ key: confirm.key, action: confirm.kind })}>
-              {confirm?.kind === 'delete' ? 'Delete key' : 'Deactivate key'}
-            </AlertDialogAction>
-          </AlertDialogFooter>
-        </AlertDialogContent>
-      </AlertDialog>
+      <ConfirmDialog
+        open={confirm !== null}
+        onOpenChange={(o) => !o && setConfirm(null)}
+        title={
+          <>
+            {confirm?.kind === 'delete' ? 'Delete' : 'Deactivate'} “{confirm?.key.name}”?
+          </>
+        }
+        description={
+          confirm?.kind === 'delete'
+            ? 'The key stops working at once. A deleted key can be restored from the deleted keys list.'
+            : 'The key is refused from its next request until it is activated again.'
+        }
+        confirmLabel={confirm?.kind === 'delete' ? 'Delete key' : 'Deactivate key'}
+        onConfirm={() => confirm && change.mutate({ key: confirm.key, action: confirm.kind })}
+      />
     </div>
   )
 }

@@ -3,19 +3,10 @@ import { ArrowLeftIcon, LockIcon, PlusIcon, ShieldCheckIcon, Trash2Icon } from '
 import { useMemo, useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
 import { ErrorState, LoadingState } from '../components/states'
-import {
-  AlertDialog,
-  AlertDialogAction,
-  AlertDialogCancel,
-  AlertDialogContent,
-  AlertDialogDescription,
-  AlertDialogFooter,
-  AlertDialogHeader,
-  AlertDialogTitle,
-} from '../components/ui/alert-dialog'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
@@ -291,24 +282,18 @@ function RoleForm({ role }: { role: Role | null }) {
         </CardContent>
       </Card>
       {role ? (
-        <AlertDialog open={confirmDelete} onOpenChange={setConfirmDelete}>
-          <AlertDialogContent>
-            <AlertDialogHeader>
-              <AlertDialogTitle>Delete “{role.name}”?</AlertDialogTitle>
-              <AlertDialogDescription>
-                {role.key_count > 0
-                  ? `${formatNumber(role.key_count)} API key${role.key_count === 1 ? ' is' : 's are'} bound to this role: move them to another role first.`
-                  : 'The role is removed for good. A role still bound to a key (deleted ones included) or an administrator cannot be deleted.'}
-              </AlertDialogDescription>
-            </AlertDialogHeader>
-            <AlertDialogFooter>
-              <AlertDialogCancel>Cancel</AlertDialogCancel>
-              <AlertDialogAction destructive onClick={() => remove.mutate()}>
-                Delete role
-              </AlertDialogAction>
-            </AlertDialogFooter>
-          </AlertDialogContent>
-        </AlertDialog>
+        <ConfirmDialog
+          open={confirmDelete}
+          onOpenChange={setConfirmDelete}
+          title={<>Delete “{role.name}”?</>}
+          description={
+            role.key_count > 0
+              ? `${formatNumber(role.key_count)} API key${role.key_count === 1 ? ' is' : 's are'} bound to this role: move them to another role first.`
+              : 'The role is removed for good. A role still bound to a key (deleted ones included) or an administrator cannot be deleted.'
+          }
+          confirmLabel="Delete role"
+          onConfirm={() => remove.mutate()}
+        />
       ) : null}
     </form>
   )

@@ -3,20 +3,11 @@ import { CableIcon, KeyRoundIcon, Loader2Icon, MoreHorizontalIcon, PencilIcon, P
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link } from 'wouter'
+import { ConfirmDialog } from '../components/confirm-dialog'
 import { SelectField } from '../components/select-field'
 import { CopyField } from '../components/copy-field'
 import { DataTable } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
-import {
-  AlertDialog,
-  AlertDialogAction,
-  AlertDialogCancel,
-  AlertDialogContent,
-  AlertDialogDescription,
-  AlertDialogFooter,
-  AlertDialogHeader,
-  AlertDialogTitle,
-} from '../components/ui/alert-dialog'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Checkbox } from '../components/ui/checkbox'
@@ -454,42 +445,22 @@ export function SendingBridgesPage() {
       ) : null}
       {action?.kind === 'secrets' ? <CredentialsDialog bridge={action.bridge} onClose={close} /> : null}
       {action?.kind === 'test' ? <TestDialog bridge={action.bridge} onClose={close} /> : null}
-      <AlertDialog open={action?.kind === 'rotate' || action?.kind === 'delete'} onOpenChange={(o) => !o && close()}>
-        <AlertDialogContent>
-          {action?.kind === 'rotate' ? (
-            <>
-              <AlertDialogHeader>
-                <AlertDialogTitle>Rotate the credentials of {action.bridge.name}?</AlertDialogTitle>
-                <AlertDialogDescription>
-                  A new SMTP password and a new API key are made and shown once. The old ones stop working at once: the application fails until it has the new
-                  ones.
-                </AlertDialogDescription>
-              </AlertDialogHeader>
-              <AlertDialogFooter>
-                <AlertDialogCancel>Cancel</AlertDialogCancel>
-                <AlertDialogAction destructive onClick={() => rotate.mutate(action.bridge)}>
-                  Rotate credentials
-                </AlertDialogAction>
-              </AlertDialogFooter>
-            </>
-          ) : action?.kind === 'delete' ? (
-            <>
-              <AlertDialogHeader>
-                <AlertDialogTitle>Delete the bridge {action.bridge.name}?</AlertDialogTitle>
-                <AlertDialogDescription>
-                  Its SMTP credentials and API key stop working at once, and its counts are deleted. Messages it sent stay.
-                </AlertDialogDescription>
-              </AlertDialogHeader>
-              <AlertDialogFooter>
-                <AlertDialogCancel>Cancel</AlertDialogCancel>
-                <AlertDialogAction destructive onClick={() => remove.mutate(action.bridge)}>
-                  Delete bridge
-                </AlertDialogAction>
-              </AlertDialogFooter>
-            </>
-          ) : null}
-        </AlertDialogContent>
-      </AlertDialog>
+      <ConfirmDialog
+        open={action?.kind === 'rotate'}
+        onOpenChange={(o) => !o && close()}
+        title={action?.kind === 'rotate' ? `Rotate the credentials of ${action.bridge.name}?` : null}
+        description="A new SMTP password and a new API key are made and shown once. The old ones stop working at once: the application fails until it has the new ones."
+        confirmLabel="Rotate credentials"
+        onConfirm={() => action?.kind === 'rotate' && rotate.mutate(action.bridge)}
+      />
+      <ConfirmDialog
+        open={action?.kind === 'delete'}
+        onOpenChange={(o) => !o && close()}
+        title={action?.kind === 'delete' ? `Delete the bridge ${action.bridge.name}?` : null}
+        description="Its SMTP credentials and API key stop working at once, and its counts are deleted. Messages it sent stay."
+        confirmLabel="Delete bridge"
+        onConfirm={() => action?.kind === 'delete' && remove.mutate(action.bridge)}
+      />
     </div>
   )
 }

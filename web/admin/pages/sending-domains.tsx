@@ -15,22 +15,12 @@ import {
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { ConfirmDialog } from '../components/confirm-dialog'
 import { SelectField } from '../components/select-field'
 import { CopyButton } from '../components/copy-field'
 import { DataTable } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
 import { ErrorState, LoadingState } from '../components/states'
-import {
-  AlertDialog,
-  AlertDialogCancel,
-  AlertDialogContent,
-  AlertDialogDescription,
-  AlertDialogFooter,
-  AlertDialogHeader,
-  AlertDialogTitle,
-  AlertDialogTrigger,
-  AlertDialogAction,
-} from '../components/ui/alert-dialog'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
@@ -382,28 +372,21 @@ function DeleteDomain({ domain }: { domain: SendingDomain }) {
     onError: (e) => reportError(e, []),
   })
   return (
-    <AlertDialog>
-      <AlertDialogTrigger asChild>
+    <ConfirmDialog
+      trigger={
         <Button variant="outline">
           <Trash2Icon /> Delete
         </Button>
-      </AlertDialogTrigger>
-      <AlertDialogContent>
-        <AlertDialogHeader>
-          <AlertDialogTitle>Delete {domain.name}?</AlertDialogTitle>
-          <AlertDialogDescription>
-            Its DKIM key is deleted with it, and mail from {domain.name} can no longer be sent. Adding it again makes a new key, with new DNS records to
-            publish.
-          </AlertDialogDescription>
-        </AlertDialogHeader>
-        <AlertDialogFooter>
-          <AlertDialogCancel>Cancel</AlertDialogCancel>
-          <AlertDialogAction destructive onClick={() => remove.mutate()}>
-            Delete domain
-          </AlertDialogAction>
-        </AlertDialogFooter>
-      </AlertDialogContent>
-    </AlertDialog>
+      }
+      title={`Delete ${domain.name}?`}
+      description={
+        <>
+          Its DKIM key is deleted with it, and mail from {domain.name} can no longer be sent. Adding it again makes a new key, with new DNS records to publish.
+        </>
+      }
+      confirmLabel="Delete domain"
+      onConfirm={() => remove.mutate()}
+    />
   )
 }
 

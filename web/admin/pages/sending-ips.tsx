@@ -1,20 +1,10 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { Loader2Icon, NetworkIcon, PencilIcon, PlusIcon, StarIcon, Trash2Icon, XIcon } from 'lucide-react'
-import { useState, type FormEvent, type ReactNode } from 'react'
+import { Loader2Icon, NetworkIcon, PencilIcon, PlusIcon, StarIcon, XIcon } from 'lucide-react'
+import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
+import { ConfirmDeleteButton } from '../components/confirm-dialog'
 import { DataTable } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
-import {
-  AlertDialog,
-  AlertDialogAction,
-  AlertDialogCancel,
-  AlertDialogContent,
-  AlertDialogDescription,
-  AlertDialogFooter,
-  AlertDialogHeader,
-  AlertDialogTitle,
-  AlertDialogTrigger,
-} from '../components/ui/alert-dialog'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
@@ -27,31 +17,6 @@ import { api } from '../lib/api'
 import { can, useSession } from '../lib/session'
 import { useUrlQuery } from '../lib/url-query'
 import { fieldErrorOf, reportError, useIpOptions, type Pool, type SourceIp } from './sending-shared'
-
-/** A confirmation before deleting, in an AlertDialog. */
-function ConfirmDelete({ title, description, onConfirm, label }: { title: string; description: ReactNode; onConfirm: () => void; label: string }) {
-  return (
-    <AlertDialog>
-      <AlertDialogTrigger asChild>
-        <Button variant="ghost" size="icon" className="size-8" aria-label={label} title={label}>
-          <Trash2Icon />
-        </Button>
-      </AlertDialogTrigger>
-      <AlertDialogContent>
-        <AlertDialogHeader>
-          <AlertDialogTitle>{title}</AlertDialogTitle>
-          <AlertDialogDescription>{description}</AlertDialogDescription>
-        </AlertDialogHeader>
-        <AlertDialogFooter>
-          <AlertDialogCancel>Cancel</AlertDialogCancel>
-          <AlertDialogAction destructive onClick={onConfirm}>
-            Delete
-          </AlertDialogAction>
-        </AlertDialogFooter>
-      </AlertDialogContent>
-    </AlertDialog>
-  )
-}
 
 function IpDialog({ ip, open, onOpenChange }: { ip: SourceIp | null; open: boolean; onOpenChange: (o: boolean) => void }) {
   const [address, setAddress] = useState(ip?.address ?? '')
@@ -174,7 +139,7 @@ function IpsTab() {
                   </Button>
                 ) : null}
                 {can(admin, 'ips.delete') ? (
-                  <ConfirmDelete
+                  <ConfirmDeleteButton
                     label={`Delete ${ip.address}`}
                     title={`Delete ${ip.address}?`}
                     description="It leaves its pools. A pool left without addresses sends from the host's default address."
@@ -428,7 +393,7 @@ function PoolsTab() {
                   </Button>
                 ) : null}
                 {can(admin, 'ips.delete') ? (
-                  <ConfirmDelete
+                  <ConfirmDeleteButton
                     label={`Delete ${p.name}`}
                     title={`Delete the pool ${p.name}?`}
                     description="Sending domains, nodes and queued messages that named it use the default pool from then on. Its addresses stay."

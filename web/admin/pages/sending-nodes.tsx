@@ -1,21 +1,11 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { Loader2Icon, PencilIcon, PlusIcon, ServerIcon, StarIcon, Trash2Icon } from 'lucide-react'
+import { Loader2Icon, PencilIcon, PlusIcon, ServerIcon, StarIcon } from 'lucide-react'
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
+import { ConfirmDeleteButton } from '../components/confirm-dialog'
 import { SelectField } from '../components/select-field'
 import { DataTable } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
-import {
-  AlertDialog,
-  AlertDialogAction,
-  AlertDialogCancel,
-  AlertDialogContent,
-  AlertDialogDescription,
-  AlertDialogFooter,
-  AlertDialogHeader,
-  AlertDialogTitle,
-  AlertDialogTrigger,
-} from '../components/ui/alert-dialog'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
@@ -309,25 +299,12 @@ export function SendingNodesPage() {
                   </Button>
                 ) : null}
                 {can(admin, 'sending_nodes.delete') ? (
-                  <AlertDialog>
-                    <AlertDialogTrigger asChild>
-                      <Button variant="ghost" size="icon" className="size-8" aria-label={`Delete ${n.name}`} title="Delete">
-                        <Trash2Icon />
-                      </Button>
-                    </AlertDialogTrigger>
-                    <AlertDialogContent>
-                      <AlertDialogHeader>
-                        <AlertDialogTitle>Delete the node {n.name}?</AlertDialogTitle>
-                        <AlertDialogDescription>Queued mail that named it takes the default route instead.</AlertDialogDescription>
-                      </AlertDialogHeader>
-                      <AlertDialogFooter>
-                        <AlertDialogCancel>Cancel</AlertDialogCancel>
-                        <AlertDialogAction destructive onClick={() => remove.mutate(n)}>
-                          Delete
-                        </AlertDialogAction>
-                      </AlertDialogFooter>
-                    </AlertDialogContent>
-                  </AlertDialog>
+                  <ConfirmDeleteButton
+                    label={`Delete ${n.name}`}
+                    title={`Delete the node ${n.name}?`}
+                    description="Queued mail that named it takes the default route instead."
+                    onConfirm={() => remove.mutate(n)}
+                  />
                 ) : null}
               </div>
             ),

@@ -2,20 +2,11 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { KeyRoundIcon, MoreHorizontalIcon, PlusIcon, ShieldIcon, TrashIcon, TriangleAlertIcon, UserCheckIcon, UserXIcon, UsersIcon } from 'lucide-react'
 import { useState, type FormEvent, type ReactNode } from 'react'
 import { toast } from 'sonner'
+import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
 import { RoleField } from '../components/role-field'
 import { ErrorState, LoadingState } from '../components/states'
-import {
-  AlertDialog,
-  AlertDialogAction,
-  AlertDialogCancel,
-  AlertDialogContent,
-  AlertDialogDescription,
-  AlertDialogFooter,
-  AlertDialogHeader,
-  AlertDialogTitle,
-} from '../components/ui/alert-dialog'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
@@ -304,26 +295,22 @@ function Administrators() {
       {editing ? (
         <EditAdminDialog key={`${editing.admin.id}-${editing.mode}`} admin={editing.admin} mode={editing.mode} onClose={() => setEditing(null)} />
       ) : null}
-      <AlertDialog open={confirm !== null} onOpenChange={(o) => !o && setConfirm(null)}>
-        <AlertDialogContent>
-          <AlertDialogHeader>
-            <AlertDialogTitle>
-              {confirm?.kind === 'delete' ? 'Delete' : 'Disable'} {confirm?.admin.email}?
-            </AlertDialogTitle>
-            <AlertDialogDescription>
-              {confirm?.kind === 'delete'
-                ? 'Their account is removed and their sessions end at once. Their past actions stay in the activity log.'
-                : 'They are signed out at once and cannot sign in until enabled again.'}
-            </AlertDialogDescription>
-          </AlertDialogHeader>
-          <AlertDialogFooter>
-            <AlertDialogCancel>Cancel</AlertDialogCancel>
-            <AlertDialogAction destructive onClick={() => confirm && change.mutate({ admin: confirm.admin, kind: confirm.kind })}>
-              {confirm?.kind === 'delete' ? 'Delete administrator' : 'Disable administrator'}
-            </AlertDialogAction>
-          </AlertDialogFooter>
-        </AlertDialogContent>
-      </AlertDialog>
+      <ConfirmDialog
+        open={confirm !== null}
+        onOpenChange={(o) => !o && setConfirm(null)}
+        title={
+          <>
+            {confirm?.kind === 'delete' ? 'Delete' : 'Disable'} {confirm?.admin.email}?
+          </>
+        }
+        description={
+          confirm?.kind === 'delete'
+            ? 'Their account is removed and their sessions end at once. Their past actions stay in the activity log.'
+            : 'They are signed out at once and cannot sign in until enabled again.'
+        }
+        confirmLabel={confirm?.kind === 'delete' ? 'Delete administrator' : 'Disable administrator'}
+        onConfirm={() => confirm && change.mutate({ admin: confirm.admin, kind: confirm.kind })}
+      />
     </section>
   )
 }

@@ -8,18 +8,9 @@ import { FileTextIcon, PencilIcon, PlusIcon, ShuffleIcon, Trash2Icon } from 'luc
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation } from 'wouter'
+import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
-import {
-  AlertDialog,
-  AlertDialogAction,
-  AlertDialogCancel,
-  AlertDialogContent,
-  AlertDialogDescription,
-  AlertDialogFooter,
-  AlertDialogHeader,
-  AlertDialogTitle,
-} from '../components/ui/alert-dialog'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
@@ -322,22 +313,13 @@ function SpinTagList({ creating, setCreating }: { creating: boolean; setCreating
       />
       {creating ? <SpinTagDialog tag={null} open onOpenChange={setCreating} /> : null}
       {editing ? <SpinTagDialog key={editing.id} tag={editing} open onOpenChange={(o) => !o && setEditing(null)} /> : null}
-      <AlertDialog open={!!deleting} onOpenChange={(o) => !o && setDeleting(null)}>
-        <AlertDialogContent>
-          <AlertDialogHeader>
-            <AlertDialogTitle>Delete the spin tag “{deleting?.name}”?</AlertDialogTitle>
-            <AlertDialogDescription>
-              Templates that use it render it as empty text and report it as missing. Messages already queued are not changed.
-            </AlertDialogDescription>
-          </AlertDialogHeader>
-          <AlertDialogFooter>
-            <AlertDialogCancel>Cancel</AlertDialogCancel>
-            <AlertDialogAction destructive onClick={() => deleting && remove.mutate(deleting)}>
-              Delete
-            </AlertDialogAction>
-          </AlertDialogFooter>
-        </AlertDialogContent>
-      </AlertDialog>
+      <ConfirmDialog
+        open={!!deleting}
+        onOpenChange={(o) => !o && setDeleting(null)}
+        title={<>Delete the spin tag “{deleting?.name}”?</>}
+        description="Templates that use it render it as empty text and report it as missing. Messages already queued are not changed."
+        onConfirm={() => deleting && remove.mutate(deleting)}
+      />
     </>
   )
 }

@@ -20,20 +20,11 @@ import {
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
 import { SecretDialog } from '../components/secret-dialog'
 import { EmptyState, ErrorState, LoadingState } from '../components/states'
-import {
-  AlertDialog,
-  AlertDialogAction,
-  AlertDialogCancel,
-  AlertDialogContent,
-  AlertDialogDescription,
-  AlertDialogFooter,
-  AlertDialogHeader,
-  AlertDialogTitle,
-} from '../components/ui/alert-dialog'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
@@ -837,36 +828,23 @@ function WebhookPage() {
       <SettingsCard key={w.updated_at} w={w} mayUpdate={mayUpdate} />
       {testing ? <TestDialog w={w} open onOpenChange={setTesting} /> : null}
       <WebhookSecretDialog secret={secret} title="The new signing secret" onClose={() => setSecret(null)} />
-      <AlertDialog open={rotating} onOpenChange={setRotating}>
-        <AlertDialogContent>
-          <AlertDialogHeader>
-            <AlertDialogTitle>Rotate the signing secret?</AlertDialogTitle>
-            <AlertDialogDescription>
-              A new secret is made and shown once. For 24 hours requests carry signatures by both, so you can update your receiver at your pace.
-            </AlertDialogDescription>
-          </AlertDialogHeader>
-          <AlertDialogFooter>
-            <AlertDialogCancel>Cancel</AlertDialogCancel>
-            <AlertDialogAction onClick={() => rotate.mutate()}>Rotate secret</AlertDialogAction>
-          </AlertDialogFooter>
-        </AlertDialogContent>
-      </AlertDialog>
-      <AlertDialog open={deleting} onOpenChange={setDeleting}>
-        <AlertDialogContent>
-          <AlertDialogHeader>
-            <AlertDialogTitle>Delete this webhook?</AlertDialogTitle>
-            <AlertDialogDescription>
-              Its pending deliveries and the delivery log go with it. Your endpoint gets nothing more from Mailroom.
-            </AlertDialogDescription>
-          </AlertDialogHeader>
-          <AlertDialogFooter>
-            <AlertDialogCancel>Cancel</AlertDialogCancel>
-            <AlertDialogAction destructive onClick={() => remove.mutate()}>
-              Delete webhook
-            </AlertDialogAction>
-          </AlertDialogFooter>
-        </AlertDialogContent>
-      </AlertDialog>
+      <ConfirmDialog
+        open={rotating}
+        onOpenChange={setRotating}
+        title="Rotate the signing secret?"
+        description="A new secret is made and shown once. For 24 hours requests carry signatures by both, so you can update your receiver at your pace."
+        confirmLabel="Rotate secret"
+        destructive={false}
+        onConfirm={() => rotate.mutate()}
+      />
+      <ConfirmDialog
+        open={deleting}
+        onOpenChange={setDeleting}
+        title="Delete this webhook?"
+        description="Its pending deliveries and the delivery log go with it. Your endpoint gets nothing more from Mailroom."
+        confirmLabel="Delete webhook"
+        onConfirm={() => remove.mutate()}
+      />
     </div>
   )
 }

@@ -5,16 +5,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useEffect, useState, type ReactNode } from 'react'
 import { toast } from 'sonner'
-import {
-  AlertDialog,
-  AlertDialogAction,
-  AlertDialogCancel,
-  AlertDialogContent,
-  AlertDialogDescription,
-  AlertDialogFooter,
-  AlertDialogHeader,
-  AlertDialogTitle,
-} from '../../components/ui/alert-dialog'
+import { ConfirmDialog } from '../../components/confirm-dialog'
 import { Badge } from '../../components/ui/badge'
 import { SelectField } from '../../components/select-field'
 import { apiPage, errorMessage } from '../../lib/api'
@@ -170,27 +161,17 @@ export function ConfirmDelete({
     onError: (e) => toast.error(errorMessage(e)),
   })
   return (
-    <AlertDialog open={open} onOpenChange={onOpenChange}>
-      <AlertDialogContent>
-        <AlertDialogHeader>
-          <AlertDialogTitle>{title}</AlertDialogTitle>
-          <AlertDialogDescription>{description}</AlertDialogDescription>
-        </AlertDialogHeader>
-        <AlertDialogFooter>
-          <AlertDialogCancel disabled={m.isPending}>Cancel</AlertDialogCancel>
-          <AlertDialogAction
-            destructive
-            disabled={m.isPending}
-            onClick={(e) => {
-              // Stay open until the server has answered.
-              e.preventDefault()
-              m.mutate()
-            }}
-          >
-            {m.isPending ? 'Deleting…' : confirmLabel}
-          </AlertDialogAction>
-        </AlertDialogFooter>
-      </AlertDialogContent>
-    </AlertDialog>
+    <ConfirmDialog
+      open={open}
+      onOpenChange={onOpenChange}
+      title={title}
+      description={description}
+      confirmLabel={confirmLabel}
+      pendingLabel="Deleting…"
+      pending={m.isPending}
+      // Stay open until the server has answered.
+      keepOpen
+      onConfirm={() => m.mutate()}
+    />
   )
 }

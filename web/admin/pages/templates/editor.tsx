@@ -20,19 +20,10 @@ import {
 import { useEffect, useMemo, useState } from 'react'
 import { toast } from 'sonner'
 import { Link, useLocation, useParams } from 'wouter'
+import { ConfirmDialog } from '../../components/confirm-dialog'
 import { PageHeader } from '../../components/page-header'
 import { SelectField } from '../../components/select-field'
 import { EmptyState, ErrorState, LoadingState } from '../../components/states'
-import {
-  AlertDialog,
-  AlertDialogAction,
-  AlertDialogCancel,
-  AlertDialogContent,
-  AlertDialogDescription,
-  AlertDialogFooter,
-  AlertDialogHeader,
-  AlertDialogTitle,
-} from '../../components/ui/alert-dialog'
 import { Badge } from '../../components/ui/badge'
 import { Button } from '../../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../../components/ui/card'
@@ -725,23 +716,19 @@ function Editor({ template }: { template: TemplateView }) {
       </div>
       <VersionsCard template={template} mayUpdate={mayUpdate} />
       {testing ? <TestSendDialog template={template} variables={given} dirty={dirty} open onOpenChange={setTesting} /> : null}
-      <AlertDialog open={deleting} onOpenChange={setDeleting}>
-        <AlertDialogContent>
-          <AlertDialogHeader>
-            <AlertDialogTitle>Delete “{template.name}”?</AlertDialogTitle>
-            <AlertDialogDescription>
-              The template and its {template.versions_count} version{template.versions_count === 1 ? '' : 's'} are deleted; sends that name it fail from now on.
-              Messages already queued are not changed.
-            </AlertDialogDescription>
-          </AlertDialogHeader>
-          <AlertDialogFooter>
-            <AlertDialogCancel>Cancel</AlertDialogCancel>
-            <AlertDialogAction destructive onClick={() => remove.mutate()}>
-              Delete template
-            </AlertDialogAction>
-          </AlertDialogFooter>
-        </AlertDialogContent>
-      </AlertDialog>
+      <ConfirmDialog
+        open={deleting}
+        onOpenChange={setDeleting}
+        title={<>Delete “{template.name}”?</>}
+        description={
+          <>
+            The template and its {template.versions_count} version{template.versions_count === 1 ? '' : 's'} are deleted; sends that name it fail from now on.
+            Messages already queued are not changed.
+          </>
+        }
+        confirmLabel="Delete template"
+        onConfirm={() => remove.mutate()}
+      />
     </div>
   )
 }

@@ -9,7 +9,6 @@ import { ErrorState, LoadingState } from '../../components/states'
 import { Button } from '../../components/ui/button'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
-import { Label } from '../../components/ui/label'
 import { SelectItem } from '../../components/ui/select'
 import { Separator } from '../../components/ui/separator'
 import { Sheet, SheetContent, SheetDescription, SheetTitle } from '../../components/ui/sheet'
@@ -31,42 +30,10 @@ import {
   type ContactStatus,
   type CustomField,
   type FieldValue,
+  SearchBox,
 } from './shared'
 
 const FILTERS = ['list_id', 'status', 'search', 'field', 'field_value']
-
-/** The search box: typed text goes to the URL (and so to the API) once typing pauses. */
-function SearchBox() {
-  const [params, setParams] = useUrlQuery()
-  const [text, setText] = useState(params.get('search') ?? '')
-  const settled = useDebounced(text.trim(), 300)
-  useEffect(() => {
-    if (settled !== (params.get('search') ?? '')) setParams({ search: settled || null, page: null }, { replace: true })
-    // Only a new settled text moves the URL; a URL change from elsewhere is read below.
-  }, [settled]) // eslint-disable-line react-hooks/exhaustive-deps
-  const inUrl = params.get('search') ?? ''
-  useEffect(() => {
-    // "Clear filters" (or the back button) changed the URL: show what it says.
-    if (inUrl !== settled) setText(inUrl)
-  }, [inUrl]) // eslint-disable-line react-hooks/exhaustive-deps
-  return (
-    <div className="relative w-full sm:w-72">
-      <Label htmlFor="contact-search" className="sr-only">
-        Search by email
-      </Label>
-      <SearchIcon className="pointer-events-none absolute top-1/2 left-2.5 size-4 -translate-y-1/2 text-muted-foreground" aria-hidden="true" />
-      <Input
-        id="contact-search"
-        type="search"
-        placeholder="Email starts with…"
-        className="pl-8"
-        value={text}
-        onChange={(e) => setText(e.target.value)}
-        autoComplete="off"
-      />
-    </div>
-  )
-}
 
 /** "Custom field equals": the field, then its value typed by the field. */
 function FieldFilter({ fields }: { fields: CustomField[] }) {
@@ -370,7 +337,7 @@ export function ContactsPage() {
     <div className="grid gap-6">
       <PageHeader title="Contacts" description="Everyone on your lists. Click an address to edit it." actions={addButton} />
       <div className="flex flex-col flex-wrap gap-2 sm:flex-row sm:items-center">
-        <SearchBox />
+        <SearchBox id="contact-search" label="Search by email" placeholder="Email starts with…" />
         <FilterSelect
           label="List"
           value={params.get('list_id')}

@@ -3,12 +3,16 @@
  * menus, the contact status badge, a confirm-before-delete dialog and a debounce.
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { SearchIcon } from 'lucide-react'
 import { useEffect, useState, type ReactNode } from 'react'
 import { toast } from 'sonner'
 import { ConfirmDialog } from '../../components/confirm-dialog'
 import { Badge } from '../../components/ui/badge'
+import { Input } from '../../components/ui/input'
+import { Label } from '../../components/ui/label'
 import { SelectField } from '../../components/select-field'
 import { apiPage, errorMessage } from '../../lib/api'
+import { useUrlQuery } from '../../lib/url-query'
 
 export const CONTACT_STATUSES = ['subscribed', 'unconfirmed', 'unsubscribed', 'bounced', 'complained'] as const
 export type ContactStatus = (typeof CONTACT_STATUSES)[number]
@@ -95,6 +99,31 @@ export function useDebounced<T>(value: T, ms = 350): T {
     return () => clearTimeout(t)
   }, [value, ms])
   return settled
+}
+
+/** The search box: typed text goes to the URL's `search` (and so to the API) once typing pauses. */
+export function SearchBox({ id, label, placeholder }: { id: string; label: string; placeholder: string }) {
+  const [params, setParams] = useUrlQuery()
+  const [text, setText] = useState(params.get('search') ?? '')
+  const settled = useDebounced(text.trim(), 300)
+  useEffect(() => {
+    if (settled !== (params.get('search') ?? '')) setParams({ search: settled || null, page: null }, { replace: true })
+    // Only a new settled text moves the URL; a URL change from elsewhere is read below.
+  }, [settled]) // eslint-disable-line react-hooks/exhaustive-deps
+  const inUrl = params.get('search') ?? ''
+  useEffect(() => {
+    // "Clear filters" (or the back button) changed the URL: show what it says.
+    if (inUrl !== settled) setText(inUrl)
+  }, [inUrl]) // eslint-disable-line react-hooks/exhaustive-deps
+  return (
+    <div className="relative w-full sm:w-72">
+      <Label htmlFor={id} className="sr-only">
+        {label}
+      </Label>
+      <SearchIcon className="pointer-events-none absolute top-1/2 left-2.5 size-4 -translate-y-1/2 text-muted-foreground" aria-hidden="true" />
+      <Input id={id} type="search" placeholder={placeholder} className="pl-8" value={text} onChange={(e) => setText(e.target.value)} autoComplete="off" />
+    </div>
+  )
 }
 
 /** A select whose first entry means "no filter" (Radix selects cannot hold an empty value). */

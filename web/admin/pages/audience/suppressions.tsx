@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { BanIcon, CheckCircle2Icon, PlusIcon, SearchIcon, Trash2Icon, XIcon } from 'lucide-react'
-import { useEffect, useState } from 'react'
+import { useState } from 'react'
 import { toast } from 'sonner'
 import { SelectField } from '../../components/select-field'
 import { DataTable, type Column } from '../../components/data-table'
@@ -10,7 +10,6 @@ import { Button } from '../../components/ui/button'
 import { Checkbox } from '../../components/ui/checkbox'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../../components/ui/dialog'
 import { FormField } from '../../components/ui/form-field'
-import { Input } from '../../components/ui/input'
 import { Label } from '../../components/ui/label'
 import { SelectItem } from '../../components/ui/select'
 import { Tabs, TabsList, TabsTrigger } from '../../components/ui/tabs'
@@ -19,7 +18,7 @@ import { api, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { useUrlQuery } from '../../lib/url-query'
 import { formatDateTime, formatNumber } from '../../lib/utils'
-import { ConfirmDelete, FilterSelect, useDebounced, useListMenu, useListName } from './shared'
+import { ConfirmDelete, FilterSelect, SearchBox, useListMenu, useListName } from './shared'
 
 interface Suppression {
   id: number
@@ -206,36 +205,6 @@ function AddDialog({ onClose }: { onClose: () => void }) {
   )
 }
 
-function SearchBox() {
-  const [params, setParams] = useUrlQuery()
-  const [text, setText] = useState(params.get('search') ?? '')
-  const settled = useDebounced(text.trim(), 300)
-  useEffect(() => {
-    if (settled !== (params.get('search') ?? '')) setParams({ search: settled || null, page: null }, { replace: true })
-  }, [settled]) // eslint-disable-line react-hooks/exhaustive-deps
-  const inUrl = params.get('search') ?? ''
-  useEffect(() => {
-    if (inUrl !== settled) setText(inUrl)
-  }, [inUrl]) // eslint-disable-line react-hooks/exhaustive-deps
-  return (
-    <div className="relative w-full sm:w-72">
-      <Label htmlFor="suppression-search" className="sr-only">
-        Search suppressions
-      </Label>
-      <SearchIcon className="pointer-events-none absolute top-1/2 left-2.5 size-4 -translate-y-1/2 text-muted-foreground" aria-hidden="true" />
-      <Input
-        id="suppression-search"
-        type="search"
-        placeholder="Address or domain starts with…"
-        className="pl-8"
-        value={text}
-        onChange={(e) => setText(e.target.value)}
-        autoComplete="off"
-      />
-    </div>
-  )
-}
-
 /** Audience › Suppressions: search, paste a list to add, remove one or several. */
 export function SuppressionsPage() {
   const session = useSession()
@@ -328,7 +297,7 @@ export function SuppressionsPage() {
     <div className="grid gap-6">
       <PageHeader title="Suppressions" description="Addresses and domains that are never mailed, everywhere or for one list." actions={addButton} />
       <div className="flex flex-col flex-wrap gap-2 sm:flex-row sm:items-center">
-        <SearchBox />
+        <SearchBox id="suppression-search" label="Search suppressions" placeholder="Address or domain starts with…" />
         <FilterSelect
           label="Applies to"
           value={params.get('scope')}

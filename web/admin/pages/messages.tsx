@@ -6,7 +6,6 @@
 import { useQuery } from '@tanstack/react-query'
 import {
   AlertOctagonIcon,
-  ArrowLeftIcon,
   BanIcon,
   CheckCircle2Icon,
   ClockIcon,
@@ -26,6 +25,7 @@ import {
 } from 'lucide-react'
 import { useMemo, useState, type FormEvent, type ReactNode } from 'react'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { BackLink, detailStates } from '../components/detail-page'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
 import { EmptyState, ErrorState, LoadingState } from '../components/states'
@@ -502,31 +502,13 @@ function MessagePage() {
     [q.data, who],
   )
 
-  const back = (
-    <Button asChild variant="ghost" size="sm" className="-ml-3 w-fit">
-      <Link href="/">
-        <ArrowLeftIcon /> All messages
-      </Link>
-    </Button>
-  )
-  if (q.isPending)
-    return (
-      <div className="grid gap-6">
-        {back}
-        <LoadingState rows={8} label="Loading the message" />
-      </div>
-    )
-  if (q.isError)
-    return (
-      <div className="grid gap-6">
-        {back}
-        {q.error instanceof ApiError && q.error.status === 404 ? (
-          <EmptyState icon={SearchIcon} title="There is no such message" description="It may have been deleted, or the id may be mistyped." />
-        ) : (
-          <ErrorState error={q.error} onRetry={() => q.refetch()} />
-        )}
-      </div>
-    )
+  const back = <BackLink>All messages</BackLink>
+  const states = detailStates(q, {
+    back,
+    notFound: { icon: SearchIcon, title: 'There is no such message', description: 'It may have been deleted, or the id may be mistyped.' },
+    loadingLabel: 'Loading the message',
+  })
+  if (states || !q.data) return states
   const m = q.data
   return (
     <div className="grid gap-6">

@@ -15,12 +15,12 @@ import {
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { detailStates } from '../components/detail-page'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { SelectField } from '../components/select-field'
 import { CopyButton } from '../components/copy-field'
 import { DataTable } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
-import { ErrorState, LoadingState } from '../components/states'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
@@ -433,20 +433,8 @@ function DomainDetail() {
       <ArrowLeftIcon className="size-4" aria-hidden="true" /> Sending domains
     </Link>
   )
-  if (domain.isPending)
-    return (
-      <div className="grid gap-6">
-        {back}
-        <LoadingState rows={8} label="Loading the domain" />
-      </div>
-    )
-  if (domain.isError)
-    return (
-      <div className="grid gap-6">
-        {back}
-        <ErrorState title="This domain could not be loaded" error={domain.error} onRetry={() => domain.refetch()} />
-      </div>
-    )
+  const states = detailStates(domain, { back, loadingLabel: 'Loading the domain', errorTitle: 'This domain could not be loaded' })
+  if (states || !domain.data) return states
   const d = domain.data
   return (
     <div className="grid gap-6">

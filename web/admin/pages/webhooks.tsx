@@ -6,7 +6,6 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import {
   AlertTriangleIcon,
-  ArrowLeftIcon,
   CheckCircle2Icon,
   KeyRoundIcon,
   PlusIcon,
@@ -20,6 +19,7 @@ import {
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { BackLink, detailStates } from '../components/detail-page'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
@@ -710,34 +710,14 @@ function WebhookPage() {
     onError: (e) => toast.error(errorMessage(e)),
   })
 
-  const back = (
-    <Button asChild variant="ghost" size="sm" className="-ml-3 w-fit">
-      <Link href="/">
-        <ArrowLeftIcon /> All webhooks
-      </Link>
-    </Button>
-  )
-  if (!Number.isInteger(wid) || wid <= 0 || (q.isError && q.error instanceof ApiError && q.error.status === 404))
-    return (
-      <div className="grid gap-6">
-        {back}
-        <EmptyState title="There is no such webhook" description="It may have been deleted." />
-      </div>
-    )
-  if (q.isPending)
-    return (
-      <div className="grid gap-6">
-        {back}
-        <LoadingState rows={8} label="Loading the webhook" />
-      </div>
-    )
-  if (q.isError)
-    return (
-      <div className="grid gap-6">
-        {back}
-        <ErrorState error={q.error} onRetry={() => q.refetch()} />
-      </div>
-    )
+  const back = <BackLink>All webhooks</BackLink>
+  const states = detailStates(q, {
+    back,
+    invalid: !Number.isInteger(wid) || wid <= 0,
+    notFound: { title: 'There is no such webhook', description: 'It may have been deleted.' },
+    loadingLabel: 'Loading the webhook',
+  })
+  if (states || !q.data) return states
   const w = q.data
   return (
     <div className="grid gap-6">

@@ -5,21 +5,11 @@
  * to try, the versions (diff, activate) and a test send (POST /api/v2/dynamicTemplate/:id).
  */
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import {
-  AlertTriangleIcon,
-  ArrowLeftIcon,
-  CheckIcon,
-  GitCompareIcon,
-  MonitorIcon,
-  SaveIcon,
-  SendIcon,
-  SmartphoneIcon,
-  Trash2Icon,
-  TypeIcon,
-} from 'lucide-react'
+import { AlertTriangleIcon, CheckIcon, GitCompareIcon, MonitorIcon, SaveIcon, SendIcon, SmartphoneIcon, Trash2Icon, TypeIcon } from 'lucide-react'
 import { useEffect, useMemo, useState } from 'react'
 import { toast } from 'sonner'
-import { Link, useLocation, useParams } from 'wouter'
+import { useLocation, useParams } from 'wouter'
+import { BackLink, detailStates } from '../../components/detail-page'
 import { ConfirmDialog } from '../../components/confirm-dialog'
 import { PageHeader } from '../../components/page-header'
 import { SelectField } from '../../components/select-field'
@@ -33,7 +23,7 @@ import { Input } from '../../components/ui/input'
 import { Pagination } from '../../components/ui/pagination'
 import { Tabs, TabsContent, TabsList, TabsTrigger } from '../../components/ui/tabs'
 import { Textarea } from '../../components/ui/textarea'
-import { ApiError, api, apiPage, errorMessage, fieldError } from '../../lib/api'
+import { api, apiPage, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { cn, formatDateTime, timeAgo } from '../../lib/utils'
 import { diffLines } from './line-diff'
@@ -592,11 +582,7 @@ function Editor({ template }: { template: TemplateView }) {
 
   return (
     <div className="grid gap-6">
-      <Button asChild variant="ghost" size="sm" className="-ml-3 w-fit">
-        <Link href="/">
-          <ArrowLeftIcon /> All templates
-        </Link>
-      </Button>
+      <BackLink>All templates</BackLink>
       <PageHeader
         title={template.name}
         description={
@@ -742,33 +728,13 @@ export function TemplateEditor() {
     queryFn: () => api<TemplateView>('GET', `/api/v2/templates/${tid}`),
     enabled: Number.isInteger(tid) && tid > 0,
   })
-  const back = (
-    <Button asChild variant="ghost" size="sm" className="-ml-3 w-fit">
-      <Link href="/">
-        <ArrowLeftIcon /> All templates
-      </Link>
-    </Button>
-  )
-  if (!Number.isInteger(tid) || tid <= 0 || (q.isError && q.error instanceof ApiError && q.error.status === 404))
-    return (
-      <div className="grid gap-6">
-        {back}
-        <EmptyState title="There is no such template" description="It may have been deleted." />
-      </div>
-    )
-  if (q.isPending)
-    return (
-      <div className="grid gap-6">
-        {back}
-        <LoadingState rows={10} label="Loading the template" />
-      </div>
-    )
-  if (q.isError)
-    return (
-      <div className="grid gap-6">
-        {back}
-        <ErrorState error={q.error} onRetry={() => q.refetch()} />
-      </div>
-    )
+  const states = detailStates(q, {
+    back: <BackLink>All templates</BackLink>,
+    invalid: !Number.isInteger(tid) || tid <= 0,
+    notFound: { title: 'There is no such template', description: 'It may have been deleted.' },
+    loadingLabel: 'Loading the template',
+    rows: 10,
+  })
+  if (states || !q.data) return states
   return <Editor key={q.data.id} template={q.data} />
 }

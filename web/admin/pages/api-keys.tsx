@@ -1,8 +1,9 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { KeyRoundIcon, MoreHorizontalIcon, PencilIcon, PlusIcon, PowerIcon, PowerOffIcon, RotateCcwIcon, Trash2Icon } from 'lucide-react'
+import { KeyRoundIcon, PencilIcon, PlusIcon, PowerIcon, PowerOffIcon, RotateCcwIcon, Trash2Icon } from 'lucide-react'
 import { useMemo, useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { parseIpRule } from '../../../src/lib/ip-allowlist'
+import { actionsColumn, RowActions } from '../components/row-actions'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
@@ -12,7 +13,6 @@ import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Checkbox } from '../components/ui/checkbox'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
-import { DropdownMenu, DropdownMenuContent, DropdownMenuItem, DropdownMenuSeparator, DropdownMenuTrigger } from '../components/ui/dropdown-menu'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { Label } from '../components/ui/label'
@@ -316,7 +316,7 @@ function EditKeyDialog({ apiKey, onClose }: { apiKey: ApiKey; onClose: () => voi
 type Confirm = { kind: 'deactivate' | 'delete'; key: ApiKey } | null
 
 /** The row's menu: edit, activate or deactivate, delete; restore for a deleted key. */
-function RowActions({
+function KeyActions({
   apiKey,
   onEdit,
   onConfirm,
@@ -340,39 +340,17 @@ function RowActions({
   }
   const mayUpdate = can(admin, 'api_keys.update')
   const mayDelete = can(admin, 'api_keys.delete')
-  if (!mayUpdate && !mayDelete) return null
   return (
-    <DropdownMenu>
-      <DropdownMenuTrigger asChild>
-        <Button variant="ghost" size="icon" aria-label={`Actions for ${apiKey.name}`}>
-          <MoreHorizontalIcon />
-        </Button>
-      </DropdownMenuTrigger>
-      <DropdownMenuContent align="end">
-        {mayUpdate ? (
-          <>
-            <DropdownMenuItem onSelect={onEdit}>
-              <PencilIcon /> Edit
-            </DropdownMenuItem>
-            {apiKey.status === 'active' ? (
-              <DropdownMenuItem onSelect={() => onConfirm({ kind: 'deactivate', key: apiKey })}>
-                <PowerOffIcon /> Deactivate
-              </DropdownMenuItem>
-            ) : (
-              <DropdownMenuItem onSelect={onActivate}>
-                <PowerIcon /> Activate
-              </DropdownMenuItem>
-            )}
-          </>
-        ) : null}
-        {mayUpdate && mayDelete ? <DropdownMenuSeparator /> : null}
-        {mayDelete ? (
-          <DropdownMenuItem destructive onSelect={() => onConfirm({ kind: 'delete', key: apiKey })}>
-            <Trash2Icon /> Delete
-          </DropdownMenuItem>
-        ) : null}
-      </DropdownMenuContent>
-    </DropdownMenu>
+    <RowActions
+      name={apiKey.name}
+      actions={[
+        { label: 'Edit', icon: PencilIcon, onSelect: onEdit, hidden: !mayUpdate },
+        apiKey.status === 'active'
+          ? { label: 'Deactivate', icon: PowerOffIcon, onSelect: () => onConfirm({ kind: 'deactivate', key: apiKey }), hidden: !mayUpdate }
+          : { label: 'Activate', icon: PowerIcon, onSelect: onActivate, hidden: !mayUpdate },
+        { label: 'Delete', icon: Trash2Icon, onSelect: () => onConfirm({ kind: 'delete', key: apiKey }), hidden: !mayDelete, destructive: true },
+      ]}
+    />
   )
 }
 
@@ -459,20 +437,15 @@ export function ApiKeysPage() {
           <span className="text-muted-foreground">Never used</span>
         ),
     },
-    {
-      id: 'actions',
-      header: <span className="sr-only">Actions</span>,
-      className: 'w-12 text-right',
-      cell: (k) => (
-        <RowActions
-          apiKey={k}
-          onEdit={() => setEditing(k)}
-          onConfirm={setConfirm}
-          onActivate={() => change.mutate({ key: k, action: 'activate' })}
-          onRestore={() => change.mutate({ key: k, action: 'restore' })}
-        />
-      ),
-    },
+    actionsColumn((k) => (
+      <KeyActions
+        apiKey={k}
+        onEdit={() => setEditing(k)}
+        onConfirm={setConfirm}
+        onActivate={() => change.mutate({ key: k, action: 'activate' })}
+        onRestore={() => change.mutate({ key: k, action: 'restore' })}
+      />
+    )),
   ]
 
   const newButton = can(session?.admin, 'api_keys.create') ? (

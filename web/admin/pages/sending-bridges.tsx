@@ -1,8 +1,9 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { CableIcon, KeyRoundIcon, Loader2Icon, MoreHorizontalIcon, PencilIcon, PlusIcon, SendIcon, Trash2Icon, TriangleAlertIcon } from 'lucide-react'
+import { CableIcon, KeyRoundIcon, Loader2Icon, PencilIcon, PlusIcon, SendIcon, Trash2Icon, TriangleAlertIcon } from 'lucide-react'
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link } from 'wouter'
+import { actionsColumn, RowActions } from '../components/row-actions'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { SelectField } from '../components/select-field'
 import { CopyField } from '../components/copy-field'
@@ -12,7 +13,6 @@ import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Checkbox } from '../components/ui/checkbox'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
-import { DropdownMenu, DropdownMenuContent, DropdownMenuItem, DropdownMenuSeparator, DropdownMenuTrigger } from '../components/ui/dropdown-menu'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { Switch as Toggle } from '../components/ui/switch'
@@ -394,45 +394,29 @@ export function SendingBridgesPage() {
               </div>
             ),
           },
-          {
-            id: 'actions',
-            header: <span className="sr-only">Actions</span>,
-            className: 'w-12 text-right',
-            cell: (b) => (
-              <DropdownMenu>
-                <DropdownMenuTrigger asChild>
-                  <Button variant="ghost" size="icon" className="size-8" aria-label={`Actions for ${b.name}`}>
-                    <MoreHorizontalIcon />
-                  </Button>
-                </DropdownMenuTrigger>
-                <DropdownMenuContent align="end">
-                  {can(admin, 'bridges.update') ? (
-                    <DropdownMenuItem onSelect={() => setAction({ kind: 'edit', bridge: b })}>
-                      <PencilIcon /> Edit
-                    </DropdownMenuItem>
-                  ) : null}
-                  {can(admin, 'bridges.test') ? (
-                    <DropdownMenuItem onSelect={() => setAction({ kind: 'test', bridge: b })}>
-                      <SendIcon /> Send test
-                    </DropdownMenuItem>
-                  ) : null}
-                  {can(admin, 'bridges.update') ? (
-                    <DropdownMenuItem onSelect={() => setAction({ kind: 'rotate', bridge: b })}>
-                      <KeyRoundIcon /> Rotate credentials
-                    </DropdownMenuItem>
-                  ) : null}
-                  {can(admin, 'bridges.delete') ? (
-                    <>
-                      <DropdownMenuSeparator />
-                      <DropdownMenuItem destructive onSelect={() => setAction({ kind: 'delete', bridge: b })}>
-                        <Trash2Icon /> Delete
-                      </DropdownMenuItem>
-                    </>
-                  ) : null}
-                </DropdownMenuContent>
-              </DropdownMenu>
-            ),
-          },
+          actionsColumn((b) => (
+            <RowActions
+              name={b.name}
+              className="size-8"
+              actions={[
+                { label: 'Edit', icon: PencilIcon, onSelect: () => setAction({ kind: 'edit', bridge: b }), hidden: !can(admin, 'bridges.update') },
+                { label: 'Send test', icon: SendIcon, onSelect: () => setAction({ kind: 'test', bridge: b }), hidden: !can(admin, 'bridges.test') },
+                {
+                  label: 'Rotate credentials',
+                  icon: KeyRoundIcon,
+                  onSelect: () => setAction({ kind: 'rotate', bridge: b }),
+                  hidden: !can(admin, 'bridges.update'),
+                },
+                {
+                  label: 'Delete',
+                  icon: Trash2Icon,
+                  onSelect: () => setAction({ kind: 'delete', bridge: b }),
+                  hidden: !can(admin, 'bridges.delete'),
+                  destructive: true,
+                },
+              ]}
+            />
+          )),
         ]}
       />
       {action?.kind === 'new' || action?.kind === 'edit' ? (

@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { KeyRoundIcon, MoreHorizontalIcon, PlusIcon, ShieldIcon, TrashIcon, TriangleAlertIcon, UserCheckIcon, UserXIcon, UsersIcon } from 'lucide-react'
+import { KeyRoundIcon, PlusIcon, ShieldIcon, TrashIcon, TriangleAlertIcon, UserCheckIcon, UserXIcon, UsersIcon } from 'lucide-react'
 import { useState, type FormEvent, type ReactNode } from 'react'
 import { toast } from 'sonner'
+import { actionsColumn, RowActions } from '../components/row-actions'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
@@ -11,7 +12,6 @@ import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
-import { DropdownMenu, DropdownMenuContent, DropdownMenuItem, DropdownMenuSeparator, DropdownMenuTrigger } from '../components/ui/dropdown-menu'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { api, ApiError, errorMessage, fieldError } from '../lib/api'
@@ -222,50 +222,19 @@ function Administrators() {
           <span className="text-muted-foreground">Never</span>
         ),
     },
-    {
-      id: 'actions',
-      header: <span className="sr-only">Actions</span>,
-      className: 'w-12 text-right',
-      cell: (a) =>
-        mayUpdate || mayDelete ? (
-          <DropdownMenu>
-            <DropdownMenuTrigger asChild>
-              <Button variant="ghost" size="icon" aria-label={`Actions for ${a.email}`}>
-                <MoreHorizontalIcon />
-              </Button>
-            </DropdownMenuTrigger>
-            <DropdownMenuContent align="end">
-              {mayUpdate ? (
-                <>
-                  <DropdownMenuItem onSelect={() => setEditing({ admin: a, mode: 'role' })}>
-                    <ShieldIcon /> Change role
-                  </DropdownMenuItem>
-                  <DropdownMenuItem onSelect={() => setEditing({ admin: a, mode: 'password' })}>
-                    <KeyRoundIcon /> Reset password
-                  </DropdownMenuItem>
-                  {a.status === 'active' ? (
-                    <DropdownMenuItem onSelect={() => setConfirm({ admin: a, kind: 'disable' })}>
-                      <UserXIcon /> Disable
-                    </DropdownMenuItem>
-                  ) : (
-                    <DropdownMenuItem onSelect={() => change.mutate({ admin: a, kind: 'enable' })}>
-                      <UserCheckIcon /> Enable
-                    </DropdownMenuItem>
-                  )}
-                </>
-              ) : null}
-              {mayDelete ? (
-                <>
-                  {mayUpdate ? <DropdownMenuSeparator /> : null}
-                  <DropdownMenuItem destructive onSelect={() => setConfirm({ admin: a, kind: 'delete' })}>
-                    <TrashIcon /> Delete
-                  </DropdownMenuItem>
-                </>
-              ) : null}
-            </DropdownMenuContent>
-          </DropdownMenu>
-        ) : null,
-    },
+    actionsColumn((a) => (
+      <RowActions
+        name={a.email}
+        actions={[
+          { label: 'Change role', icon: ShieldIcon, onSelect: () => setEditing({ admin: a, mode: 'role' }), hidden: !mayUpdate },
+          { label: 'Reset password', icon: KeyRoundIcon, onSelect: () => setEditing({ admin: a, mode: 'password' }), hidden: !mayUpdate },
+          a.status === 'active'
+            ? { label: 'Disable', icon: UserXIcon, onSelect: () => setConfirm({ admin: a, kind: 'disable' }), hidden: !mayUpdate }
+            : { label: 'Enable', icon: UserCheckIcon, onSelect: () => change.mutate({ admin: a, kind: 'enable' }), hidden: !mayUpdate },
+          { label: 'Delete', icon: TrashIcon, onSelect: () => setConfirm({ admin: a, kind: 'delete' }), hidden: !mayDelete, destructive: true },
+        ]}
+      />
+    )),
   ]
   const addButton = can(me, 'admins.create') ? (
     <Button onClick={() => setAdding(true)}>

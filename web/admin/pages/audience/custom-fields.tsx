@@ -1,14 +1,14 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { BracesIcon, MoreHorizontalIcon, PencilIcon, PlusIcon, Trash2Icon } from 'lucide-react'
+import { BracesIcon, PencilIcon, PlusIcon, Trash2Icon } from 'lucide-react'
 import { useState } from 'react'
 import { toast } from 'sonner'
+import { actionsColumn, RowActions } from '../../components/row-actions'
 import { SelectField } from '../../components/select-field'
 import { DataTable, type Column } from '../../components/data-table'
 import { PageHeader } from '../../components/page-header'
 import { Badge } from '../../components/ui/badge'
 import { Button } from '../../components/ui/button'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../../components/ui/dialog'
-import { DropdownMenu, DropdownMenuContent, DropdownMenuItem, DropdownMenuSeparator, DropdownMenuTrigger } from '../../components/ui/dropdown-menu'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Label } from '../../components/ui/label'
@@ -217,36 +217,15 @@ export function CustomFieldsPage() {
       cell: (f) => (f.default_value === null ? <span className="text-muted-foreground">—</span> : String(f.default_value)),
     },
     { id: 'updated', header: 'Changed', className: 'hidden xl:table-cell text-muted-foreground', cell: (f) => formatDateTime(f.updated_at) },
-    {
-      id: 'actions',
-      header: <span className="sr-only">Actions</span>,
-      className: 'w-12 text-right',
-      cell: (f) =>
-        can(admin, 'custom_fields.update') || can(admin, 'custom_fields.delete') ? (
-          <DropdownMenu>
-            <DropdownMenuTrigger asChild>
-              <Button variant="ghost" size="icon" aria-label={`Actions for ${f.name}`}>
-                <MoreHorizontalIcon />
-              </Button>
-            </DropdownMenuTrigger>
-            <DropdownMenuContent align="end">
-              {can(admin, 'custom_fields.update') ? (
-                <DropdownMenuItem onSelect={() => setEditing({ field: f })}>
-                  <PencilIcon /> Edit
-                </DropdownMenuItem>
-              ) : null}
-              {can(admin, 'custom_fields.delete') ? (
-                <>
-                  <DropdownMenuSeparator />
-                  <DropdownMenuItem destructive onSelect={() => setDeleting(f)}>
-                    <Trash2Icon /> Delete
-                  </DropdownMenuItem>
-                </>
-              ) : null}
-            </DropdownMenuContent>
-          </DropdownMenu>
-        ) : null,
-    },
+    actionsColumn((f) => (
+      <RowActions
+        name={f.name}
+        actions={[
+          { label: 'Edit', icon: PencilIcon, onSelect: () => setEditing({ field: f }), hidden: !can(admin, 'custom_fields.update') },
+          { label: 'Delete', icon: Trash2Icon, onSelect: () => setDeleting(f), hidden: !can(admin, 'custom_fields.delete'), destructive: true },
+        ]}
+      />
+    )),
   ]
   const newButton = can(admin, 'custom_fields.create') ? (
     <Button onClick={() => setEditing({ field: null })}>

@@ -1,13 +1,13 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { ContactIcon, ListIcon, MoreHorizontalIcon, PencilIcon, PlusIcon, Trash2Icon, UploadIcon } from 'lucide-react'
+import { ContactIcon, ListIcon, PencilIcon, PlusIcon, Trash2Icon, UploadIcon } from 'lucide-react'
 import { useState } from 'react'
 import { toast } from 'sonner'
 import { Link, useLocation } from 'wouter'
+import { actionsColumn, RowActions } from '../../components/row-actions'
 import { DataTable, type Column } from '../../components/data-table'
 import { PageHeader } from '../../components/page-header'
 import { Button } from '../../components/ui/button'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../../components/ui/dialog'
-import { DropdownMenu, DropdownMenuContent, DropdownMenuItem, DropdownMenuSeparator, DropdownMenuTrigger } from '../../components/ui/dropdown-menu'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Textarea } from '../../components/ui/textarea'
@@ -110,43 +110,22 @@ export function ListsPage() {
     },
     { id: 'total', header: 'Total', className: 'text-right font-medium tabular-nums', cell: (l) => formatNumber(l.counts.total) },
     { id: 'created', header: 'Created', className: 'hidden xl:table-cell text-muted-foreground', cell: (l) => formatDateTime(l.created_at) },
-    {
-      id: 'actions',
-      header: <span className="sr-only">Actions</span>,
-      className: 'w-12 text-right',
-      cell: (l) => (
-        <DropdownMenu>
-          <DropdownMenuTrigger asChild>
-            <Button variant="ghost" size="icon" aria-label={`Actions for ${l.name}`}>
-              <MoreHorizontalIcon />
-            </Button>
-          </DropdownMenuTrigger>
-          <DropdownMenuContent align="end">
-            <DropdownMenuItem onSelect={() => navigate(`~/admin/audience/contacts?list_id=${l.id}`)}>
-              <ContactIcon /> View contacts
-            </DropdownMenuItem>
-            {can(admin, 'contacts.import') ? (
-              <DropdownMenuItem onSelect={() => navigate(`~/admin/audience/imports?list_id=${l.id}`)}>
-                <UploadIcon /> Import contacts
-              </DropdownMenuItem>
-            ) : null}
-            {can(admin, 'lists.update') ? (
-              <DropdownMenuItem onSelect={() => setEditing({ list: l })}>
-                <PencilIcon /> Rename
-              </DropdownMenuItem>
-            ) : null}
-            {can(admin, 'lists.delete') ? (
-              <>
-                <DropdownMenuSeparator />
-                <DropdownMenuItem destructive onSelect={() => setDeleting(l)}>
-                  <Trash2Icon /> Delete
-                </DropdownMenuItem>
-              </>
-            ) : null}
-          </DropdownMenuContent>
-        </DropdownMenu>
-      ),
-    },
+    actionsColumn((l) => (
+      <RowActions
+        name={l.name}
+        actions={[
+          { label: 'View contacts', icon: ContactIcon, onSelect: () => navigate(`~/admin/audience/contacts?list_id=${l.id}`) },
+          {
+            label: 'Import contacts',
+            icon: UploadIcon,
+            onSelect: () => navigate(`~/admin/audience/imports?list_id=${l.id}`),
+            hidden: !can(admin, 'contacts.import'),
+          },
+          { label: 'Rename', icon: PencilIcon, onSelect: () => setEditing({ list: l }), hidden: !can(admin, 'lists.update') },
+          { label: 'Delete', icon: Trash2Icon, onSelect: () => setDeleting(l), hidden: !can(admin, 'lists.delete'), destructive: true },
+        ]}
+      />
+    )),
   ]
 
   const newButton = can(admin, 'lists.create') ? (

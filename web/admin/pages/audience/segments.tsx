@@ -1,14 +1,14 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { ArrowLeftIcon, FilterIcon, LoaderIcon, MoreHorizontalIcon, PencilIcon, PlusIcon, Trash2Icon, UsersIcon } from 'lucide-react'
+import { ArrowLeftIcon, FilterIcon, LoaderIcon, PencilIcon, PlusIcon, Trash2Icon, UsersIcon } from 'lucide-react'
 import { useState } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { actionsColumn, RowActions } from '../../components/row-actions'
 import { DataTable, type Column } from '../../components/data-table'
 import { PageHeader } from '../../components/page-header'
 import { ErrorState, LoadingState } from '../../components/states'
 import { Button } from '../../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../../components/ui/card'
-import { DropdownMenu, DropdownMenuContent, DropdownMenuItem, DropdownMenuSeparator, DropdownMenuTrigger } from '../../components/ui/dropdown-menu'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { ApiError, api, errorMessage, fieldError } from '../../lib/api'
@@ -246,33 +246,15 @@ function SegmentList() {
     },
     { id: 'rules', header: 'Conditions', className: 'text-right tabular-nums', cell: (s) => formatNumber(countConditions(fromRules(s.rules))) },
     { id: 'updated', header: 'Changed', className: 'hidden md:table-cell text-muted-foreground', cell: (s) => formatDateTime(s.updated_at) },
-    {
-      id: 'actions',
-      header: <span className="sr-only">Actions</span>,
-      className: 'w-12 text-right',
-      cell: (s) => (
-        <DropdownMenu>
-          <DropdownMenuTrigger asChild>
-            <Button variant="ghost" size="icon" aria-label={`Actions for ${s.name}`}>
-              <MoreHorizontalIcon />
-            </Button>
-          </DropdownMenuTrigger>
-          <DropdownMenuContent align="end">
-            <DropdownMenuItem onSelect={() => navigate(`/${s.id}`)}>
-              <PencilIcon /> {can(admin, 'segments.update') ? 'Edit and view members' : 'View members'}
-            </DropdownMenuItem>
-            {can(admin, 'segments.delete') ? (
-              <>
-                <DropdownMenuSeparator />
-                <DropdownMenuItem destructive onSelect={() => setDeleting(s)}>
-                  <Trash2Icon /> Delete
-                </DropdownMenuItem>
-              </>
-            ) : null}
-          </DropdownMenuContent>
-        </DropdownMenu>
-      ),
-    },
+    actionsColumn((s) => (
+      <RowActions
+        name={s.name}
+        actions={[
+          { label: can(admin, 'segments.update') ? 'Edit and view members' : 'View members', icon: PencilIcon, onSelect: () => navigate(`/${s.id}`) },
+          { label: 'Delete', icon: Trash2Icon, onSelect: () => setDeleting(s), hidden: !can(admin, 'segments.delete'), destructive: true },
+        ]}
+      />
+    )),
   ]
   const newButton = can(admin, 'segments.create') ? (
     <Button asChild>

@@ -3,6 +3,7 @@ import { KeyRoundIcon, PencilIcon, PlusIcon, PowerIcon, PowerOffIcon, RotateCcwI
 import { useMemo, useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { parseIpRule } from '../../../src/lib/ip-allowlist'
+import { FormDialog } from '../components/form-dialog'
 import { actionsColumn, RowActions } from '../components/row-actions'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
@@ -12,7 +13,6 @@ import { SecretDialog } from '../components/secret-dialog'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Checkbox } from '../components/ui/checkbox'
-import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { Label } from '../components/ui/label'
@@ -200,47 +200,38 @@ function CreateKeyDialog({
     if (!invalid) create.mutate()
   }
   return (
-    <Dialog
+    <FormDialog
       open={open}
       onOpenChange={(o) => {
         if (!o) reset()
         onOpenChange(o)
       }}
+      title="New API key"
+      description="The key is shown once, right after it is made."
+      onSubmit={submit}
+      onCancel={() => (reset(), onOpenChange(false))}
+      submitLabel={create.isPending ? 'Creating…' : 'Create key'}
+      submitDisabled={invalid || create.isPending}
+      formClassName="grid gap-5"
     >
-      <DialogContent>
-        <form onSubmit={submit} className="grid gap-5">
-          <DialogHeader>
-            <DialogTitle>New API key</DialogTitle>
-            <DialogDescription>The key is shown once, right after it is made.</DialogDescription>
-          </DialogHeader>
-          <KeyFields
-            name={name}
-            setName={setName}
-            roleId={roleId}
-            setRoleId={setRoleId}
-            limit={limit}
-            setLimit={setLimit}
-            allowlist={allowlist}
-            setAllowlist={setAllowlist}
-            error={create.error}
-            creating
-          />
-          {create.error && !(create.error instanceof ApiError && create.error.details) ? (
-            <p role="alert" className="text-sm text-destructive">
-              {errorMessage(create.error)}
-            </p>
-          ) : null}
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={() => (reset(), onOpenChange(false))}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={invalid || create.isPending}>
-              {create.isPending ? 'Creating…' : 'Create key'}
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+      <KeyFields
+        name={name}
+        setName={setName}
+        roleId={roleId}
+        setRoleId={setRoleId}
+        limit={limit}
+        setLimit={setLimit}
+        allowlist={allowlist}
+        setAllowlist={setAllowlist}
+        error={create.error}
+        creating
+      />
+      {create.error && !(create.error instanceof ApiError && create.error.details) ? (
+        <p role="alert" className="text-sm text-destructive">
+          {errorMessage(create.error)}
+        </p>
+      ) : null}
+    </FormDialog>
   )
 }
 
@@ -272,44 +263,36 @@ function EditKeyDialog({ apiKey, onClose }: { apiKey: ApiKey; onClose: () => voi
   const needsNumber = !limit.unlimited && limit.text.trim() === ''
   const invalid = !name.trim() || !roleId || needsNumber || limitError(limit) !== null || allowlistProblems(allowlist) !== null
   return (
-    <Dialog open onOpenChange={(o) => !o && onClose()}>
-      <DialogContent>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault()
-            if (!invalid) save.mutate()
-          }}
-          className="grid gap-5"
-        >
-          <DialogHeader>
-            <DialogTitle>Edit “{apiKey.name}”</DialogTitle>
-            <DialogDescription>
-              Changes apply to the key’s next request. The key itself (<code className="font-mono">{apiKey.prefix}…</code>) stays the same.
-            </DialogDescription>
-          </DialogHeader>
-          <KeyFields
-            name={name}
-            setName={setName}
-            roleId={roleId}
-            setRoleId={setRoleId}
-            limit={limit}
-            setLimit={setLimit}
-            allowlist={allowlist}
-            setAllowlist={setAllowlist}
-            error={save.error}
-            creating={false}
-          />
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={onClose}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={invalid || save.isPending}>
-              {save.isPending ? 'Saving…' : 'Save changes'}
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+    <FormDialog
+      open
+      onOpenChange={(o) => !o && onClose()}
+      title={<>Edit “{apiKey.name}”</>}
+      description={
+        <>
+          Changes apply to the key’s next request. The key itself (<code className="font-mono">{apiKey.prefix}…</code>) stays the same.
+        </>
+      }
+      onSubmit={() => {
+        if (!invalid) save.mutate()
+      }}
+      onCancel={onClose}
+      submitLabel={save.isPending ? 'Saving…' : 'Save changes'}
+      submitDisabled={invalid || save.isPending}
+      formClassName="grid gap-5"
+    >
+      <KeyFields
+        name={name}
+        setName={setName}
+        roleId={roleId}
+        setRoleId={setRoleId}
+        limit={limit}
+        setLimit={setLimit}
+        allowlist={allowlist}
+        setAllowlist={setAllowlist}
+        error={save.error}
+        creating={false}
+      />
+    </FormDialog>
   )
 }
 

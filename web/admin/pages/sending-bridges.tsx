@@ -3,6 +3,7 @@ import { CableIcon, KeyRoundIcon, Loader2Icon, PencilIcon, PlusIcon, SendIcon, T
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link } from 'wouter'
+import { FormDialog } from '../components/form-dialog'
 import { actionsColumn, RowActions } from '../components/row-actions'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { SelectField } from '../components/select-field'
@@ -87,102 +88,102 @@ function BridgeDialog({ bridge, onClose, onCreated }: { bridge: Bridge | null; o
   }
   const allDomains = [...new Set([...(domainOptions.data ?? []).map((d) => d.name), ...domains])]
   return (
-    <Dialog open onOpenChange={(o) => !o && onClose()}>
-      <DialogContent className="max-h-[calc(100dvh-2rem)] overflow-y-auto sm:max-w-2xl">
-        <form onSubmit={submit} className="grid gap-5" noValidate>
-          <DialogHeader>
-            <DialogTitle>{bridge ? `Edit ${bridge.name}` : 'Create a bridge'}</DialogTitle>
-            <DialogDescription>One application’s way in: SMTP credentials and an API key, limited to its domains, quotas and addresses.</DialogDescription>
-          </DialogHeader>
-          <FormField label="Name" hint="The application, such as “shop” or “billing”." error={err('name')}>
-            <Input value={name} onChange={(e) => setName(e.target.value)} autoComplete="off" />
-          </FormField>
-          <fieldset className="grid gap-2" aria-describedby="bridge-domains-help">
-            <legend className="mb-1 text-sm font-medium">Domains it may send from</legend>
-            {allDomains.length === 0 && domainOptions.isSuccess ? (
-              <p className="text-sm text-muted-foreground">
-                There are no sending domains yet.{' '}
-                <Link href="~/admin/sending/domains" className="text-primary hover:underline">
-                  Add one first
-                </Link>
-                .
-              </p>
-            ) : (
-              <div className="grid gap-2 sm:grid-cols-2">
-                {allDomains.map((d) => (
-                  <label key={d} className="flex items-center gap-2 rounded-md border px-3 py-2 text-sm">
-                    <Checkbox checked={domains.includes(d)} onCheckedChange={(on) => setDomains(on ? [...domains, d] : domains.filter((x) => x !== d))} />
-                    {d}
-                  </label>
-                ))}
-              </div>
-            )}
-            <p id="bridge-domains-help" className="text-xs text-muted-foreground">
-              The From address of its mail must be at one of these.
-            </p>
-            {err('domains') ? (
-              <p role="alert" className="text-sm text-destructive">
-                {err('domains')}
-              </p>
-            ) : null}
-          </fieldset>
-          <div className="grid gap-4 sm:grid-cols-2">
-            <FormField label="IP pool" error={err('pool_id')}>
-              <SelectField
-                value={poolId}
-                onValueChange={setPoolId}
-                options={[{ value: 'usual', label: 'The usual choice' }, ...(pools.data ?? []).map((x) => ({ value: String(x.id), label: x.name }))]}
-              />
-            </FormField>
-            <FormField label="Sending node" error={err('node_id')}>
-              <SelectField
-                value={nodeId}
-                onValueChange={setNodeId}
-                options={[{ value: 'usual', label: 'The usual choice' }, ...(nodes.data ?? []).map((x) => ({ value: String(x.id), label: x.name }))]}
-              />
-            </FormField>
-            <FormField label="Hourly quota" hint="Most messages per clock hour; empty for none." error={err('hourly_quota')}>
-              <Input type="number" min={1} value={hourly} onChange={(e) => setHourly(e.target.value)} />
-            </FormField>
-            <FormField label="Daily quota" hint="Most messages per UTC day; empty for none." error={err('daily_quota')}>
-              <Input type="number" min={1} value={daily} onChange={(e) => setDaily(e.target.value)} />
-            </FormField>
+    <FormDialog
+      open
+      onOpenChange={(o) => !o && onClose()}
+      title={bridge ? `Edit ${bridge.name}` : 'Create a bridge'}
+      description="One application’s way in: SMTP credentials and an API key, limited to its domains, quotas and addresses."
+      onSubmit={submit}
+      onCancel={onClose}
+      submitLabel={
+        <>
+          {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {bridge ? 'Save' : 'Create bridge'}
+        </>
+      }
+      submitDisabled={save.isPending || !name.trim()}
+      className="max-h-[calc(100dvh-2rem)] overflow-y-auto sm:max-w-2xl"
+      formClassName="grid gap-5"
+      noValidate
+    >
+      <FormField label="Name" hint="The application, such as “shop” or “billing”." error={err('name')}>
+        <Input value={name} onChange={(e) => setName(e.target.value)} autoComplete="off" />
+      </FormField>
+      <fieldset className="grid gap-2" aria-describedby="bridge-domains-help">
+        <legend className="mb-1 text-sm font-medium">Domains it may send from</legend>
+        {allDomains.length === 0 && domainOptions.isSuccess ? (
+          <p className="text-sm text-muted-foreground">
+            There are no sending domains yet.{' '}
+            <Link href="~/admin/sending/domains" className="text-primary hover:underline">
+              Add one first
+            </Link>
+            .
+          </p>
+        ) : (
+          <div className="grid gap-2 sm:grid-cols-2">
+            {allDomains.map((d) => (
+              <label key={d} className="flex items-center gap-2 rounded-md border px-3 py-2 text-sm">
+                <Checkbox checked={domains.includes(d)} onCheckedChange={(on) => setDomains(on ? [...domains, d] : domains.filter((x) => x !== d))} />
+                {d}
+              </label>
+            ))}
           </div>
-          <FormField
-            label="Allowed addresses"
-            hint="One per line: addresses, ranges (first-last) or CIDR blocks, IPv4 or IPv6. Empty: any address."
-            error={err('allowed_ips')}
-          >
-            <Textarea value={allowlist} onChange={(e) => setAllowlist(e.target.value)} rows={3} className="font-mono text-sm" placeholder="203.0.113.0/24" />
-          </FormField>
-          <div className="grid gap-3">
-            <label className="flex items-center justify-between gap-4 text-sm">
-              <span className="font-medium">Track opens</span>
-              <Toggle checked={opens} onCheckedChange={setOpens} aria-label="Track opens" />
-            </label>
-            <label className="flex items-center justify-between gap-4 text-sm">
-              <span className="font-medium">Track clicks</span>
-              <Toggle checked={clicks} onCheckedChange={setClicks} aria-label="Track clicks" />
-            </label>
-            <label className="flex items-center justify-between gap-4 text-sm">
-              <span className="grid gap-0.5">
-                <span className="font-medium">Active</span>
-                <span className="text-xs text-muted-foreground">An inactive bridge refuses SMTP logins and sends.</span>
-              </span>
-              <Toggle checked={active} onCheckedChange={setActive} aria-label="Active" />
-            </label>
-          </div>
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={onClose}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={save.isPending || !name.trim()}>
-              {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {bridge ? 'Save' : 'Create bridge'}
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+        )}
+        <p id="bridge-domains-help" className="text-xs text-muted-foreground">
+          The From address of its mail must be at one of these.
+        </p>
+        {err('domains') ? (
+          <p role="alert" className="text-sm text-destructive">
+            {err('domains')}
+          </p>
+        ) : null}
+      </fieldset>
+      <div className="grid gap-4 sm:grid-cols-2">
+        <FormField label="IP pool" error={err('pool_id')}>
+          <SelectField
+            value={poolId}
+            onValueChange={setPoolId}
+            options={[{ value: 'usual', label: 'The usual choice' }, ...(pools.data ?? []).map((x) => ({ value: String(x.id), label: x.name }))]}
+          />
+        </FormField>
+        <FormField label="Sending node" error={err('node_id')}>
+          <SelectField
+            value={nodeId}
+            onValueChange={setNodeId}
+            options={[{ value: 'usual', label: 'The usual choice' }, ...(nodes.data ?? []).map((x) => ({ value: String(x.id), label: x.name }))]}
+          />
+        </FormField>
+        <FormField label="Hourly quota" hint="Most messages per clock hour; empty for none." error={err('hourly_quota')}>
+          <Input type="number" min={1} value={hourly} onChange={(e) => setHourly(e.target.value)} />
+        </FormField>
+        <FormField label="Daily quota" hint="Most messages per UTC day; empty for none." error={err('daily_quota')}>
+          <Input type="number" min={1} value={daily} onChange={(e) => setDaily(e.target.value)} />
+        </FormField>
+      </div>
+      <FormField
+        label="Allowed addresses"
+        hint="One per line: addresses, ranges (first-last) or CIDR blocks, IPv4 or IPv6. Empty: any address."
+        error={err('allowed_ips')}
+      >
+        <Textarea value={allowlist} onChange={(e) => setAllowlist(e.target.value)} rows={3} className="font-mono text-sm" placeholder="203.0.113.0/24" />
+      </FormField>
+      <div className="grid gap-3">
+        <label className="flex items-center justify-between gap-4 text-sm">
+          <span className="font-medium">Track opens</span>
+          <Toggle checked={opens} onCheckedChange={setOpens} aria-label="Track opens" />
+        </label>
+        <label className="flex items-center justify-between gap-4 text-sm">
+          <span className="font-medium">Track clicks</span>
+          <Toggle checked={clicks} onCheckedChange={setClicks} aria-label="Track clicks" />
+        </label>
+        <label className="flex items-center justify-between gap-4 text-sm">
+          <span className="grid gap-0.5">
+            <span className="font-medium">Active</span>
+            <span className="text-xs text-muted-foreground">An inactive bridge refuses SMTP logins and sends.</span>
+          </span>
+          <Toggle checked={active} onCheckedChange={setActive} aria-label="Active" />
+        </label>
+      </div>
+    </FormDialog>
   )
 }
 

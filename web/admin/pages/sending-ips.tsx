@@ -2,12 +2,12 @@ import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { Loader2Icon, NetworkIcon, PencilIcon, PlusIcon, StarIcon, XIcon } from 'lucide-react'
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
+import { FormDialog } from '../components/form-dialog'
 import { ConfirmDeleteButton } from '../components/confirm-dialog'
 import { DataTable } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
-import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
@@ -40,34 +40,31 @@ function IpDialog({ ip, open, onOpenChange }: { ip: SourceIp | null; open: boole
     save.mutate()
   }
   return (
-    <Dialog open={open} onOpenChange={onOpenChange}>
-      <DialogContent>
-        <form onSubmit={submit} className="grid gap-4" noValidate>
-          <DialogHeader>
-            <DialogTitle>{ip ? `Edit ${ip.address}` : 'Add a source IP'}</DialogTitle>
-            <DialogDescription>An address configured on this host that mail may leave from, with the name it greets receivers by.</DialogDescription>
-          </DialogHeader>
-          <FormField label="Address" hint="IPv4 or IPv6. It must be configured on one of this host's interfaces." error={fieldErrorOf(save.error, 'address')}>
-            <Input value={address} onChange={(e) => setAddress(e.target.value)} placeholder="203.0.113.10" autoComplete="off" className="font-mono" />
-          </FormField>
-          <FormField
-            label="EHLO host name"
-            hint="A fully qualified name whose PTR record matches this address, such as mail1.example.com."
-            error={fieldErrorOf(save.error, 'hostname')}
-          >
-            <Input value={hostname} onChange={(e) => setHostname(e.target.value)} placeholder="mail1.example.com" autoComplete="off" />
-          </FormField>
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={() => onOpenChange(false)}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={save.isPending || !address.trim() || !hostname.trim()}>
-              {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {ip ? 'Save' : 'Add IP'}
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+    <FormDialog
+      open={open}
+      onOpenChange={onOpenChange}
+      title={ip ? `Edit ${ip.address}` : 'Add a source IP'}
+      description="An address configured on this host that mail may leave from, with the name it greets receivers by."
+      onSubmit={submit}
+      submitLabel={
+        <>
+          {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {ip ? 'Save' : 'Add IP'}
+        </>
+      }
+      submitDisabled={save.isPending || !address.trim() || !hostname.trim()}
+      noValidate
+    >
+      <FormField label="Address" hint="IPv4 or IPv6. It must be configured on one of this host's interfaces." error={fieldErrorOf(save.error, 'address')}>
+        <Input value={address} onChange={(e) => setAddress(e.target.value)} placeholder="203.0.113.10" autoComplete="off" className="font-mono" />
+      </FormField>
+      <FormField
+        label="EHLO host name"
+        hint="A fully qualified name whose PTR record matches this address, such as mail1.example.com."
+        error={fieldErrorOf(save.error, 'hostname')}
+      >
+        <Input value={hostname} onChange={(e) => setHostname(e.target.value)} placeholder="mail1.example.com" autoComplete="off" />
+      </FormField>
+    </FormDialog>
   )
 }
 
@@ -191,111 +188,110 @@ function PoolDialog({ pool, open, onOpenChange }: { pool: Pool | null; open: boo
     save.mutate()
   }
   return (
-    <Dialog open={open} onOpenChange={onOpenChange}>
-      <DialogContent className="sm:max-w-xl">
-        <form onSubmit={submit} className="grid gap-5" noValidate>
-          <DialogHeader>
-            <DialogTitle>{pool ? `Edit ${pool.name}` : 'Create an IP pool'}</DialogTitle>
-            <DialogDescription>Connections of the pool are spread over its addresses in proportion to their weights.</DialogDescription>
-          </DialogHeader>
-          <FormField label="Name" error={fieldErrorOf(save.error, 'name')}>
-            <Input value={name} onChange={(e) => setName(e.target.value)} placeholder="transactional" autoComplete="off" />
-          </FormField>
-          <label className="flex items-center justify-between gap-4 text-sm">
-            <span className="grid gap-0.5">
-              <span className="font-medium">Default pool</span>
-              <span className="text-xs text-muted-foreground">Mail that names no pool, and whose domain names none, uses it.</span>
-            </span>
-            <Toggle checked={isDefault} onCheckedChange={setIsDefault} aria-label="Default pool" />
-          </label>
-          <fieldset className="grid gap-3">
-            <legend className="mb-2 text-sm font-medium">Members</legend>
-            {members.length === 0 ? <p className="text-sm text-muted-foreground">No addresses yet: the pool sends from the host’s default address.</p> : null}
-            <ul className="grid gap-2">
-              {members.map((m, i) => {
-                const ip = byId.get(m.ip_id)
-                const label = ip?.address ?? `IP ${m.ip_id}`
-                return (
-                  <li key={m.ip_id} className="grid gap-1">
-                    <div className="flex items-center gap-2 rounded-lg border px-3 py-2">
-                      <div className="grid min-w-0 flex-1">
-                        <span className="truncate font-mono text-sm">{label}</span>
-                        {ip ? <span className="truncate text-xs text-muted-foreground">{ip.hostname}</span> : null}
-                      </div>
-                      <label className="flex items-center gap-2 text-xs text-muted-foreground">
-                        Weight
-                        <Input
-                          type="number"
-                          min={1}
-                          max={1000}
-                          value={m.weight}
-                          aria-label={`Weight of ${label}`}
-                          aria-invalid={memberError(i) ? true : undefined}
-                          onChange={(e) => setMembers(members.map((x, j) => (j === i ? { ...x, weight: e.target.value } : x)))}
-                          className="h-8 w-20"
-                        />
-                      </label>
-                      <Button
-                        type="button"
-                        variant="ghost"
-                        size="icon"
-                        className="size-8"
-                        aria-label={`Remove ${label}`}
-                        onClick={() => setMembers(members.filter((_, j) => j !== i))}
-                      >
-                        <XIcon />
-                      </Button>
-                    </div>
-                    {memberError(i) ? (
-                      <p role="alert" className="text-sm text-destructive">
-                        {memberError(i)}
-                      </p>
-                    ) : null}
-                  </li>
-                )
-              })}
-            </ul>
-            {free.length ? (
-              <div className="flex gap-2">
-                <Select value={adding} onValueChange={setAdding}>
-                  <SelectTrigger aria-label="Address to add" className="flex-1">
-                    <SelectValue placeholder="Choose an address to add" />
-                  </SelectTrigger>
-                  <SelectContent>
-                    {free.map((ip) => (
-                      <SelectItem key={ip.id} value={String(ip.id)}>
-                        {ip.address} ({ip.hostname})
-                      </SelectItem>
-                    ))}
-                  </SelectContent>
-                </Select>
-                <Button
-                  type="button"
-                  variant="outline"
-                  disabled={!adding}
-                  onClick={() => {
-                    setMembers([...members, { ip_id: Number(adding), weight: '1' }])
-                    setAdding('')
-                  }}
-                >
-                  <PlusIcon /> Add
-                </Button>
-              </div>
-            ) : ips.data && ips.data.length === 0 ? (
-              <p className="text-xs text-muted-foreground">Add source IPs first (the Source IPs tab).</p>
-            ) : null}
-          </fieldset>
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={() => onOpenChange(false)}>
-              Cancel
+    <FormDialog
+      open={open}
+      onOpenChange={onOpenChange}
+      title={pool ? `Edit ${pool.name}` : 'Create an IP pool'}
+      description="Connections of the pool are spread over its addresses in proportion to their weights."
+      onSubmit={submit}
+      submitLabel={
+        <>
+          {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {pool ? 'Save' : 'Create pool'}
+        </>
+      }
+      submitDisabled={save.isPending || !name.trim()}
+      className="sm:max-w-xl"
+      formClassName="grid gap-5"
+      noValidate
+    >
+      <FormField label="Name" error={fieldErrorOf(save.error, 'name')}>
+        <Input value={name} onChange={(e) => setName(e.target.value)} placeholder="transactional" autoComplete="off" />
+      </FormField>
+      <label className="flex items-center justify-between gap-4 text-sm">
+        <span className="grid gap-0.5">
+          <span className="font-medium">Default pool</span>
+          <span className="text-xs text-muted-foreground">Mail that names no pool, and whose domain names none, uses it.</span>
+        </span>
+        <Toggle checked={isDefault} onCheckedChange={setIsDefault} aria-label="Default pool" />
+      </label>
+      <fieldset className="grid gap-3">
+        <legend className="mb-2 text-sm font-medium">Members</legend>
+        {members.length === 0 ? <p className="text-sm text-muted-foreground">No addresses yet: the pool sends from the host’s default address.</p> : null}
+        <ul className="grid gap-2">
+          {members.map((m, i) => {
+            const ip = byId.get(m.ip_id)
+            const label = ip?.address ?? `IP ${m.ip_id}`
+            return (
+              <li key={m.ip_id} className="grid gap-1">
+                <div className="flex items-center gap-2 rounded-lg border px-3 py-2">
+                  <div className="grid min-w-0 flex-1">
+                    <span className="truncate font-mono text-sm">{label}</span>
+                    {ip ? <span className="truncate text-xs text-muted-foreground">{ip.hostname}</span> : null}
+                  </div>
+                  <label className="flex items-center gap-2 text-xs text-muted-foreground">
+                    Weight
+                    <Input
+                      type="number"
+                      min={1}
+                      max={1000}
+                      value={m.weight}
+                      aria-label={`Weight of ${label}`}
+                      aria-invalid={memberError(i) ? true : undefined}
+                      onChange={(e) => setMembers(members.map((x, j) => (j === i ? { ...x, weight: e.target.value } : x)))}
+                      className="h-8 w-20"
+                    />
+                  </label>
+                  <Button
+                    type="button"
+                    variant="ghost"
+                    size="icon"
+                    className="size-8"
+                    aria-label={`Remove ${label}`}
+                    onClick={() => setMembers(members.filter((_, j) => j !== i))}
+                  >
+                    <XIcon />
+                  </Button>
+                </div>
+                {memberError(i) ? (
+                  <p role="alert" className="text-sm text-destructive">
+                    {memberError(i)}
+                  </p>
+                ) : null}
+              </li>
+            )
+          })}
+        </ul>
+        {free.length ? (
+          <div className="flex gap-2">
+            <Select value={adding} onValueChange={setAdding}>
+              <SelectTrigger aria-label="Address to add" className="flex-1">
+                <SelectValue placeholder="Choose an address to add" />
+              </SelectTrigger>
+              <SelectContent>
+                {free.map((ip) => (
+                  <SelectItem key={ip.id} value={String(ip.id)}>
+                    {ip.address} ({ip.hostname})
+                  </SelectItem>
+                ))}
+              </SelectContent>
+            </Select>
+            <Button
+              type="button"
+              variant="outline"
+              disabled={!adding}
+              onClick={() => {
+                setMembers([...members, { ip_id: Number(adding), weight: '1' }])
+                setAdding('')
+              }}
+            >
+              <PlusIcon /> Add
             </Button>
-            <Button type="submit" disabled={save.isPending || !name.trim()}>
-              {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {pool ? 'Save' : 'Create pool'}
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+          </div>
+        ) : ips.data && ips.data.length === 0 ? (
+          <p className="text-xs text-muted-foreground">Add source IPs first (the Source IPs tab).</p>
+        ) : null}
+      </fieldset>
+    </FormDialog>
   )
 }
 

@@ -2,13 +2,13 @@ import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { Loader2Icon, PencilIcon, PlusIcon, ServerIcon, StarIcon } from 'lucide-react'
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
+import { FormDialog } from '../components/form-dialog'
 import { ConfirmDeleteButton } from '../components/confirm-dialog'
 import { SelectField } from '../components/select-field'
 import { DataTable } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
-import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { Switch as Toggle } from '../components/ui/switch'
@@ -74,115 +74,115 @@ function NodeDialog({ node, onClose }: { node: SendingNode | null; onClose: () =
     save.mutate()
   }
   return (
-    <Dialog open onOpenChange={(o) => !o && onClose()}>
-      <DialogContent className="max-h-[calc(100dvh-2rem)] overflow-y-auto sm:max-w-xl">
-        <form onSubmit={submit} className="grid gap-5" noValidate>
-          <DialogHeader>
-            <DialogTitle>{node ? `Edit ${node.name}` : 'Create a sending node'}</DialogTitle>
-            <DialogDescription>A route for outgoing mail: straight to each recipient’s mail server, or through a relay (smart host).</DialogDescription>
-          </DialogHeader>
-          <div className="grid gap-4 sm:grid-cols-2">
-            <FormField label="Name" error={err('name')}>
-              <Input value={name} onChange={(e) => setName(e.target.value)} placeholder="primary" autoComplete="off" />
+    <FormDialog
+      open
+      onOpenChange={(o) => !o && onClose()}
+      title={node ? `Edit ${node.name}` : 'Create a sending node'}
+      description="A route for outgoing mail: straight to each recipient’s mail server, or through a relay (smart host)."
+      onSubmit={submit}
+      onCancel={onClose}
+      submitLabel={
+        <>
+          {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {node ? 'Save' : 'Create node'}
+        </>
+      }
+      submitDisabled={save.isPending || !name.trim()}
+      className="max-h-[calc(100dvh-2rem)] overflow-y-auto sm:max-w-xl"
+      formClassName="grid gap-5"
+      noValidate
+    >
+      <div className="grid gap-4 sm:grid-cols-2">
+        <FormField label="Name" error={err('name')}>
+          <Input value={name} onChange={(e) => setName(e.target.value)} placeholder="primary" autoComplete="off" />
+        </FormField>
+        <FormField label="Kind" error={err('kind')}>
+          <SelectField
+            value={kind}
+            onValueChange={(v) => setKind(v as SendingNode['kind'])}
+            options={[
+              { value: 'direct', label: 'Direct to MX' },
+              { value: 'relay', label: 'Relay (smart host)' },
+            ]}
+          />
+        </FormField>
+      </div>
+      {kind === 'direct' ? (
+        <FormField label="IP pool" hint="The pool this node sends over." error={err('pool_id')}>
+          <SelectField
+            value={poolId}
+            onValueChange={setPoolId}
+            options={[{ value: 'message', label: 'The pool of each message' }, ...(pools.data ?? []).map((p) => ({ value: String(p.id), label: p.name }))]}
+          />
+        </FormField>
+      ) : (
+        <fieldset className="grid gap-4 rounded-lg border p-4">
+          <legend className="px-1 text-sm font-medium">Relay</legend>
+          <div className="grid gap-4 sm:grid-cols-[1fr_7rem]">
+            <FormField label="Relay host" error={err('relay_host')}>
+              <Input value={host} onChange={(e) => setHost(e.target.value)} placeholder="smtp.example.org" autoComplete="off" />
             </FormField>
-            <FormField label="Kind" error={err('kind')}>
-              <SelectField
-                value={kind}
-                onValueChange={(v) => setKind(v as SendingNode['kind'])}
-                options={[
-                  { value: 'direct', label: 'Direct to MX' },
-                  { value: 'relay', label: 'Relay (smart host)' },
-                ]}
+            <FormField label="Port" error={err('relay_port')}>
+              <Input type="number" min={1} max={65535} value={port} onChange={(e) => setPort(e.target.value)} placeholder="587" />
+            </FormField>
+          </div>
+          <FormField label="Encryption" error={err('relay_tls')}>
+            <SelectField
+              value={tls}
+              onValueChange={(v) => setTls(v as typeof tls)}
+              options={(Object.keys(TLS_LABEL) as Array<keyof typeof TLS_LABEL>).map((k) => ({ value: k, label: TLS_LABEL[k] }))}
+            />
+          </FormField>
+          <div className="grid gap-4 sm:grid-cols-2">
+            <FormField label="User name" hint="Leave empty when the relay needs no login." error={err('relay_username')}>
+              <Input value={username} onChange={(e) => setUsername(e.target.value)} autoComplete="off" />
+            </FormField>
+            <FormField
+              label="Password"
+              hint={node?.has_password ? 'A password is stored. Leave empty to keep it.' : 'Stored encrypted; never shown again.'}
+              error={err('relay_password')}
+            >
+              <Input
+                type="password"
+                value={password}
+                onChange={(e) => setPassword(e.target.value)}
+                autoComplete="new-password"
+                placeholder={node?.has_password ? '••••••••' : ''}
               />
             </FormField>
           </div>
-          {kind === 'direct' ? (
-            <FormField label="IP pool" hint="The pool this node sends over." error={err('pool_id')}>
-              <SelectField
-                value={poolId}
-                onValueChange={setPoolId}
-                options={[{ value: 'message', label: 'The pool of each message' }, ...(pools.data ?? []).map((p) => ({ value: String(p.id), label: p.name }))]}
-              />
-            </FormField>
-          ) : (
-            <fieldset className="grid gap-4 rounded-lg border p-4">
-              <legend className="px-1 text-sm font-medium">Relay</legend>
-              <div className="grid gap-4 sm:grid-cols-[1fr_7rem]">
-                <FormField label="Relay host" error={err('relay_host')}>
-                  <Input value={host} onChange={(e) => setHost(e.target.value)} placeholder="smtp.example.org" autoComplete="off" />
-                </FormField>
-                <FormField label="Port" error={err('relay_port')}>
-                  <Input type="number" min={1} max={65535} value={port} onChange={(e) => setPort(e.target.value)} placeholder="587" />
-                </FormField>
-              </div>
-              <FormField label="Encryption" error={err('relay_tls')}>
-                <SelectField
-                  value={tls}
-                  onValueChange={(v) => setTls(v as typeof tls)}
-                  options={(Object.keys(TLS_LABEL) as Array<keyof typeof TLS_LABEL>).map((k) => ({ value: k, label: TLS_LABEL[k] }))}
-                />
-              </FormField>
-              <div className="grid gap-4 sm:grid-cols-2">
-                <FormField label="User name" hint="Leave empty when the relay needs no login." error={err('relay_username')}>
-                  <Input value={username} onChange={(e) => setUsername(e.target.value)} autoComplete="off" />
-                </FormField>
-                <FormField
-                  label="Password"
-                  hint={node?.has_password ? 'A password is stored. Leave empty to keep it.' : 'Stored encrypted; never shown again.'}
-                  error={err('relay_password')}
-                >
-                  <Input
-                    type="password"
-                    value={password}
-                    onChange={(e) => setPassword(e.target.value)}
-                    autoComplete="new-password"
-                    placeholder={node?.has_password ? '••••••••' : ''}
-                  />
-                </FormField>
-              </div>
-              {node?.has_password ? (
-                <label className="flex items-center gap-2 text-sm">
-                  <input type="checkbox" checked={clearPassword} onChange={(e) => setClearPassword(e.target.checked)} className="size-4 accent-primary" />
-                  Remove the stored password
-                </label>
-              ) : null}
-            </fieldset>
-          )}
-          <div className="grid gap-4 sm:grid-cols-2">
-            <FormField label="Hourly cap" hint="Most deliveries per clock hour; empty for none." error={err('hourly_cap')}>
-              <Input type="number" min={1} value={hourly} onChange={(e) => setHourly(e.target.value)} />
-            </FormField>
-            <FormField label="Daily cap" hint="Most deliveries per UTC day; empty for none." error={err('daily_cap')}>
-              <Input type="number" min={1} value={daily} onChange={(e) => setDaily(e.target.value)} />
-            </FormField>
-          </div>
-          <div className="grid gap-3">
-            <label className="flex items-center justify-between gap-4 text-sm">
-              <span className="grid gap-0.5">
-                <span className="font-medium">Default route</span>
-                <span className="text-xs text-muted-foreground">Mail that names no node takes this one.</span>
-              </span>
-              <Toggle checked={isDefault} onCheckedChange={setIsDefault} aria-label="Default route" />
+          {node?.has_password ? (
+            <label className="flex items-center gap-2 text-sm">
+              <input type="checkbox" checked={clearPassword} onChange={(e) => setClearPassword(e.target.checked)} className="size-4 accent-primary" />
+              Remove the stored password
             </label>
-            <label className="flex items-center justify-between gap-4 text-sm">
-              <span className="grid gap-0.5">
-                <span className="font-medium">Active</span>
-                <span className="text-xs text-muted-foreground">An inactive node delivers nothing until it is turned on again.</span>
-              </span>
-              <Toggle checked={active} onCheckedChange={setActive} aria-label="Active" />
-            </label>
-          </div>
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={onClose}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={save.isPending || !name.trim()}>
-              {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {node ? 'Save' : 'Create node'}
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+          ) : null}
+        </fieldset>
+      )}
+      <div className="grid gap-4 sm:grid-cols-2">
+        <FormField label="Hourly cap" hint="Most deliveries per clock hour; empty for none." error={err('hourly_cap')}>
+          <Input type="number" min={1} value={hourly} onChange={(e) => setHourly(e.target.value)} />
+        </FormField>
+        <FormField label="Daily cap" hint="Most deliveries per UTC day; empty for none." error={err('daily_cap')}>
+          <Input type="number" min={1} value={daily} onChange={(e) => setDaily(e.target.value)} />
+        </FormField>
+      </div>
+      <div className="grid gap-3">
+        <label className="flex items-center justify-between gap-4 text-sm">
+          <span className="grid gap-0.5">
+            <span className="font-medium">Default route</span>
+            <span className="text-xs text-muted-foreground">Mail that names no node takes this one.</span>
+          </span>
+          <Toggle checked={isDefault} onCheckedChange={setIsDefault} aria-label="Default route" />
+        </label>
+        <label className="flex items-center justify-between gap-4 text-sm">
+          <span className="grid gap-0.5">
+            <span className="font-medium">Active</span>
+            <span className="text-xs text-muted-foreground">An inactive node delivers nothing until it is turned on again.</span>
+          </span>
+          <Toggle checked={active} onCheckedChange={setActive} aria-label="Active" />
+        </label>
+      </div>
+    </FormDialog>
   )
 }
 

@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { KeyRoundIcon, PlusIcon, ShieldIcon, TrashIcon, TriangleAlertIcon, UserCheckIcon, UserXIcon, UsersIcon } from 'lucide-react'
-import { useState, type FormEvent, type ReactNode } from 'react'
+import { useState, type ReactNode } from 'react'
 import { toast } from 'sonner'
+import { FormDialog } from '../components/form-dialog'
 import { actionsColumn, RowActions } from '../components/row-actions'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
@@ -11,7 +12,6 @@ import { ErrorState, LoadingState } from '../components/states'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
-import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { api, ApiError, errorMessage, fieldError } from '../lib/api'
@@ -84,37 +84,27 @@ function AddAdminDialog({ open, onOpenChange }: { open: boolean; onOpenChange: (
   }
   const invalid = !email.trim() || password.length < MIN_PASSWORD || !roleId
   return (
-    <Dialog open={open} onOpenChange={(o) => (o ? onOpenChange(true) : close())}>
-      <DialogContent>
-        <form
-          className="grid gap-5"
-          onSubmit={(e: FormEvent) => {
-            e.preventDefault()
-            if (!invalid) create.mutate()
-          }}
-        >
-          <DialogHeader>
-            <DialogTitle>Add an administrator</DialogTitle>
-            <DialogDescription>Give the person their first password by a safe channel; they sign in at /admin.</DialogDescription>
-          </DialogHeader>
-          <FormField label="Email" error={fieldError(create.error, 'email')}>
-            <Input type="email" value={email} onChange={(e) => setEmail(e.target.value)} autoComplete="off" required />
-          </FormField>
-          <FormField label="Password" hint={`At least ${MIN_PASSWORD} characters.`} error={passwordError(password) ?? fieldError(create.error, 'password')}>
-            <Input type="password" value={password} onChange={(e) => setPassword(e.target.value)} autoComplete="new-password" required />
-          </FormField>
-          <RoleField value={roleId} onChange={setRoleId} hint="What the person may do in the console." error={fieldError(create.error, 'role_id')} />
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={close}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={invalid || create.isPending}>
-              {create.isPending ? 'Adding…' : 'Add administrator'}
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+    <FormDialog
+      open={open}
+      onOpenChange={(o) => (o ? onOpenChange(true) : close())}
+      title="Add an administrator"
+      description="Give the person their first password by a safe channel; they sign in at /admin."
+      onSubmit={() => {
+        if (!invalid) create.mutate()
+      }}
+      onCancel={close}
+      submitLabel={create.isPending ? 'Adding…' : 'Add administrator'}
+      submitDisabled={invalid || create.isPending}
+      formClassName="grid gap-5"
+    >
+      <FormField label="Email" error={fieldError(create.error, 'email')}>
+        <Input type="email" value={email} onChange={(e) => setEmail(e.target.value)} autoComplete="off" required />
+      </FormField>
+      <FormField label="Password" hint={`At least ${MIN_PASSWORD} characters.`} error={passwordError(password) ?? fieldError(create.error, 'password')}>
+        <Input type="password" value={password} onChange={(e) => setPassword(e.target.value)} autoComplete="new-password" required />
+      </FormField>
+      <RoleField value={roleId} onChange={setRoleId} hint="What the person may do in the console." error={fieldError(create.error, 'role_id')} />
+    </FormDialog>
   )
 }
 
@@ -135,41 +125,33 @@ function EditAdminDialog({ admin, mode, onClose }: { admin: AdminRow; mode: 'rol
   })
   const invalid = mode === 'role' ? !roleId : password.length < MIN_PASSWORD
   return (
-    <Dialog open onOpenChange={(o) => !o && onClose()}>
-      <DialogContent>
-        <form
-          className="grid gap-5"
-          onSubmit={(e: FormEvent) => {
-            e.preventDefault()
-            if (!invalid) save.mutate()
-          }}
-        >
-          <DialogHeader>
-            <DialogTitle>{mode === 'role' ? 'Change role' : 'Reset password'}</DialogTitle>
-            <DialogDescription>
-              {mode === 'role'
-                ? `The new role applies to ${admin.email} at their next request.`
-                : `${admin.email} is signed out everywhere and signs in with the new password.`}
-            </DialogDescription>
-          </DialogHeader>
-          {mode === 'role' ? (
-            <RoleField value={roleId} onChange={setRoleId} hint="What the person may do in the console." error={fieldError(save.error, 'role_id')} />
-          ) : (
-            <FormField label="New password" hint={`At least ${MIN_PASSWORD} characters.`} error={passwordError(password) ?? fieldError(save.error, 'password')}>
-              <Input type="password" value={password} onChange={(e) => setPassword(e.target.value)} autoComplete="new-password" required />
-            </FormField>
-          )}
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={onClose}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={invalid || save.isPending}>
-              {save.isPending ? 'Saving…' : mode === 'role' ? 'Change role' : 'Set password'}
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+    <FormDialog
+      open
+      onOpenChange={(o) => !o && onClose()}
+      title={mode === 'role' ? 'Change role' : 'Reset password'}
+      description={
+        <>
+          {mode === 'role'
+            ? `The new role applies to ${admin.email} at their next request.`
+            : `${admin.email} is signed out everywhere and signs in with the new password.`}
+        </>
+      }
+      onSubmit={() => {
+        if (!invalid) save.mutate()
+      }}
+      onCancel={onClose}
+      submitLabel={save.isPending ? 'Saving…' : mode === 'role' ? 'Change role' : 'Set password'}
+      submitDisabled={invalid || save.isPending}
+      formClassName="grid gap-5"
+    >
+      {mode === 'role' ? (
+        <RoleField value={roleId} onChange={setRoleId} hint="What the person may do in the console." error={fieldError(save.error, 'role_id')} />
+      ) : (
+        <FormField label="New password" hint={`At least ${MIN_PASSWORD} characters.`} error={passwordError(password) ?? fieldError(save.error, 'password')}>
+          <Input type="password" value={password} onChange={(e) => setPassword(e.target.value)} autoComplete="new-password" required />
+        </FormField>
+      )}
+    </FormDialog>
   )
 }
 

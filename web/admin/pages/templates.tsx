@@ -8,12 +8,12 @@ import { FileTextIcon, PencilIcon, PlusIcon, ShuffleIcon, Trash2Icon } from 'luc
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation } from 'wouter'
+import { FormDialog } from '../components/form-dialog'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
-import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../components/ui/dialog'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { Tabs, TabsList, TabsTrigger } from '../components/ui/tabs'
@@ -76,30 +76,22 @@ function NewTemplateDialog({ open, onOpenChange }: { open: boolean; onOpenChange
     create.mutate()
   }
   return (
-    <Dialog open={open} onOpenChange={onOpenChange}>
-      <DialogContent>
-        <form onSubmit={submit} className="grid gap-4">
-          <DialogHeader>
-            <DialogTitle>New template</DialogTitle>
-            <DialogDescription>Start with a name and a subject; you write the content in the editor, with a live preview.</DialogDescription>
-          </DialogHeader>
-          <FormField label="Name" error={fieldError(create.error, 'name')}>
-            <Input value={name} onChange={(e) => setName(e.target.value)} placeholder="Welcome email" required autoFocus />
-          </FormField>
-          <FormField label="Subject" hint="Handlebars: {{first_name}} is replaced for each recipient." error={fieldError(create.error, 'subject')}>
-            <Input value={subject} onChange={(e) => setSubject(e.target.value)} placeholder="Welcome, {{first_name}}!" required />
-          </FormField>
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={() => onOpenChange(false)}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={create.isPending}>
-              Create and edit
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+    <FormDialog
+      open={open}
+      onOpenChange={onOpenChange}
+      title="New template"
+      description="Start with a name and a subject; you write the content in the editor, with a live preview."
+      onSubmit={submit}
+      submitLabel="Create and edit"
+      submitDisabled={create.isPending}
+    >
+      <FormField label="Name" error={fieldError(create.error, 'name')}>
+        <Input value={name} onChange={(e) => setName(e.target.value)} placeholder="Welcome email" required autoFocus />
+      </FormField>
+      <FormField label="Subject" hint="Handlebars: {{first_name}} is replaced for each recipient." error={fieldError(create.error, 'subject')}>
+        <Input value={subject} onChange={(e) => setSubject(e.target.value)} placeholder="Welcome, {{first_name}}!" required />
+      </FormField>
+    </FormDialog>
   )
 }
 
@@ -204,39 +196,27 @@ function SpinTagDialog({ tag, open, onOpenChange }: { tag: SpinTag | null; open:
     onError: (e) => toastUnlessField(e, ['name', 'alternatives']),
   })
   return (
-    <Dialog open={open} onOpenChange={onOpenChange}>
-      <DialogContent>
-        <form
-          className="grid gap-4"
-          onSubmit={(e) => {
-            e.preventDefault()
-            save.mutate()
-          }}
-        >
-          <DialogHeader>
-            <DialogTitle>{tag ? `Edit “${tag.name}”` : 'New spin tag'}</DialogTitle>
-            <DialogDescription>
-              Each recipient gets one of the alternatives, always the same one for the same address. Use it in a template as{' '}
-              <code className="font-mono">{`{{spin "${name || 'name'}"}}`}</code>.
-            </DialogDescription>
-          </DialogHeader>
-          <FormField label="Name" hint="Lower-case letters, digits and _; it cannot change later." error={fieldError(save.error, 'name')}>
-            <Input value={name} onChange={(e) => setName(e.target.value)} disabled={!!tag} placeholder="greeting" required={!tag} autoFocus={!tag} />
-          </FormField>
-          <FormField label="Alternatives" hint="One a line." error={alternativesError(save.error)}>
-            <Textarea value={text} onChange={(e) => setText(e.target.value)} rows={6} placeholder={'Hi\nHello\nHey there'} autoFocus={!!tag} />
-          </FormField>
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={() => onOpenChange(false)}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={save.isPending}>
-              {tag ? 'Save' : 'Create'}
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+    <FormDialog
+      open={open}
+      onOpenChange={onOpenChange}
+      title={tag ? `Edit “${tag.name}”` : 'New spin tag'}
+      description={
+        <>
+          Each recipient gets one of the alternatives, always the same one for the same address. Use it in a template as{' '}
+          <code className="font-mono">{`{{spin "${name || 'name'}"}}`}</code>.
+        </>
+      }
+      onSubmit={() => save.mutate()}
+      submitLabel={tag ? 'Save' : 'Create'}
+      submitDisabled={save.isPending}
+    >
+      <FormField label="Name" hint="Lower-case letters, digits and _; it cannot change later." error={fieldError(save.error, 'name')}>
+        <Input value={name} onChange={(e) => setName(e.target.value)} disabled={!!tag} placeholder="greeting" required={!tag} autoFocus={!tag} />
+      </FormField>
+      <FormField label="Alternatives" hint="One a line." error={alternativesError(save.error)}>
+        <Textarea value={text} onChange={(e) => setText(e.target.value)} rows={6} placeholder={'Hi\nHello\nHey there'} autoFocus={!!tag} />
+      </FormField>
+    </FormDialog>
   )
 }
 

@@ -19,6 +19,7 @@ import {
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { FormDialog } from '../components/form-dialog'
 import { BackLink, detailStates } from '../components/detail-page'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
@@ -222,38 +223,31 @@ function NewWebhookDialog({ open, onOpenChange }: { open: boolean; onOpenChange:
   }
   return (
     <>
-      <Dialog open={open} onOpenChange={onOpenChange}>
-        <DialogContent className="max-h-[90vh] overflow-y-auto sm:max-w-2xl">
-          <form onSubmit={submit} className="grid gap-4">
-            <DialogHeader>
-              <DialogTitle>New webhook</DialogTitle>
-              <DialogDescription>Mailroom POSTs each event to your endpoint as JSON, signed, and retries for about a day when it fails.</DialogDescription>
-            </DialogHeader>
-            <FormField label="Endpoint URL" hint="https is recommended." error={fieldError(create.error, 'endpoint')}>
-              <Input
-                type="url"
-                value={endpoint}
-                onChange={(e) => setEndpoint(e.target.value)}
-                placeholder="https://hooks.example.com/mailroom"
-                required
-                autoFocus
-              />
-            </FormField>
-            <FormField label="Description" error={fieldError(create.error, 'description')}>
-              <Input value={description} onChange={(e) => setDescription(e.target.value)} placeholder="Bounces to the CRM" />
-            </FormField>
-            <EventPicker value={events} onChange={setEvents} error={eventsError(create.error) ?? (events.length ? undefined : 'Choose at least one event.')} />
-            <DialogFooter>
-              <Button type="button" variant="outline" onClick={() => onOpenChange(false)}>
-                Cancel
-              </Button>
-              <Button type="submit" disabled={create.isPending || !events.length}>
-                Create webhook
-              </Button>
-            </DialogFooter>
-          </form>
-        </DialogContent>
-      </Dialog>
+      <FormDialog
+        open={open}
+        onOpenChange={onOpenChange}
+        title="New webhook"
+        description="Mailroom POSTs each event to your endpoint as JSON, signed, and retries for about a day when it fails."
+        onSubmit={submit}
+        submitLabel="Create webhook"
+        submitDisabled={create.isPending || !events.length}
+        className="max-h-[90vh] overflow-y-auto sm:max-w-2xl"
+      >
+        <FormField label="Endpoint URL" hint="https is recommended." error={fieldError(create.error, 'endpoint')}>
+          <Input
+            type="url"
+            value={endpoint}
+            onChange={(e) => setEndpoint(e.target.value)}
+            placeholder="https://hooks.example.com/mailroom"
+            required
+            autoFocus
+          />
+        </FormField>
+        <FormField label="Description" error={fieldError(create.error, 'description')}>
+          <Input value={description} onChange={(e) => setDescription(e.target.value)} placeholder="Bounces to the CRM" />
+        </FormField>
+        <EventPicker value={events} onChange={setEvents} error={eventsError(create.error) ?? (events.length ? undefined : 'Choose at least one event.')} />
+      </FormDialog>
       <WebhookSecretDialog
         secret={created?.secret ?? null}
         title="Webhook created: its signing secret"

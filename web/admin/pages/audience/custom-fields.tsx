@@ -2,13 +2,13 @@ import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { BracesIcon, PencilIcon, PlusIcon, Trash2Icon } from 'lucide-react'
 import { useState } from 'react'
 import { toast } from 'sonner'
+import { FormDialog } from '../../components/form-dialog'
 import { actionsColumn, RowActions } from '../../components/row-actions'
 import { SelectField } from '../../components/select-field'
 import { DataTable, type Column } from '../../components/data-table'
 import { PageHeader } from '../../components/page-header'
 import { Badge } from '../../components/ui/badge'
 import { Button } from '../../components/ui/button'
-import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../../components/ui/dialog'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Label } from '../../components/ui/label'
@@ -83,103 +83,91 @@ function FieldDialog({ field, onClose }: { field: CustomField | null; onClose: (
     updated_at: '',
   }
   return (
-    <Dialog open onOpenChange={(o) => !o && onClose()}>
-      <DialogContent className="max-h-[calc(100dvh-2rem)] overflow-y-auto">
-        <form
-          className="grid gap-4"
-          onSubmit={(e) => {
-            e.preventDefault()
-            m.mutate()
+    <FormDialog
+      open
+      onOpenChange={(o) => !o && onClose()}
+      title={field ? `Edit “${field.name}”` : 'New custom field'}
+      description={
+        field ? 'The key and the type are fixed once a field exists.' : 'A value every contact can carry, usable in imports, templates and segments.'
+      }
+      onSubmit={() => m.mutate()}
+      onCancel={onClose}
+      submitLabel={m.isPending ? 'Saving…' : field ? 'Save' : 'Create field'}
+      submitDisabled={m.isPending}
+      className="max-h-[calc(100dvh-2rem)] overflow-y-auto"
+    >
+      <FormField label="Name" error={fieldError(m.error, 'name')}>
+        <Input
+          value={name}
+          autoFocus
+          required
+          maxLength={200}
+          onChange={(e) => {
+            setName(e.target.value)
+            if (!field && !keyEdited) setKey(keyFrom(e.target.value))
+          }}
+        />
+      </FormField>
+      <FormField
+        label="Key"
+        hint="Lower snake case, e.g. signup_source. Names the value in contacts, imports and segment rules."
+        error={fieldError(m.error, 'key')}
+      >
+        <Input
+          value={key}
+          className="font-mono"
+          required
+          maxLength={63}
+          disabled={!!field}
+          onChange={(e) => {
+            setKeyEdited(true)
+            setKey(e.target.value)
+          }}
+        />
+      </FormField>
+      <FormField label="Type" hint={TYPES.find((t) => t.value === type)?.hint} error={fieldError(m.error, 'type')}>
+        <SelectField
+          value={type}
+          disabled={!!field}
+          onValueChange={(v) => {
+            setType(v as CustomFieldType)
+            setDefaultValue(null)
           }}
         >
-          <DialogHeader>
-            <DialogTitle>{field ? `Edit “${field.name}”` : 'New custom field'}</DialogTitle>
-            <DialogDescription>
-              {field ? 'The key and the type are fixed once a field exists.' : 'A value every contact can carry, usable in imports, templates and segments.'}
-            </DialogDescription>
-          </DialogHeader>
-          <FormField label="Name" error={fieldError(m.error, 'name')}>
-            <Input
-              value={name}
-              autoFocus
-              required
-              maxLength={200}
-              onChange={(e) => {
-                setName(e.target.value)
-                if (!field && !keyEdited) setKey(keyFrom(e.target.value))
-              }}
-            />
-          </FormField>
-          <FormField
-            label="Key"
-            hint="Lower snake case, e.g. signup_source. Names the value in contacts, imports and segment rules."
-            error={fieldError(m.error, 'key')}
-          >
-            <Input
-              value={key}
-              className="font-mono"
-              required
-              maxLength={63}
-              disabled={!!field}
-              onChange={(e) => {
-                setKeyEdited(true)
-                setKey(e.target.value)
-              }}
-            />
-          </FormField>
-          <FormField label="Type" hint={TYPES.find((t) => t.value === type)?.hint} error={fieldError(m.error, 'type')}>
-            <SelectField
-              value={type}
-              disabled={!!field}
-              onValueChange={(v) => {
-                setType(v as CustomFieldType)
-                setDefaultValue(null)
-              }}
-            >
-              {TYPES.map((t) => (
-                <SelectItem key={t.value} value={t.value}>
-                  {t.label}
-                </SelectItem>
-              ))}
-            </SelectField>
-          </FormField>
-          {type === 'one_of' ? (
-            <FormField label="Options" hint="One per line." error={fieldError(m.error, 'options')}>
-              <Textarea value={options} onChange={(e) => setOptions(e.target.value)} rows={4} placeholder={'free\npro\nteam'} />
-            </FormField>
+          {TYPES.map((t) => (
+            <SelectItem key={t.value} value={t.value}>
+              {t.label}
+            </SelectItem>
+          ))}
+        </SelectField>
+      </FormField>
+      {type === 'one_of' ? (
+        <FormField label="Options" hint="One per line." error={fieldError(m.error, 'options')}>
+          <Textarea value={options} onChange={(e) => setOptions(e.target.value)} rows={4} placeholder={'free\npro\nteam'} />
+        </FormField>
+      ) : null}
+      <FieldInput
+        key={`${type}-${optionList.join('|')}`}
+        field={preview}
+        value={defaultValue}
+        onChange={setDefaultValue}
+        error={fieldError(m.error, 'default_value')}
+      />
+      <div className="flex items-start gap-3">
+        <Switch id="field-required" checked={required} onCheckedChange={setRequired} aria-describedby="field-required-hint" />
+        <div className="grid gap-1">
+          <Label htmlFor="field-required">Required</Label>
+          <p id="field-required-hint" className="text-xs text-muted-foreground">
+            Every contact must have a value. Needs a default value, which existing contacts receive.
+          </p>
+          {fieldError(m.error, 'required') ? (
+            <p role="alert" className="text-sm text-destructive">
+              {fieldError(m.error, 'required')}
+            </p>
           ) : null}
-          <FieldInput
-            key={`${type}-${optionList.join('|')}`}
-            field={preview}
-            value={defaultValue}
-            onChange={setDefaultValue}
-            error={fieldError(m.error, 'default_value')}
-          />
-          <div className="flex items-start gap-3">
-            <Switch id="field-required" checked={required} onCheckedChange={setRequired} aria-describedby="field-required-hint" />
-            <div className="grid gap-1">
-              <Label htmlFor="field-required">Required</Label>
-              <p id="field-required-hint" className="text-xs text-muted-foreground">
-                Every contact must have a value. Needs a default value, which existing contacts receive.
-              </p>
-              {fieldError(m.error, 'required') ? (
-                <p role="alert" className="text-sm text-destructive">
-                  {fieldError(m.error, 'required')}
-                </p>
-              ) : null}
-            </div>
-          </div>
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={onClose}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={m.isPending}>
-              {m.isPending ? 'Saving…' : field ? 'Save' : 'Create field'}
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+        </div>
+      </div>
+    </FormDialog>
   )
 }
 

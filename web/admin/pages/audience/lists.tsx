@@ -3,11 +3,11 @@ import { ContactIcon, ListIcon, PencilIcon, PlusIcon, Trash2Icon, UploadIcon } f
 import { useState } from 'react'
 import { toast } from 'sonner'
 import { Link, useLocation } from 'wouter'
+import { FormDialog } from '../../components/form-dialog'
 import { actionsColumn, RowActions } from '../../components/row-actions'
 import { DataTable, type Column } from '../../components/data-table'
 import { PageHeader } from '../../components/page-header'
 import { Button } from '../../components/ui/button'
-import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../../components/ui/dialog'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Textarea } from '../../components/ui/textarea'
@@ -36,40 +36,24 @@ function ListDialog({ open, onOpenChange, list }: { open: boolean; onOpenChange:
     },
   })
   return (
-    <Dialog open={open} onOpenChange={onOpenChange}>
-      <DialogContent>
-        <form
-          className="grid gap-4"
-          onSubmit={(e) => {
-            e.preventDefault()
-            m.mutate()
-          }}
-        >
-          <DialogHeader>
-            <DialogTitle>{list ? 'Rename list' : 'New list'}</DialogTitle>
-            <DialogDescription>
-              {list
-                ? 'The name is what people see in the console; contacts and imports keep the list id.'
-                : 'A list holds contacts; add them by hand or import a CSV.'}
-            </DialogDescription>
-          </DialogHeader>
-          <FormField label="Name" error={fieldError(m.error, 'name')}>
-            <Input value={name} onChange={(e) => setName(e.target.value)} required maxLength={200} autoFocus />
-          </FormField>
-          <FormField label="Description" hint="Optional: what the list is for." error={fieldError(m.error, 'description')}>
-            <Textarea value={description} onChange={(e) => setDescription(e.target.value)} maxLength={2000} rows={3} />
-          </FormField>
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={() => onOpenChange(false)}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={m.isPending}>
-              {m.isPending ? 'Saving…' : list ? 'Save' : 'Create list'}
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+    <FormDialog
+      open={open}
+      onOpenChange={onOpenChange}
+      title={list ? 'Rename list' : 'New list'}
+      description={
+        list ? 'The name is what people see in the console; contacts and imports keep the list id.' : 'A list holds contacts; add them by hand or import a CSV.'
+      }
+      onSubmit={() => m.mutate()}
+      submitLabel={m.isPending ? 'Saving…' : list ? 'Save' : 'Create list'}
+      submitDisabled={m.isPending}
+    >
+      <FormField label="Name" error={fieldError(m.error, 'name')}>
+        <Input value={name} onChange={(e) => setName(e.target.value)} required maxLength={200} autoFocus />
+      </FormField>
+      <FormField label="Description" hint="Optional: what the list is for." error={fieldError(m.error, 'description')}>
+        <Textarea value={description} onChange={(e) => setDescription(e.target.value)} maxLength={2000} rows={3} />
+      </FormField>
+    </FormDialog>
   )
 }
 

@@ -9,6 +9,7 @@ import { AlertTriangleIcon, CheckIcon, GitCompareIcon, MonitorIcon, SaveIcon, Se
 import { useEffect, useMemo, useState } from 'react'
 import { toast } from 'sonner'
 import { useLocation, useParams } from 'wouter'
+import { FormDialog } from '../../components/form-dialog'
 import { BackLink, detailStates } from '../../components/detail-page'
 import { ConfirmDialog } from '../../components/confirm-dialog'
 import { PageHeader } from '../../components/page-header'
@@ -17,7 +18,7 @@ import { EmptyState, ErrorState, LoadingState } from '../../components/states'
 import { Badge } from '../../components/ui/badge'
 import { Button } from '../../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../../components/ui/card'
-import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../../components/ui/dialog'
+import { Dialog, DialogContent, DialogDescription, DialogHeader, DialogTitle } from '../../components/ui/dialog'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Pagination } from '../../components/ui/pagination'
@@ -444,46 +445,34 @@ function TestSendDialog({
   })
   const fromError = fieldError(send.error, 'from')
   return (
-    <Dialog open={open} onOpenChange={onOpenChange}>
-      <DialogContent>
-        <form
-          className="grid gap-4"
-          onSubmit={(e) => {
-            e.preventDefault()
-            send.mutate()
-          }}
-        >
-          <DialogHeader>
-            <DialogTitle>Send a test</DialogTitle>
-            <DialogDescription>
-              Sends version {template.active_version} (the active one) with the variables you tried, as a real message that shows up under Messages.
-            </DialogDescription>
-          </DialogHeader>
-          {dirty ? (
-            <p className="flex items-start gap-2 rounded-md border border-warning/40 bg-warning/10 px-3 py-2 text-sm" role="note">
-              <AlertTriangleIcon className="mt-0.5 size-4 shrink-0" aria-hidden="true" />
-              You have unsaved changes; the test uses the saved version. Save first to test them.
-            </p>
-          ) : null}
-          <FormField label="Send to" error={fieldError(send.error, 'to')}>
-            <Input type="email" value={to} onChange={(e) => setTo(e.target.value)} placeholder="you@example.com" required autoFocus />
-          </FormField>
-          {fromError ? (
-            <p className="text-sm text-destructive" role="alert">
-              Sender: {fromError}
-            </p>
-          ) : null}
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={() => onOpenChange(false)}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={send.isPending}>
-              <SendIcon /> Send test
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+    <FormDialog
+      open={open}
+      onOpenChange={onOpenChange}
+      title="Send a test"
+      description={<>Sends version {template.active_version} (the active one) with the variables you tried, as a real message that shows up under Messages.</>}
+      onSubmit={() => send.mutate()}
+      submitLabel={
+        <>
+          <SendIcon /> Send test
+        </>
+      }
+      submitDisabled={send.isPending}
+    >
+      {dirty ? (
+        <p className="flex items-start gap-2 rounded-md border border-warning/40 bg-warning/10 px-3 py-2 text-sm" role="note">
+          <AlertTriangleIcon className="mt-0.5 size-4 shrink-0" aria-hidden="true" />
+          You have unsaved changes; the test uses the saved version. Save first to test them.
+        </p>
+      ) : null}
+      <FormField label="Send to" error={fieldError(send.error, 'to')}>
+        <Input type="email" value={to} onChange={(e) => setTo(e.target.value)} placeholder="you@example.com" required autoFocus />
+      </FormField>
+      {fromError ? (
+        <p className="text-sm text-destructive" role="alert">
+          Sender: {fromError}
+        </p>
+      ) : null}
+    </FormDialog>
   )
 }
 

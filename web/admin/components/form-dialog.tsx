@@ -1,0 +1,65 @@
+import type { FormEvent, ReactNode } from 'react'
+import { Button } from './ui/button'
+import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from './ui/dialog'
+
+/**
+ * A dialog that is one form: the title and description, the fields, and Cancel beside the
+ * submit button. Submitting does not reload the page (`onSubmit` gets the event after
+ * `preventDefault`); Cancel runs `onCancel`, else closes.
+ */
+export function FormDialog({
+  open,
+  onOpenChange,
+  title,
+  description,
+  onSubmit,
+  onCancel,
+  submitLabel,
+  submitDisabled,
+  className,
+  formClassName = 'grid gap-4',
+  noValidate,
+  children,
+}: {
+  open: boolean
+  onOpenChange: (open: boolean) => void
+  title: ReactNode
+  description?: ReactNode
+  onSubmit: (e: FormEvent<HTMLFormElement>) => void
+  onCancel?: () => void
+  submitLabel: ReactNode
+  submitDisabled?: boolean
+  className?: string
+  formClassName?: string
+  noValidate?: boolean
+  children: ReactNode
+}) {
+  return (
+    <Dialog open={open} onOpenChange={onOpenChange}>
+      <DialogContent className={className}>
+        <form
+          className={formClassName}
+          noValidate={noValidate}
+          onSubmit={(e) => {
+            e.preventDefault()
+            onSubmit(e)
+          }}
+        >
+          <DialogHeader>
+            <DialogTitle>{title}</DialogTitle>
+            {description ? <DialogDescription>{description}</DialogDescription> : null}
+          </DialogHeader>
+          {children}
+          <DialogFooter>
+            <Button type="button" variant="outline" onClick={onCancel ?? (() => onOpenChange(false))}>
+              Cancel
+            </Button>
+            <Button type="submit" disabled={submitDisabled}>
+              {submitLabel}
+            </Button>
+          </DialogFooter>
+        </form>
+      </DialogContent>
+    </Dialog>
+  )
+}

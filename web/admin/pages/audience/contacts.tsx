@@ -31,6 +31,7 @@ import {
   type CustomField,
   type FieldValue,
   SearchBox,
+  ListField,
 } from './shared'
 
 const FILTERS = ['list_id', 'status', 'search', 'field', 'field_value']
@@ -170,15 +171,11 @@ function ContactForm({ contact, fields, onDone }: { contact: Contact | null; fie
           <Input type="email" value={draft.email} onChange={(e) => set('email', e.target.value)} required autoComplete="off" />
         </FormField>
         {contact ? null : (
-          <FormField label="List" error={fieldError(save.error, 'list_id')}>
-            <SelectField value={draft.list_id ? String(draft.list_id) : undefined} onValueChange={(v) => set('list_id', Number(v))} placeholder="Choose a list">
-              {(lists.data?.data ?? []).map((l) => (
-                <SelectItem key={l.id} value={String(l.id)}>
-                  {l.name}
-                </SelectItem>
-              ))}
-            </SelectField>
-          </FormField>
+          <ListField
+            value={draft.list_id ? String(draft.list_id) : undefined}
+            onValueChange={(v) => set('list_id', Number(v))}
+            error={fieldError(save.error, 'list_id')}
+          />
         )}
         <div className="grid gap-4 sm:grid-cols-2">
           <FormField label="First name" error={fieldError(save.error, 'first_name')}>

@@ -18,7 +18,7 @@ import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from '.
 import { api, apiPage, apiUpload, errorMessage, fieldError } from '../../lib/api'
 import { useUrlQuery } from '../../lib/url-query'
 import { cn, formatDateTime, formatNumber } from '../../lib/utils'
-import { useCustomFieldMenu, useListMenu, useListName } from './shared'
+import { useCustomFieldMenu, useListMenu, useListName, ListField } from './shared'
 
 interface Import {
   id: number
@@ -185,15 +185,7 @@ function UploadCard() {
           }}
         >
           <div className="grid gap-4 md:grid-cols-3">
-            <FormField label="List" error={fieldError(upload.error, 'list_id')}>
-              <SelectField value={listId} onValueChange={setListId} placeholder="Choose a list">
-                {(lists.data?.data ?? []).map((l) => (
-                  <SelectItem key={l.id} value={String(l.id)}>
-                    {l.name}
-                  </SelectItem>
-                ))}
-              </SelectField>
-            </FormField>
+            <ListField value={listId} onValueChange={setListId} error={fieldError(upload.error, 'list_id')} />
             <FormField label="Addresses already on the list" error={fieldError(upload.error, 'mode')}>
               <SelectField value={mode} onValueChange={(v) => setMode(v as 'skip' | 'update')}>
                 <SelectItem value="skip">Skip them</SelectItem>

@@ -8,6 +8,7 @@ import { useEffect, useState, type ReactNode } from 'react'
 import { toast } from 'sonner'
 import { ConfirmDialog } from '../../components/confirm-dialog'
 import { Badge } from '../../components/ui/badge'
+import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Label } from '../../components/ui/label'
 import { SelectField } from '../../components/select-field'
@@ -58,6 +59,21 @@ const MENU_SIZE = 100
 /** Every list (up to 100), for menus and names; shares the "lists" key so list changes refresh it. */
 export function useListMenu() {
   return useQuery({ queryKey: ['lists', 'menu'], queryFn: () => apiPage<MailingList>('/api/v2/lists', { per_page: MENU_SIZE }), staleTime: 30_000 })
+}
+
+/** The labelled "List" picker of a form: the lists of the menu by name, the value is the list's id. */
+export function ListField({ value, onValueChange, error }: { value: string | undefined; onValueChange: (v: string) => void; error?: string }) {
+  const lists = useListMenu()
+  return (
+    <FormField label="List" error={error}>
+      <SelectField
+        value={value}
+        onValueChange={onValueChange}
+        placeholder="Choose a list"
+        options={(lists.data?.data ?? []).map((l) => ({ value: String(l.id), label: l.name }))}
+      />
+    </FormField>
+  )
 }
 
 /** Every custom field (up to 100), for typed inputs and filters. */

@@ -18,7 +18,7 @@ import { api, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { useUrlQuery } from '../../lib/url-query'
 import { formatDateTime, formatNumber } from '../../lib/utils'
-import { ConfirmDelete, FilterSelect, SearchBox, useListMenu, useListName } from './shared'
+import { ConfirmDelete, FilterSelect, SearchBox, useListName, ListField } from './shared'
 
 interface Suppression {
   id: number
@@ -60,7 +60,6 @@ function entriesOf(text: string): string[] {
 /** Paste addresses or domains, choose the scope and reason, and see what was added, skipped or refused. */
 function AddDialog({ onClose }: { onClose: () => void }) {
   const qc = useQueryClient()
-  const lists = useListMenu()
   const [type, setType] = useState<'email' | 'domain'>('email')
   const [text, setText] = useState('')
   const [scope, setScope] = useState<'global' | 'list'>('global')
@@ -179,17 +178,7 @@ function AddDialog({ onClose }: { onClose: () => void }) {
                 </SelectField>
               </FormField>
             </div>
-            {scope === 'list' ? (
-              <FormField label="List" error={fieldError(m.error, 'list_id')}>
-                <SelectField value={listId} onValueChange={setListId} placeholder="Choose a list">
-                  {(lists.data?.data ?? []).map((l) => (
-                    <SelectItem key={l.id} value={String(l.id)}>
-                      {l.name}
-                    </SelectItem>
-                  ))}
-                </SelectField>
-              </FormField>
-            ) : null}
+            {scope === 'list' ? <ListField value={listId} onValueChange={setListId} error={fieldError(m.error, 'list_id')} /> : null}
             <DialogFooter>
               <Button type="button" variant="outline" onClick={onClose}>
                 Cancel

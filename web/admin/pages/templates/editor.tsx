@@ -27,22 +27,15 @@ import { Textarea } from '../../components/ui/textarea'
 import { api, apiPage, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { cn, formatDateTime, timeAgo } from '../../lib/utils'
+import type { TemplateSummary } from '../templates'
 import { diffLines } from './line-diff'
 
-interface TemplateView {
-  id: number
-  name: string
-  description: string
-  active_version: number
-  active_version_id: number
-  versions_count: number
-  subject: string
+/** A template with its active version's content (GET /api/v2/templates/:id). */
+interface TemplateView extends TemplateSummary {
   html: string | null
   text: string | null
   from: string | null
   reply_to: string | null
-  created_at: string
-  updated_at: string
 }
 
 interface VersionSummary {
@@ -546,6 +539,12 @@ function Editor({ template }: { template: TemplateView }) {
   })
   const saveErrors = save.isError ? errorsOf(save.error) : {}
   const errorFor = (f: Field) => saveErrors[f] ?? renderErrors[f]
+  // The HTML and the text tab: the same monospace source box.
+  const sourceField = (label: string, f: 'html' | 'text') => (
+    <FormField label={label} error={errorFor(f)}>
+      <Textarea value={draft[f]} onChange={set(f)} readOnly={!mayUpdate} rows={20} spellCheck={false} className="font-mono text-xs leading-relaxed" />
+    </FormField>
+  )
 
   const remove = useMutation({
     mutationFn: () => api('DELETE', `/api/v2/templates/${template.id}`),
@@ -649,28 +648,10 @@ function Editor({ template }: { template: TemplateView }) {
                   </TabsTrigger>
                 </TabsList>
                 <TabsContent value="html" forceMount hidden={bodyTab !== 'html'}>
-                  <FormField label="HTML source" error={errorFor('html')}>
-                    <Textarea
-                      value={draft.html}
-                      onChange={set('html')}
-                      readOnly={!mayUpdate}
-                      rows={20}
-                      spellCheck={false}
-                      className="font-mono text-xs leading-relaxed"
-                    />
-                  </FormField>
+                  {sourceField('HTML source', 'html')}
                 </TabsContent>
                 <TabsContent value="text" forceMount hidden={bodyTab !== 'text'}>
-                  <FormField label="Plain-text version" error={errorFor('text')}>
-                    <Textarea
-                      value={draft.text}
-                      onChange={set('text')}
-                      readOnly={!mayUpdate}
-                      rows={20}
-                      spellCheck={false}
-                      className="font-mono text-xs leading-relaxed"
-                    />
-                  </FormField>
+                  {sourceField('Plain-text version', 'text')}
                 </TabsContent>
               </Tabs>
             </CardContent>

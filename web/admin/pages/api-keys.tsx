@@ -18,6 +18,7 @@ import { Input } from '../components/ui/input'
 import { Label } from '../components/ui/label'
 import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
 import { Textarea } from '../components/ui/textarea'
+import { reportError } from '../lib/form-errors'
 import { api, ApiError, errorMessage, fieldError } from '../lib/api'
 import { can, useSession } from '../lib/session'
 import { useUrlQuery } from '../lib/url-query'
@@ -184,7 +185,7 @@ function CreateKeyDialog({
       onCreated(k.key, k.name)
     },
     onError: (e) => {
-      if (!(e instanceof ApiError && e.details)) toast.error(errorMessage(e))
+      reportError(e)
     },
   })
   const reset = () => {
@@ -257,7 +258,7 @@ function EditKeyDialog({ apiKey, onClose }: { apiKey: ApiKey; onClose: () => voi
       onClose()
     },
     onError: (e) => {
-      if (!(e instanceof ApiError && e.details)) toast.error(errorMessage(e))
+      reportError(e)
     },
   })
   const needsNumber = !limit.unlimited && limit.text.trim() === ''

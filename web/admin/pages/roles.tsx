@@ -16,7 +16,8 @@ import { Input } from '../components/ui/input'
 import { Label } from '../components/ui/label'
 import { Switch as Toggle } from '../components/ui/switch'
 import { Textarea } from '../components/ui/textarea'
-import { api, ApiError, errorMessage, fieldError } from '../lib/api'
+import { reportError } from '../lib/form-errors'
+import { api, errorMessage, fieldError } from '../lib/api'
 import { usePermissionTree, type PermissionGroup, type Role } from '../lib/roles'
 import { can, useSession } from '../lib/session'
 import { formatNumber } from '../lib/utils'
@@ -165,7 +166,7 @@ function RoleForm({ role }: { role: Role | null }) {
       if (!role) navigate(`/${saved.id}`, { replace: true })
     },
     onError: (e) => {
-      if (!(e instanceof ApiError && e.details)) toast.error(errorMessage(e))
+      reportError(e)
     },
   })
   const remove = useMutation({

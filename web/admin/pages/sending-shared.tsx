@@ -6,8 +6,7 @@
 import { useQuery } from '@tanstack/react-query'
 import { AlertTriangleIcon } from 'lucide-react'
 import type { ReactNode } from 'react'
-import { toast } from 'sonner'
-import { ApiError, apiPage, errorMessage, fieldError } from '../lib/api'
+import { apiPage } from '../lib/api'
 import { cn } from '../lib/utils'
 
 export type RecordState = 'unchecked' | 'verified' | 'missing' | 'mismatch' | 'error'
@@ -121,23 +120,7 @@ export const useIpOptions = (enabled = true) => useAll<SourceIp>('ips', '/api/v2
 /** Sending domains for a bridge's domains. */
 export const useDomainOptions = (enabled = true) => useAll<SendingDomain>('sending-domains', '/api/v2/sending-domains', enabled)
 
-/**
- * Reports a failed change: when the API named fields this form shows, the form shows them
- * beside those fields (so no toast); anything else goes to a toast.
- */
-export function reportError(error: unknown, fields: string[]): void {
-  if (error instanceof ApiError && error.details && fields.some((f) => fieldErrorOf(error, f))) return
-  toast.error(errorMessage(error))
-}
-
-/** The API's message for a field, counting its list entries too (`domains.0`, `allowed_ips`). */
-export function fieldErrorOf(error: unknown, field: string): string | undefined {
-  const own = fieldError(error, field)
-  if (own) return own
-  if (!(error instanceof ApiError) || !error.details) return undefined
-  const entries = Object.keys(error.details).filter((k) => k.startsWith(`${field}.`))
-  return entries.length ? entries.map((k) => fieldError(error, k)).join(' ') : undefined
-}
+export { fieldErrorOf, reportError } from '../lib/form-errors'
 
 /** Text for an optional number field: '' for null. */
 export const numText = (n: number | null | undefined) => (n == null ? '' : String(n))

@@ -14,7 +14,8 @@ import { Button } from '../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
-import { api, ApiError, errorMessage, fieldError } from '../lib/api'
+import { reportError } from '../lib/form-errors'
+import { api, errorMessage, fieldError } from '../lib/api'
 import { can, useSession } from '../lib/session'
 import { formatDateTime, formatNumber, timeAgo } from '../lib/utils'
 
@@ -57,10 +58,6 @@ function passwordError(p: string): string | null {
   return null
 }
 
-function showUnlessField(e: unknown) {
-  if (!(e instanceof ApiError && e.details)) toast.error(errorMessage(e))
-}
-
 function AddAdminDialog({ open, onOpenChange }: { open: boolean; onOpenChange: (o: boolean) => void }) {
   const qc = useQueryClient()
   const [email, setEmail] = useState('')
@@ -73,7 +70,7 @@ function AddAdminDialog({ open, onOpenChange }: { open: boolean; onOpenChange: (
       toast.success(`${a.email} can now sign in`)
       close()
     },
-    onError: showUnlessField,
+    onError: (e) => reportError(e),
   })
   const close = () => {
     setEmail('')
@@ -121,7 +118,7 @@ function EditAdminDialog({ admin, mode, onClose }: { admin: AdminRow; mode: 'rol
       toast.success(mode === 'role' ? `${admin.email}’s role changed` : `${admin.email}’s password changed; their other sessions ended`)
       onClose()
     },
-    onError: showUnlessField,
+    onError: (e) => reportError(e),
   })
   const invalid = mode === 'role' ? !roleId : password.length < MIN_PASSWORD
   return (

@@ -20,6 +20,7 @@ import { Tabs, TabsList, TabsTrigger } from '../components/ui/tabs'
 import { Textarea } from '../components/ui/textarea'
 import { ApiError, api, errorMessage, fieldError } from '../lib/api'
 import { can, useSession } from '../lib/session'
+import { reportError } from '../lib/form-errors'
 import { useUrlQuery } from '../lib/url-query'
 import { formatDateTime, timeAgo } from '../lib/utils'
 import { TemplateEditor } from './templates/editor'
@@ -44,12 +45,6 @@ interface SpinTag {
   updated_at: string
 }
 
-/** The error of a field, else null (the message goes to a toast). */
-function toastUnlessField(error: unknown, fields: string[]): void {
-  if (error instanceof ApiError && error.details && fields.some((f) => Object.keys(error.details!).some((k) => k === f || k.startsWith(`${f}.`)))) return
-  toast.error(errorMessage(error))
-}
-
 function NewTemplateDialog({ open, onOpenChange }: { open: boolean; onOpenChange: (o: boolean) => void }) {
   const [, navigate] = useLocation()
   const qc = useQueryClient()
@@ -69,7 +64,7 @@ function NewTemplateDialog({ open, onOpenChange }: { open: boolean; onOpenChange
       toast.success('Template created')
       navigate(`/${t.id}`)
     },
-    onError: (e) => toastUnlessField(e, ['name', 'subject']),
+    onError: (e) => reportError(e, ['name', 'subject']),
   })
   const submit = (e: FormEvent) => {
     e.preventDefault()
@@ -193,7 +188,7 @@ function SpinTagDialog({ tag, open, onOpenChange }: { tag: SpinTag | null; open:
       onOpenChange(false)
       toast.success(tag ? 'Spin tag saved' : 'Spin tag created')
     },
-    onError: (e) => toastUnlessField(e, ['name', 'alternatives']),
+    onError: (e) => reportError(e, ['name', 'alternatives']),
   })
   return (
     <FormDialog

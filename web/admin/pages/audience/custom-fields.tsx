@@ -15,7 +15,8 @@ import { Label } from '../../components/ui/label'
 import { SelectItem } from '../../components/ui/select'
 import { Switch } from '../../components/ui/switch'
 import { Textarea } from '../../components/ui/textarea'
-import { api, errorMessage, fieldError } from '../../lib/api'
+import { reportError } from '../../lib/form-errors'
+import { api, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { formatDateTime } from '../../lib/utils'
 import { FieldInput } from './field-input'
@@ -68,7 +69,7 @@ function FieldDialog({ field, onClose }: { field: CustomField | null; onClose: (
       await qc.invalidateQueries({ queryKey: ['segment-fields'] })
     },
     onError: (e) => {
-      if (!['name', 'key', 'type', 'options', 'required', 'default_value'].some((k) => fieldError(e, k))) toast.error(errorMessage(e))
+      reportError(e, ['name', 'key', 'type', 'options', 'required', 'default_value'], fieldError)
     },
   })
   const preview: CustomField = {

@@ -15,7 +15,8 @@ import { Input } from '../../components/ui/input'
 import { Progress } from '../../components/ui/progress'
 import { SelectItem } from '../../components/ui/select'
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from '../../components/ui/table'
-import { api, apiPage, apiUpload, errorMessage, fieldError } from '../../lib/api'
+import { reportError } from '../../lib/form-errors'
+import { api, apiPage, apiUpload, fieldError } from '../../lib/api'
 import { useUrlQuery } from '../../lib/url-query'
 import { cn, formatDateTime, formatNumber } from '../../lib/utils'
 import { useCustomFieldMenu, useListMenu, useListName, ListField } from './shared'
@@ -150,7 +151,7 @@ function UploadCard() {
       navigate(`/${imp.id}`)
     },
     onError: (e) => {
-      if (!['list_id', 'mode', 'mapping', 'file'].some((k) => fieldError(e, k))) toast.error(errorMessage(e))
+      reportError(e, ['list_id', 'mode', 'mapping', 'file'], fieldError)
     },
   })
 

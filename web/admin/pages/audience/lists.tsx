@@ -11,7 +11,8 @@ import { Button } from '../../components/ui/button'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
 import { Textarea } from '../../components/ui/textarea'
-import { api, errorMessage, fieldError } from '../../lib/api'
+import { reportError } from '../../lib/form-errors'
+import { api, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { formatDateTime, formatNumber } from '../../lib/utils'
 import { ConfirmDelete, type MailingList } from './shared'
@@ -32,7 +33,7 @@ function ListDialog({ open, onOpenChange, list }: { open: boolean; onOpenChange:
       await qc.invalidateQueries({ queryKey: ['lists'] })
     },
     onError: (e) => {
-      if (!fieldError(e, 'name') && !fieldError(e, 'description')) toast.error(errorMessage(e))
+      reportError(e, ['name', 'description'], fieldError)
     },
   })
   return (

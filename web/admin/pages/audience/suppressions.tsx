@@ -1,7 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { BanIcon, CheckCircle2Icon, PlusIcon, SearchIcon, Trash2Icon, XIcon } from 'lucide-react'
 import { useState } from 'react'
-import { toast } from 'sonner'
 import { SelectField } from '../../components/select-field'
 import { DataTable, type Column } from '../../components/data-table'
 import { PageHeader } from '../../components/page-header'
@@ -14,7 +13,8 @@ import { Label } from '../../components/ui/label'
 import { SelectItem } from '../../components/ui/select'
 import { Tabs, TabsList, TabsTrigger } from '../../components/ui/tabs'
 import { Textarea } from '../../components/ui/textarea'
-import { api, errorMessage, fieldError } from '../../lib/api'
+import { reportError } from '../../lib/form-errors'
+import { api, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { useUrlQuery } from '../../lib/url-query'
 import { formatDateTime, formatNumber } from '../../lib/utils'
@@ -79,7 +79,7 @@ function AddDialog({ onClose }: { onClose: () => void }) {
       await qc.invalidateQueries({ queryKey: ['suppressions'] })
     },
     onError: (e) => {
-      if (!['entries', 'type', 'reason', 'scope', 'list_id'].some((k) => fieldError(e, k))) toast.error(errorMessage(e))
+      reportError(e, ['entries', 'type', 'reason', 'scope', 'list_id'], fieldError)
     },
   })
   const result = m.data

@@ -24,6 +24,7 @@ import { Input } from '../../components/ui/input'
 import { Pagination } from '../../components/ui/pagination'
 import { Tabs, TabsContent, TabsList, TabsTrigger } from '../../components/ui/tabs'
 import { Textarea } from '../../components/ui/textarea'
+import { reportError } from '../../lib/form-errors'
 import { api, apiPage, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { cn, formatDateTime, timeAgo } from '../../lib/utils'
@@ -433,7 +434,7 @@ function TestSendDialog({
       })
     },
     onError: (e) => {
-      if (!fieldError(e, 'to') && !fieldError(e, 'from')) toast.error(errorMessage(e))
+      reportError(e, ['to', 'from'], fieldError)
     },
   })
   const fromError = fieldError(send.error, 'from')
@@ -534,7 +535,7 @@ function Editor({ template }: { template: TemplateView }) {
       toast.success(t.active_version !== template.active_version ? `Saved as version ${t.active_version}` : 'Saved')
     },
     onError: (e) => {
-      if (!FIELDS.some((f) => fieldError(e, f))) toast.error(errorMessage(e))
+      reportError(e, FIELDS, fieldError)
     },
   })
   const saveErrors = save.isError ? errorsOf(save.error) : {}

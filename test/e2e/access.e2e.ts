@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import { axeViolations, createAdmin, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer } from './support/console'
+import { accessibilityFindings, createAdmin, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer } from './support/console'
 
 const EMAIL = 'ops@example.com'
 const PASSWORD = 'correct horse battery'
@@ -305,22 +305,11 @@ test(
       { path: '/admin/access/activity', heading: 'Activity log' },
       { path: '/admin/settings', heading: 'Settings' },
     ]
-    const found: string[] = []
-    for (const theme of ['light', 'dark'] as const) {
+    const found = await accessibilityFindings(server.base, pages, async (theme) => {
       const { context, page } = await openPage(browser, { theme })
       await signIn(page, server.base, EMAIL, PASSWORD)
-      for (const p of pages) {
-        await page.goto(`${server.base}${p.path}`)
-        await page.getByRole('heading', { name: p.heading, exact: true }).waitFor()
-        await page
-          .locator('[role="status"][aria-live]')
-          .first()
-          .waitFor({ state: 'detached' })
-          .catch(() => {})
-        for (const v of await axeViolations(page)) found.push(`${theme} ${p.path}: ${v.id} (${v.impact}) ${v.help} at ${v.nodes.slice(0, 3).join(', ')}`)
-      }
-      await context.close()
-    }
+      return { page, close: () => context.close() }
+    })
     expect(found).toEqual([])
   },
   STEP_MS * 2,

@@ -9,7 +9,7 @@ import type { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { axeViolations, createAdmin, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer, type Viewport } from './support/console'
+import { accessibilityFindings, createAdmin, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer, type Viewport } from './support/console'
 
 const EMAIL = 'ops@example.com'
 const PASSWORD = 'correct horse battery'
@@ -353,21 +353,7 @@ test(
       { path: '/admin/audience/custom-fields', heading: 'Custom fields' },
       { path: '/admin/audience/suppressions', heading: 'Suppressions' },
     ]
-    const found: string[] = []
-    for (const theme of ['light', 'dark'] as const) {
-      const { page, close } = await signedIn({ theme })
-      for (const p of pages) {
-        await page.goto(`${server.base}${p.path}`)
-        await page.getByRole('heading', { name: p.heading, exact: true }).waitFor()
-        await page
-          .locator('[role="status"][aria-live]')
-          .first()
-          .waitFor({ state: 'detached' })
-          .catch(() => {})
-        for (const v of await axeViolations(page)) found.push(`${theme} ${p.path}: ${v.id} (${v.impact}) ${v.help} at ${v.nodes.slice(0, 3).join(', ')}`)
-      }
-      await close()
-    }
+    const found = await accessibilityFindings(server.base, pages, (theme) => signedIn({ theme }))
     expect(found).toEqual([])
   },
   STEP_MS * 2,

@@ -273,3 +273,31 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
       .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.map(String).join(' ')) }))
   })
 }
+
+/**
+ * Opens each page in light and dark (after `open(theme)` gives a signed-in page), waits for
+ * its heading and for any live status (loading) to go, and lists every serious or critical
+ * axe-core violation as one line; an accessible console gives an empty list.
+ */
+export async function accessibilityFindings(
+  base: string,
+  pages: Array<{ path: string; heading: string }>,
+  open: (theme: 'light' | 'dark') => Promise<{ page: Page; close(): Promise<void> }>,
+): Promise<string[]> {
+  const found: string[] = []
+  for (const theme of ['light', 'dark'] as const) {
+    const { page, close } = await open(theme)
+    for (const p of pages) {
+      await page.goto(`${base}${p.path}`)
+      await page.getByRole('heading', { name: p.heading, exact: true }).waitFor()
+      await page
+        .locator('[role="status"][aria-live]')
+        .first()
+        .waitFor({ state: 'detached' })
+        .catch(() => {})
+      for (const v of await axeViolations(page)) found.push(`${theme} ${p.path}: ${v.id} (${v.impact}) ${v.help} at ${v.nodes.slice(0, 3).join(', ')}`)
+    }
+    await close()
+  }
+  return found
+}

@@ -1,3 +1,4 @@
+import { Loader2Icon } from 'lucide-react'
 import type { FormEvent, ReactNode } from 'react'
 import { Button } from './ui/button'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from './ui/dialog'
@@ -16,6 +17,7 @@ export function FormDialog({
   onCancel,
   submitLabel,
   submitDisabled,
+  busy,
   className,
   formClassName = 'grid gap-4',
   noValidate,
@@ -29,6 +31,8 @@ export function FormDialog({
   onCancel?: () => void
   submitLabel: ReactNode
   submitDisabled?: boolean
+  /** Shows a spinner in the submit button while the change is under way. */
+  busy?: boolean
   className?: string
   formClassName?: string
   noValidate?: boolean
@@ -55,7 +59,13 @@ export function FormDialog({
               Cancel
             </Button>
             <Button type="submit" disabled={submitDisabled}>
-              {submitLabel}
+              {busy === undefined ? (
+                submitLabel
+              ) : (
+                <>
+                  {busy ? <Loader2Icon className="animate-spin" /> : null} {submitLabel}
+                </>
+              )}
             </Button>
           </DialogFooter>
         </form>

@@ -95,11 +95,8 @@ function BridgeDialog({ bridge, onClose, onCreated }: { bridge: Bridge | null; o
       description="One application’s way in: SMTP credentials and an API key, limited to its domains, quotas and addresses."
       onSubmit={submit}
       onCancel={onClose}
-      submitLabel={
-        <>
-          {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {bridge ? 'Save' : 'Create bridge'}
-        </>
-      }
+      submitLabel={bridge ? 'Save' : 'Create bridge'}
+      busy={save.isPending}
       submitDisabled={save.isPending || !name.trim()}
       className="max-h-[calc(100dvh-2rem)] overflow-y-auto sm:max-w-2xl"
       formClassName="grid gap-5"

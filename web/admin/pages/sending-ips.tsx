@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { Loader2Icon, NetworkIcon, PencilIcon, PlusIcon, StarIcon, XIcon } from 'lucide-react'
+import { NetworkIcon, PencilIcon, PlusIcon, StarIcon, XIcon } from 'lucide-react'
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { FormDialog } from '../components/form-dialog'
@@ -46,11 +46,8 @@ function IpDialog({ ip, open, onOpenChange }: { ip: SourceIp | null; open: boole
       title={ip ? `Edit ${ip.address}` : 'Add a source IP'}
       description="An address configured on this host that mail may leave from, with the name it greets receivers by."
       onSubmit={submit}
-      submitLabel={
-        <>
-          {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {ip ? 'Save' : 'Add IP'}
-        </>
-      }
+      submitLabel={ip ? 'Save' : 'Add IP'}
+      busy={save.isPending}
       submitDisabled={save.isPending || !address.trim() || !hostname.trim()}
       noValidate
     >
@@ -194,11 +191,8 @@ function PoolDialog({ pool, open, onOpenChange }: { pool: Pool | null; open: boo
       title={pool ? `Edit ${pool.name}` : 'Create an IP pool'}
       description="Connections of the pool are spread over its addresses in proportion to their weights."
       onSubmit={submit}
-      submitLabel={
-        <>
-          {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {pool ? 'Save' : 'Create pool'}
-        </>
-      }
+      submitLabel={pool ? 'Save' : 'Create pool'}
+      busy={save.isPending}
       submitDisabled={save.isPending || !name.trim()}
       className="sm:max-w-xl"
       formClassName="grid gap-5"

@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { Loader2Icon, PencilIcon, PlusIcon, ServerIcon, StarIcon } from 'lucide-react'
+import { PencilIcon, PlusIcon, ServerIcon, StarIcon } from 'lucide-react'
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { FormDialog } from '../components/form-dialog'
@@ -81,11 +81,8 @@ function NodeDialog({ node, onClose }: { node: SendingNode | null; onClose: () =
       description="A route for outgoing mail: straight to each recipient’s mail server, or through a relay (smart host)."
       onSubmit={submit}
       onCancel={onClose}
-      submitLabel={
-        <>
-          {save.isPending ? <Loader2Icon className="animate-spin" /> : null} {node ? 'Save' : 'Create node'}
-        </>
-      }
+      submitLabel={node ? 'Save' : 'Create node'}
+      busy={save.isPending}
       submitDisabled={save.isPending || !name.trim()}
       className="max-h-[calc(100dvh-2rem)] overflow-y-auto sm:max-w-xl"
       formClassName="grid gap-5"

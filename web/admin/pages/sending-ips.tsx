@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { NetworkIcon, PencilIcon, PlusIcon, StarIcon, XIcon } from 'lucide-react'
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { toast } from 'sonner'
 import { FormDialog } from '../components/form-dialog'
 import { ConfirmDeleteButton } from '../components/confirm-dialog'
@@ -35,17 +35,13 @@ function IpDialog({ ip, open, onOpenChange }: { ip: SourceIp | null; open: boole
     },
     onError: (e) => reportError(e, ['address', 'hostname']),
   })
-  const submit = (e: FormEvent) => {
-    e.preventDefault()
-    save.mutate()
-  }
   return (
     <FormDialog
       open={open}
       onOpenChange={onOpenChange}
       title={ip ? `Edit ${ip.address}` : 'Add a source IP'}
       description="An address configured on this host that mail may leave from, with the name it greets receivers by."
-      onSubmit={submit}
+      onSubmit={() => save.mutate()}
       submitLabel={ip ? 'Save' : 'Add IP'}
       busy={save.isPending}
       submitDisabled={save.isPending || !address.trim() || !hostname.trim()}
@@ -180,17 +176,13 @@ function PoolDialog({ pool, open, onOpenChange }: { pool: Pool | null; open: boo
   const byId = new Map((ips.data ?? []).map((ip) => [ip.id, ip]))
   const free = (ips.data ?? []).filter((ip) => !members.some((m) => m.ip_id === ip.id))
   const memberError = (i: number) => fieldErrorOf(save.error, `members.${i}`)
-  const submit = (e: FormEvent) => {
-    e.preventDefault()
-    save.mutate()
-  }
   return (
     <FormDialog
       open={open}
       onOpenChange={onOpenChange}
       title={pool ? `Edit ${pool.name}` : 'Create an IP pool'}
       description="Connections of the pool are spread over its addresses in proportion to their weights."
-      onSubmit={submit}
+      onSubmit={() => save.mutate()}
       submitLabel={pool ? 'Save' : 'Create pool'}
       busy={save.isPending}
       submitDisabled={save.isPending || !name.trim()}

@@ -1,6 +1,6 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { PencilIcon, PlusIcon, ServerIcon, StarIcon } from 'lucide-react'
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { toast } from 'sonner'
 import { FormDialog } from '../components/form-dialog'
 import { ConfirmDeleteButton } from '../components/confirm-dialog'
@@ -69,17 +69,13 @@ function NodeDialog({ node, onClose }: { node: SendingNode | null; onClose: () =
     onError: (e) => reportError(e, FIELDS),
   })
   const err = (f: string) => fieldErrorOf(save.error, f)
-  const submit = (e: FormEvent) => {
-    e.preventDefault()
-    save.mutate()
-  }
   return (
     <FormDialog
       open
       onOpenChange={(o) => !o && onClose()}
       title={node ? `Edit ${node.name}` : 'Create a sending node'}
       description="A route for outgoing mail: straight to each recipient’s mail server, or through a relay (smart host)."
-      onSubmit={submit}
+      onSubmit={() => save.mutate()}
       onCancel={onClose}
       submitLabel={node ? 'Save' : 'Create node'}
       busy={save.isPending}

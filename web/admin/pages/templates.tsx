@@ -5,7 +5,7 @@
  */
 import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { FileTextIcon, PencilIcon, PlusIcon, ShuffleIcon, Trash2Icon } from 'lucide-react'
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation } from 'wouter'
 import { FormDialog } from '../components/form-dialog'
@@ -66,17 +66,13 @@ function NewTemplateDialog({ open, onOpenChange }: { open: boolean; onOpenChange
     },
     onError: (e) => reportError(e, ['name', 'subject']),
   })
-  const submit = (e: FormEvent) => {
-    e.preventDefault()
-    create.mutate()
-  }
   return (
     <FormDialog
       open={open}
       onOpenChange={onOpenChange}
       title="New template"
       description="Start with a name and a subject; you write the content in the editor, with a live preview."
-      onSubmit={submit}
+      onSubmit={() => create.mutate()}
       submitLabel="Create and edit"
       submitDisabled={create.isPending}
     >

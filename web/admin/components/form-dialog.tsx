@@ -1,7 +1,7 @@
 import { Loader2Icon } from 'lucide-react'
-import type { FormEvent, ReactNode } from 'react'
+import type { FormEvent, ReactElement, ReactNode } from 'react'
 import { Button } from './ui/button'
-import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from './ui/dialog'
+import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle, DialogTrigger } from './ui/dialog'
 
 /**
  * A dialog that is one form: the title and description, the fields, and Cancel beside the
@@ -11,6 +11,7 @@ import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, D
 export function FormDialog({
   open,
   onOpenChange,
+  trigger,
   title,
   description,
   onSubmit,
@@ -25,6 +26,8 @@ export function FormDialog({
 }: {
   open: boolean
   onOpenChange: (open: boolean) => void
+  /** The button that opens it, where the dialog owns one. */
+  trigger?: ReactElement
   title: ReactNode
   description?: ReactNode
   onSubmit: (e: FormEvent<HTMLFormElement>) => void
@@ -40,6 +43,7 @@ export function FormDialog({
 }) {
   return (
     <Dialog open={open} onOpenChange={onOpenChange}>
+      {trigger ? <DialogTrigger asChild>{trigger}</DialogTrigger> : null}
       <DialogContent className={className}>
         <form
           className={formClassName}

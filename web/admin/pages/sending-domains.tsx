@@ -12,9 +12,10 @@ import {
   TriangleAlertIcon,
   XCircleIcon,
 } from 'lucide-react'
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { FormDialog } from '../components/form-dialog'
 import { detailStates } from '../components/detail-page'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { SelectField } from '../components/select-field'
@@ -24,7 +25,6 @@ import { PageHeader } from '../components/page-header'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
-import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle, DialogTrigger } from '../components/ui/dialog'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { Switch as Toggle } from '../components/ui/switch'
@@ -108,45 +108,30 @@ function AddDomainDialog() {
     },
     onError: (e) => reportError(e, ['name']),
   })
-  const submit = (e: FormEvent) => {
-    e.preventDefault()
-    create.mutate()
-  }
   return (
-    <Dialog
+    <FormDialog
       open={open}
       onOpenChange={(o) => {
         setOpen(o)
         if (!o) create.reset()
       }}
-    >
-      <DialogTrigger asChild>
+      trigger={
         <Button>
           <PlusIcon /> Add domain
         </Button>
-      </DialogTrigger>
-      <DialogContent>
-        <form onSubmit={submit} className="grid gap-4">
-          <DialogHeader>
-            <DialogTitle>Add a sending domain</DialogTitle>
-            <DialogDescription>
-              Mailroom makes a DKIM key for it and shows the DNS records to publish. Mail from the domain can be sent once they are verified.
-            </DialogDescription>
-          </DialogHeader>
-          <FormField label="Domain name" hint="The part after the @ of your From addresses, such as example.com." error={fieldErrorOf(create.error, 'name')}>
-            <Input value={name} onChange={(e) => setName(e.target.value)} placeholder="example.com" autoComplete="off" required autoFocus />
-          </FormField>
-          <DialogFooter>
-            <Button type="button" variant="outline" onClick={() => setOpen(false)}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={create.isPending || !name.trim()}>
-              {create.isPending ? <Loader2Icon className="animate-spin" /> : null} Add domain
-            </Button>
-          </DialogFooter>
-        </form>
-      </DialogContent>
-    </Dialog>
+      }
+      title="Add a sending domain"
+      description="Mailroom makes a DKIM key for it and shows the DNS records to publish. Mail from the domain can be sent once they are verified."
+      onSubmit={() => create.mutate()}
+      onCancel={() => setOpen(false)}
+      submitLabel="Add domain"
+      busy={create.isPending}
+      submitDisabled={create.isPending || !name.trim()}
+    >
+      <FormField label="Domain name" hint="The part after the @ of your From addresses, such as example.com." error={fieldErrorOf(create.error, 'name')}>
+        <Input value={name} onChange={(e) => setName(e.target.value)} placeholder="example.com" autoComplete="off" required autoFocus />
+      </FormField>
+    </FormDialog>
   )
 }
 

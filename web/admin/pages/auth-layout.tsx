@@ -1,3 +1,4 @@
+import { AlertCircleIcon } from 'lucide-react'
 import type { ReactNode } from 'react'
 import { Brand } from '../layout/nav'
 import { ThemeMenu } from '../layout/theme-menu'
@@ -21,6 +22,16 @@ export function AuthLayout({ title, description, children }: { title: string; de
           {children}
         </div>
       </main>
+    </div>
+  )
+}
+
+/** Why the form was refused, above its fields (sign-in and setup). */
+export function FormAlert({ children }: { children: ReactNode }) {
+  return (
+    <div role="alert" className="flex gap-2 rounded-lg border border-destructive/30 bg-destructive/5 p-3 text-sm text-destructive">
+      <AlertCircleIcon className="mt-0.5 size-4 shrink-0" aria-hidden="true" />
+      <span>{children}</span>
     </div>
   )
 }

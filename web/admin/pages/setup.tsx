@@ -1,5 +1,5 @@
 import { useMutation, useQuery } from '@tanstack/react-query'
-import { AlertCircleIcon, CheckCircle2Icon, LoaderCircleIcon } from 'lucide-react'
+import { CheckCircle2Icon, LoaderCircleIcon } from 'lucide-react'
 import { useState, type FormEvent } from 'react'
 import { Link, useLocation } from 'wouter'
 import { LoadingState } from '../components/states'
@@ -8,7 +8,7 @@ import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { ApiError, api, errorMessage, fieldError } from '../lib/api'
 import { useSetSession, type SessionAnswer } from '../lib/session'
-import { AuthLayout } from './auth-layout'
+import { AuthLayout, FormAlert } from './auth-layout'
 
 /** Passwords are at least this long (the server checks too; CONSOLE.md "Passwords"). */
 const MIN_PASSWORD = 10
@@ -82,12 +82,7 @@ export function SetupPage() {
   return (
     <AuthLayout title="Create the first administrator" description="This account can do everything; add more people with their own roles later.">
       <form onSubmit={submit} className="grid gap-4" noValidate>
-        {tokenProblem ? (
-          <div role="alert" className="flex gap-2 rounded-lg border border-destructive/30 bg-destructive/5 p-3 text-sm text-destructive">
-            <AlertCircleIcon className="mt-0.5 size-4 shrink-0" aria-hidden="true" />
-            <span>{tokenProblem}</span>
-          </div>
-        ) : null}
+        {tokenProblem ? <FormAlert>{tokenProblem}</FormAlert> : null}
         <FormField label="Email" error={local.email ?? fieldError(err, 'email')}>
           <Input type="email" autoComplete="username" required autoFocus value={email} onChange={(e) => setEmail(e.target.value)} />
         </FormField>

@@ -1,5 +1,5 @@
 import { useMutation, useQuery } from '@tanstack/react-query'
-import { AlertCircleIcon, InfoIcon, LoaderCircleIcon } from 'lucide-react'
+import { InfoIcon, LoaderCircleIcon } from 'lucide-react'
 import { useEffect, useState, type FormEvent } from 'react'
 import { useLocation, useSearch } from 'wouter'
 import { FormField } from '../components/ui/form-field'
@@ -7,7 +7,7 @@ import { Button } from '../components/ui/button'
 import { Input } from '../components/ui/input'
 import { ApiError, api, errorMessage, fieldError } from '../lib/api'
 import { useSession, useSetSession, type SessionAnswer } from '../lib/session'
-import { AuthLayout } from './auth-layout'
+import { AuthLayout, FormAlert } from './auth-layout'
 
 /** Where to go after signing in: the `next` the 401 redirect gave, if it is a console path. */
 export function nextPath(search: string): string {
@@ -60,12 +60,7 @@ export function SignInPage() {
         </div>
       ) : null}
       <form onSubmit={submit} className="grid gap-4" noValidate>
-        {formError ? (
-          <div role="alert" className="flex gap-2 rounded-lg border border-destructive/30 bg-destructive/5 p-3 text-sm text-destructive">
-            <AlertCircleIcon className="mt-0.5 size-4 shrink-0" aria-hidden="true" />
-            <span>{formError}</span>
-          </div>
-        ) : null}
+        {formError ? <FormAlert>{formError}</FormAlert> : null}
         <FormField label="Email" error={missing.email ?? fieldError(err, 'email')}>
           <Input type="email" name="email" autoComplete="username" required autoFocus value={email} onChange={(e) => setEmail(e.target.value)} />
         </FormField>

@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query'
 import { HistoryIcon, KeyRoundIcon, TerminalIcon, UserIcon } from 'lucide-react'
 import { useState, type FormEvent } from 'react'
+import { SelectField } from '../components/select-field'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
 import { Badge } from '../components/ui/badge'
@@ -8,7 +9,7 @@ import { Button } from '../components/ui/button'
 import { Card, CardContent } from '../components/ui/card'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
-import { Select, SelectContent, SelectGroup, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
+import { SelectGroup, SelectItem } from '../components/ui/select'
 import { apiPage } from '../lib/api'
 import { usePermissionTree } from '../lib/roles'
 import { can, useSession } from '../lib/session'
@@ -118,13 +119,8 @@ function Filters() {
     <Card className="py-4">
       <CardContent className="px-4">
         <form onSubmit={apply} className="grid gap-4 sm:grid-cols-2 lg:grid-cols-4" aria-label="Filter the activity log">
-          <Select value={actor} onValueChange={setActor}>
-            <FormField label="Actor">
-              <SelectTrigger>
-                <SelectValue />
-              </SelectTrigger>
-            </FormField>
-            <SelectContent>
+          <FormField label="Actor">
+            <SelectField value={actor} onValueChange={setActor}>
               <SelectItem value={ANY}>Anyone</SelectItem>
               {keys.data?.data.length ? (
                 <SelectGroup>
@@ -144,15 +140,10 @@ function Filters() {
                   ))}
                 </SelectGroup>
               ) : null}
-            </SelectContent>
-          </Select>
-          <Select value={action} onValueChange={setAction}>
-            <FormField label="Action">
-              <SelectTrigger>
-                <SelectValue />
-              </SelectTrigger>
-            </FormField>
-            <SelectContent>
+            </SelectField>
+          </FormField>
+          <FormField label="Action">
+            <SelectField value={action} onValueChange={setAction}>
               <SelectItem value={ANY}>Any action</SelectItem>
               {(tree.data ?? []).flatMap((g) =>
                 g.permissions.map((p) => (
@@ -161,8 +152,8 @@ function Filters() {
                   </SelectItem>
                 )),
               )}
-            </SelectContent>
-          </Select>
+            </SelectField>
+          </FormField>
           <FormField label="Target type" hint="e.g. api_key, role, contact">
             <Input value={targetType} onChange={(e) => setTargetType(e.target.value)} autoComplete="off" />
           </FormField>
@@ -175,18 +166,13 @@ function Filters() {
           <FormField label="Until" error={rangeError}>
             <Input type="datetime-local" value={until} onChange={(e) => setUntil(e.target.value)} />
           </FormField>
-          <Select value={outcome} onValueChange={setOutcome}>
-            <FormField label="Result">
-              <SelectTrigger>
-                <SelectValue />
-              </SelectTrigger>
-            </FormField>
-            <SelectContent>
+          <FormField label="Result">
+            <SelectField value={outcome} onValueChange={setOutcome}>
               <SelectItem value={ANY}>Any result</SelectItem>
               <SelectItem value="success">Succeeded</SelectItem>
               <SelectItem value="failure">Failed</SelectItem>
-            </SelectContent>
-          </Select>
+            </SelectField>
+          </FormField>
           <div className="flex items-end gap-2">
             <Button type="submit">Apply filters</Button>
             <Button type="button" variant="ghost" onClick={clear}>

@@ -3,6 +3,7 @@ import { KeyRoundIcon, PencilIcon, PlusIcon, PowerIcon, PowerOffIcon, RotateCcwI
 import { useMemo, useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { parseIpRule } from '../../../src/lib/ip-allowlist'
+import { SelectField } from '../components/select-field'
 import { FormDialog } from '../components/form-dialog'
 import { actionsColumn, RowActions } from '../components/row-actions'
 import { ConfirmDialog } from '../components/confirm-dialog'
@@ -16,7 +17,7 @@ import { Checkbox } from '../components/ui/checkbox'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { Label } from '../components/ui/label'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
+import { SelectItem } from '../components/ui/select'
 import { Textarea } from '../components/ui/textarea'
 import { reportError } from '../lib/form-errors'
 import { api, ApiError, errorMessage, fieldError } from '../lib/api'
@@ -444,29 +445,19 @@ export function ApiKeysPage() {
       <div className="flex flex-wrap items-end gap-3">
         <div className="grid gap-1.5">
           <Label htmlFor="keys-state">Show</Label>
-          <Select value={state} onValueChange={(v) => setParams({ state: v === 'live' ? null : v, page: null })}>
-            <SelectTrigger id="keys-state" className="w-40">
-              <SelectValue />
-            </SelectTrigger>
-            <SelectContent>
-              <SelectItem value="live">Current keys</SelectItem>
-              <SelectItem value="deleted">Deleted keys</SelectItem>
-              <SelectItem value="all">All keys</SelectItem>
-            </SelectContent>
-          </Select>
+          <SelectField id="keys-state" className="w-40" value={state} onValueChange={(v) => setParams({ state: v === 'live' ? null : v, page: null })}>
+            <SelectItem value="live">Current keys</SelectItem>
+            <SelectItem value="deleted">Deleted keys</SelectItem>
+            <SelectItem value="all">All keys</SelectItem>
+          </SelectField>
         </div>
         <div className="grid gap-1.5">
           <Label htmlFor="keys-status">Status</Label>
-          <Select value={status} onValueChange={(v) => setParams({ status: v === 'any' ? null : v, page: null })}>
-            <SelectTrigger id="keys-status" className="w-36">
-              <SelectValue />
-            </SelectTrigger>
-            <SelectContent>
-              <SelectItem value="any">Any status</SelectItem>
-              <SelectItem value="active">Active</SelectItem>
-              <SelectItem value="inactive">Inactive</SelectItem>
-            </SelectContent>
-          </Select>
+          <SelectField id="keys-status" className="w-36" value={status} onValueChange={(v) => setParams({ status: v === 'any' ? null : v, page: null })}>
+            <SelectItem value="any">Any status</SelectItem>
+            <SelectItem value="active">Active</SelectItem>
+            <SelectItem value="inactive">Inactive</SelectItem>
+          </SelectField>
         </div>
       </div>
       <DataTable<ApiKey>

@@ -25,6 +25,7 @@ import {
 } from 'lucide-react'
 import { useMemo, useState, type FormEvent, type ReactNode } from 'react'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { SelectField } from '../components/select-field'
 import { BackLink, detailStates } from '../components/detail-page'
 import { DataTable, type Column } from '../components/data-table'
 import { PageHeader } from '../components/page-header'
@@ -34,7 +35,7 @@ import { Button } from '../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
+import { SelectItem } from '../components/ui/select'
 import { Tabs, TabsContent, TabsList, TabsTrigger } from '../components/ui/tabs'
 import { ApiError, api, apiPage } from '../lib/api'
 import { copyWithToast } from '../lib/clipboard'
@@ -188,19 +189,14 @@ function SearchForm() {
           </FormField>
           {bridges.data?.data.length ? (
             <FormField label="Bridge">
-              <Select value={draft.bridge_id || ANY} onValueChange={(v) => set('bridge_id', v === ANY ? '' : v)}>
-                <SelectTrigger>
-                  <SelectValue />
-                </SelectTrigger>
-                <SelectContent>
-                  <SelectItem value={ANY}>Any bridge</SelectItem>
-                  {bridges.data.data.map((b) => (
-                    <SelectItem key={b.id} value={String(b.id)}>
-                      {b.name}
-                    </SelectItem>
-                  ))}
-                </SelectContent>
-              </Select>
+              <SelectField value={draft.bridge_id || ANY} onValueChange={(v) => set('bridge_id', v === ANY ? '' : v)}>
+                <SelectItem value={ANY}>Any bridge</SelectItem>
+                {bridges.data.data.map((b) => (
+                  <SelectItem key={b.id} value={String(b.id)}>
+                    {b.name}
+                  </SelectItem>
+                ))}
+              </SelectField>
             </FormField>
           ) : (
             <FormField label="Bridge id">
@@ -208,19 +204,14 @@ function SearchForm() {
             </FormField>
           )}
           <FormField label="Status">
-            <Select value={draft.status || ANY} onValueChange={(v) => set('status', v === ANY ? '' : v)}>
-              <SelectTrigger>
-                <SelectValue />
-              </SelectTrigger>
-              <SelectContent>
-                <SelectItem value={ANY}>Any status</SelectItem>
-                {STATES.map((s) => (
-                  <SelectItem key={s} value={s}>
-                    {STATE_BADGE[s].label}
-                  </SelectItem>
-                ))}
-              </SelectContent>
-            </Select>
+            <SelectField value={draft.status || ANY} onValueChange={(v) => set('status', v === ANY ? '' : v)}>
+              <SelectItem value={ANY}>Any status</SelectItem>
+              {STATES.map((s) => (
+                <SelectItem key={s} value={s}>
+                  {STATE_BADGE[s].label}
+                </SelectItem>
+              ))}
+            </SelectField>
           </FormField>
           <div className="flex gap-2 sm:col-span-2 lg:col-span-1">
             <Button type="submit" className="flex-1 lg:flex-none">
@@ -545,19 +536,14 @@ function MessagePage() {
             </div>
             {m.recipients.length > 1 ? (
               <div className="w-full sm:w-64">
-                <Select value={who} onValueChange={setWho}>
-                  <SelectTrigger aria-label="Show the timeline of">
-                    <SelectValue />
-                  </SelectTrigger>
-                  <SelectContent>
-                    <SelectItem value="all">All {m.recipients.length} recipients</SelectItem>
-                    {m.recipients.map((r) => (
-                      <SelectItem key={r.address} value={r.address}>
-                        {r.address}
-                      </SelectItem>
-                    ))}
-                  </SelectContent>
-                </Select>
+                <SelectField aria-label="Show the timeline of" value={who} onValueChange={setWho}>
+                  <SelectItem value="all">All {m.recipients.length} recipients</SelectItem>
+                  {m.recipients.map((r) => (
+                    <SelectItem key={r.address} value={r.address}>
+                      {r.address}
+                    </SelectItem>
+                  ))}
+                </SelectField>
               </div>
             ) : null}
           </CardHeader>

@@ -19,6 +19,7 @@ import {
 import { useState, type FormEvent } from 'react'
 import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { SelectField } from '../components/select-field'
 import { FormDialog } from '../components/form-dialog'
 import { BackLink, detailStates } from '../components/detail-page'
 import { ConfirmDialog } from '../components/confirm-dialog'
@@ -35,7 +36,7 @@ import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
 import { Label } from '../components/ui/label'
 import { Pagination } from '../components/ui/pagination'
-import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from '../components/ui/select'
+import { SelectItem } from '../components/ui/select'
 import { ApiError, api, apiPage, errorMessage, fieldError } from '../lib/api'
 import { can, useSession } from '../lib/session'
 import { useUrlQuery } from '../lib/url-query'
@@ -628,19 +629,18 @@ function DeliveriesCard({ w, mayReplay }: { w: Webhook; mayReplay: boolean }) {
           <p className="text-sm text-muted-foreground">Newest first. Open a delivery to see each attempt’s answer.</p>
         </div>
         <div className="w-44">
-          <Select value={params.get('state') ?? 'all'} onValueChange={(v) => setParams({ state: v === 'all' ? null : v, page: null })}>
-            <SelectTrigger aria-label="Show deliveries">
-              <SelectValue />
-            </SelectTrigger>
-            <SelectContent>
-              <SelectItem value="all">All deliveries</SelectItem>
-              {DELIVERY_STATES.map((s) => (
-                <SelectItem key={s} value={s}>
-                  {s[0]!.toUpperCase() + s.slice(1)}
-                </SelectItem>
-              ))}
-            </SelectContent>
-          </Select>
+          <SelectField
+            aria-label="Show deliveries"
+            value={params.get('state') ?? 'all'}
+            onValueChange={(v) => setParams({ state: v === 'all' ? null : v, page: null })}
+          >
+            <SelectItem value="all">All deliveries</SelectItem>
+            {DELIVERY_STATES.map((s) => (
+              <SelectItem key={s} value={s}>
+                {s[0]!.toUpperCase() + s.slice(1)}
+              </SelectItem>
+            ))}
+          </SelectField>
         </div>
       </div>
       <DataTable<Delivery>

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
-import { accessibilityFindings, createAdmin, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer } from './support/console'
+import { accessibilityFindings, createAdmin, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer, openSignedIn } from './support/console'
 
 const EMAIL = 'ops@example.com'
 const PASSWORD = 'correct horse battery'
@@ -35,11 +35,7 @@ function statusWithKey(page: Page, path: string, key: string): Promise<number> {
   return page.evaluate(async ({ path, key }) => (await fetch(path, { headers: { authorization: `Bearer ${key}` }, credentials: 'omit' })).status, { path, key })
 }
 
-async function signedIn(width = 1440) {
-  const { context, page } = await openPage(browser, { width })
-  await signIn(page, server.base, EMAIL, PASSWORD)
-  return { context, page }
-}
+const signedIn = (width = 1440) => openSignedIn(browser, server.base, EMAIL, PASSWORD, { width })
 
 test(
   'a role is made with some permissions denied: a group shows as partly granted',

@@ -9,7 +9,7 @@ import type { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import type { Browser, Page } from 'playwright-core'
-import { accessibilityFindings, createAdmin, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer, type Viewport } from './support/console'
+import { accessibilityFindings, createAdmin, launchBrowser, shot, startConsole, type ConsoleServer, type Viewport, openSignedIn } from './support/console'
 
 const EMAIL = 'ops@example.com'
 const PASSWORD = 'correct horse battery'
@@ -77,11 +77,7 @@ afterAll(async () => {
 })
 
 /** A signed-in page at a width and theme. */
-async function signedIn(view: Viewport = {}): Promise<{ page: Page; close: () => Promise<void> }> {
-  const { context, page } = await openPage(browser, view)
-  await signIn(page, server.base, EMAIL, PASSWORD)
-  return { page, close: () => context.close() }
-}
+const signedIn = (view: Viewport = {}) => openSignedIn(browser, server.base, EMAIL, PASSWORD, view)
 
 /** Picks an option of a Radix select found by its accessible name. */
 async function choose(page: Page, select: string | RegExp, option: string, nth = 0): Promise<void> {

@@ -8,11 +8,11 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
-import type { Browser, Page } from 'playwright-core'
+import type { Browser } from 'playwright-core'
 import { startDnsServer, type DnsServer } from '../support/dns-server'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver'
-import { createAdmin, createApiKey, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer } from './support/console'
+import { createAdmin, createApiKey, launchBrowser, shot, startConsole, type ConsoleServer, openSignedIn, type Viewport } from './support/console'
 
 const EMAIL = 'ops@example.com'
 const PASSWORD = 'correct horse battery'
@@ -79,11 +79,7 @@ afterAll(async () => {
   await dns?.close()
 })
 
-async function signedIn(opts: { theme?: 'light' | 'dark'; width?: number } = {}): Promise<{ page: Page; close: () => Promise<void> }> {
-  const { context, page } = await openPage(browser, opts)
-  await signIn(page, server.base, EMAIL, PASSWORD)
-  return { page, close: () => context.close() }
-}
+const signedIn = (view: Viewport = {}) => openSignedIn(browser, server.base, EMAIL, PASSWORD, view)
 
 test(
   'find a sent message: search by recipient, open its timeline, download its raw source',

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { createAdmin, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer } from './support/console'
+import { createAdmin, launchBrowser, shot, startConsole, type ConsoleServer, openSignedIn, type Viewport } from './support/console'
 
 const EMAIL = 'ops@example.com'
 const PASSWORD = 'correct horse battery'
@@ -36,11 +36,7 @@ afterAll(async () => {
 })
 
 /** A page signed in, at a width and theme. */
-async function signedIn(opts: { theme?: 'light' | 'dark'; width?: number } = {}): Promise<{ page: Page; close: () => Promise<void> }> {
-  const { context, page } = await openPage(browser, opts)
-  await signIn(page, server.base, EMAIL, PASSWORD)
-  return { page, close: () => context.close() }
-}
+const signedIn = (view: Viewport = {}) => openSignedIn(browser, server.base, EMAIL, PASSWORD, view)
 
 /** Runs the captures with the toasts of earlier steps hidden (not removed: React owns them), so they show the page itself. */
 async function withoutToasts(page: Page, capture: () => Promise<unknown>): Promise<void> {

@@ -172,6 +172,13 @@ export async function signIn(page: Page, base: string, email: string, password: 
   await page.getByRole('heading', { name: 'Dashboard' }).waitFor()
 }
 
+/** A new page signed in as `email`, at a width and theme; `close()` ends its browser context. */
+export async function openSignedIn(browser: Browser, base: string, email: string, password: string, view: Viewport = {}) {
+  const { context, page } = await openPage(browser, view)
+  await signIn(page, base, email, password)
+  return { context, page, close: () => context.close() }
+}
+
 /**
  * Saves a screenshot as docs/screenshots/<name>-<theme>-<width>.png. The theme is switched
  * through the saved choice (what the theme menu writes) so the page is painted in it.

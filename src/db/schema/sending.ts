@@ -167,6 +167,8 @@ export const messages = sqliteTable(
     template_version_id: integer('template_version_id'),
     /** The bridge (issue 5) the message came through, if any. */
     bridge_id: integer('bridge_id'),
+    /** The broadcast (issue 15) this message is one recipient's copy of, if any. */
+    broadcast_id: integer('broadcast_id'),
     raw: blob('raw', { mode: 'buffer' }).notNull(),
     size: integer('size').notNull(),
     created_at: createdAt(),

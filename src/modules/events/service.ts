@@ -93,6 +93,9 @@ export const EVENT_KINDS = [
   { kind: 'broadcast.sent', emitted: false },
   { kind: 'broadcast.opened', emitted: false },
   { kind: 'broadcast.clicked', emitted: false },
+  { kind: 'domain.created', emitted: true },
+  { kind: 'domain.updated', emitted: true },
+  { kind: 'domain.deleted', emitted: true },
   { kind: 'webhook.disabled', emitted: true },
 ] as const
 

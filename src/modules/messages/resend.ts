@@ -6,6 +6,7 @@ import type { AuthOf } from '../../http/auth'
 import type { ErrorDialect, Failure } from '../../http/envelope'
 import { requires } from '../../http/schemas'
 import { AppError, ERROR_CODES, type ErrorCode } from '../../lib/errors'
+import { resendSdkRoutes } from '../resend'
 import type { SendInput } from './compose'
 import { sendOverHttp } from './http'
 import { getMessage, type AcceptedMessage } from './service'
@@ -197,6 +198,7 @@ export function resendRoutes(deps: Deps, authOf: AuthOf) {
     return r.body as R
   }
   return new Elysia({ prefix: RESEND_PREFIX })
+    .use(resendSdkRoutes(deps, authOf))
     .post(
       '/emails',
       (ctx) =>

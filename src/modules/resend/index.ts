@@ -1,0 +1,15 @@
+import { Elysia } from 'elysia'
+import type { Deps } from '../../deps'
+import type { AuthOf } from '../../http/auth'
+import { apiKeyRoutes } from './api-keys'
+import { domainRoutes } from './domains'
+import { webhookRoutes } from './webhooks'
+
+/**
+ * The Resend SDK's method groups beyond emails (issue 19), each mapped onto the native
+ * services: one file per group. Mounted by the compat plugin (src/modules/messages/resend.ts)
+ * inside its prefixed instance (which prefixes these routes), so the error dialect and authentication are the same as for emails.
+ */
+export function resendSdkRoutes(deps: Deps, authOf: AuthOf) {
+  return new Elysia().use(domainRoutes(deps)).use(apiKeyRoutes(deps, authOf)).use(webhookRoutes(deps))
+}

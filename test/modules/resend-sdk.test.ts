@@ -258,3 +258,167 @@ describe('webhooks', () => {
     ).toThrow()
   })
 })
+
+describe('suppressions', () => {
+  test('add, get by id and address, list with origin, remove, batch', async () => {
+    const added = await client().suppressions.add({ email: 'Blocked@Example.net' })
+    expect(added.error).toBeNull()
+    expect(added.data).toEqual({ object: 'suppression', id: expect.any(String) })
+    const byId = await client().suppressions.get(added.data!.id)
+    expect(byId.data).toEqual({
+      object: 'suppression',
+      id: added.data!.id,
+      email: 'blocked@example.net',
+      origin: 'manual',
+      source_id: null,
+      created_at: expect.any(String),
+    })
+    expect((await client().suppressions.get('blocked@example.net')).data!.id).toBe(added.data!.id)
+    // The native suppression stops a send to that address.
+    const native = await t.call('GET', `/api/v2/suppressions/${decodeId('suppression', added.data!.id)}`, { key: admin.key })
+    expect(native.body.data).toMatchObject({ scope: 'global', type: 'email', value: 'blocked@example.net', reason: 'manual' })
+
+    const listed = await client().suppressions.list({ origin: 'manual' })
+    expect(listed.data).toMatchObject({ object: 'list', has_more: false })
+    expect(listed.data!.data.map((s) => s.email)).toContain('blocked@example.net')
+    expect((await client().suppressions.list({ origin: 'bounce' })).data!.data).toEqual([])
+
+    expect((await client().suppressions.remove('blocked@example.net')).data).toEqual({ object: 'suppression', id: added.data!.id, deleted: true })
+    expect((await client().suppressions.get(added.data!.id)).error).toMatchObject({ name: 'not_found', statusCode: 404 })
+
+    const batch = await client().suppressions.batch.add({ emails: ['a@example.net', 'b@example.net'] })
+    expect(batch.data!.data).toEqual([
+      { object: 'suppression', id: expect.any(String) },
+      { object: 'suppression', id: expect.any(String) },
+    ])
+    const removed = await client().suppressions.batch.remove({ ids: [batch.data!.data[0]!.id, encodeId('suppression', 999_999)] })
+    expect(removed.data!.data).toEqual([
+      { object: 'suppression', id: batch.data!.data[0]!.id, deleted: true },
+      { object: 'suppression', id: encodeId('suppression', 999_999), deleted: false },
+    ])
+    const byEmail = await client().suppressions.batch.remove({ emails: ['b@example.net'] })
+    expect(byEmail.data!.data).toEqual([{ object: 'suppression', id: batch.data!.data[1]!.id, deleted: true }])
+  })
+
+  test('an invalid address is refused', async () => {
+    const { error } = await client().suppressions.add({ email: 'not an address' })
+    expect(error).toMatchObject({ name: 'validation_error', statusCode: 422 })
+  })
+})
+
+describe('segments and contacts', () => {
+  test('segments are lists: create, get, list, update, remove', async () => {
+    const created = await client().segments.create({ name: 'Newsletter' })
+    expect(created.error).toBeNull()
+    expect(created.data).toEqual({ object: 'segment', id: expect.any(String), name: 'Newsletter' })
+    const native = await t.call('GET', `/api/v2/lists/${decodeId('segment', created.data!.id)}`, { key: admin.key })
+    expect(native.body.data.name).toBe('Newsletter')
+    expect((await client().segments.get(created.data!.id)).data).toEqual({
+      object: 'segment',
+      id: created.data!.id,
+      name: 'Newsletter',
+      created_at: expect.any(String),
+    })
+    expect((await client().segments.update(created.data!.id, { name: 'Weekly' })).data).toEqual({ object: 'segment', id: created.data!.id })
+    const listed = await client().segments.list()
+    expect(listed.data!.data.find((s) => s.id === created.data!.id)).toEqual({ id: created.data!.id, name: 'Weekly', created_at: expect.any(String) })
+    // The SDK's deprecated audiences are the same paths.
+    expect((await client().audiences.get(created.data!.id)).data!.name).toBe('Weekly')
+    expect((await client().segments.remove(created.data!.id)).data).toEqual({ object: 'segment', id: created.data!.id, deleted: true })
+    expect((await client().segments.get(created.data!.id)).error).toMatchObject({ name: 'not_found' })
+  })
+
+  test('a contact across segments: create, get, list, update, segments add/list/remove, remove', async () => {
+    const a = (await client().segments.create({ name: 'A' })).data!
+    const b = (await client().segments.create({ name: 'B' })).data!
+    const made = await client().contacts.create({ email: 'Jane@Example.com', firstName: 'Jane', segments: [{ id: a.id }] })
+    expect(made.error).toBeNull()
+    expect(made.data).toEqual({ object: 'contact', id: expect.any(String) })
+
+    const got = await client().contacts.get(made.data!.id)
+    expect(got.data).toEqual({
+      object: 'contact',
+      id: made.data!.id,
+      email: 'jane@example.com',
+      first_name: 'Jane',
+      last_name: null,
+      created_at: expect.any(String),
+      unsubscribed: false,
+      properties: {},
+    })
+    expect((await client().contacts.get({ email: 'jane@example.com' })).data!.id).toBe(made.data!.id)
+
+    expect((await client().contacts.segments.add({ contactId: made.data!.id, segmentId: b.id })).data).toEqual({ id: b.id })
+    const segs = await client().contacts.segments.list({ email: 'jane@example.com' })
+    expect(segs.data).toMatchObject({ object: 'list', has_more: false })
+    expect(segs.data!.data.map((s) => s.name)).toEqual(['A', 'B'])
+    // Listed once overall, and once in each segment.
+    const all = await client().contacts.list()
+    expect(all.data!.data.filter((c) => c.email === 'jane@example.com')).toHaveLength(1)
+    expect((await client().contacts.list({ segmentId: b.id })).data!.data.map((c) => c.email)).toEqual(['jane@example.com'])
+
+    expect((await client().contacts.update({ email: 'jane@example.com', lastName: 'Doe', unsubscribed: true })).data).toEqual({
+      object: 'contact',
+      id: made.data!.id,
+    })
+    const rows = await t.call('GET', '/api/v2/contacts?email=jane@example.com', { key: admin.key })
+    expect(rows.body.data.map((r: { last_name: string; status: string }) => `${r.last_name}:${r.status}`)).toEqual(['Doe:unsubscribed', 'Doe:unsubscribed'])
+
+    const out = await client().contacts.segments.remove({ email: 'jane@example.com', segmentId: a.id })
+    expect(out.data).toMatchObject({ id: a.id, deleted: true })
+    // The id was that of the Mailroom contact on A (docs/api.md: a contact's id is its oldest list entry's); the address still names it.
+    expect((await client().contacts.segments.list({ contactId: made.data!.id })).error).toMatchObject({ name: 'not_found' })
+    expect((await client().contacts.get({ email: 'jane@example.com' })).data!.id).not.toBe(made.data!.id)
+    expect((await client().contacts.segments.list({ email: 'jane@example.com' })).data!.data.map((s) => s.name)).toEqual(['B'])
+
+    expect((await client().contacts.remove({ email: 'jane@example.com' })).data).toEqual({ object: 'contact', contact: 'jane@example.com', deleted: true })
+    expect((await client().contacts.get({ email: 'jane@example.com' })).error).toMatchObject({ name: 'not_found', statusCode: 404 })
+  })
+
+  test('a contact without a segment goes to the General list; audience paths work on one list', async () => {
+    const made = (await client().contacts.create({ email: 'solo@example.com' })).data!
+    const native = await t.call('GET', `/api/v2/contacts/${decodeId('contact', made.id)}`, { key: admin.key })
+    const list = await t.call('GET', `/api/v2/lists/${native.body.data.list_id}`, { key: admin.key })
+    expect(list.body.data.name).toBe('General')
+
+    const audience = (await client().audiences.create({ name: 'Legacy' })).data!
+    const legacy = await client().contacts.create({ audienceId: audience.id, email: 'old@example.com', lastName: 'Old' })
+    expect(legacy.data).toEqual({ object: 'contact', id: expect.any(String) })
+    expect((await client().contacts.get({ audienceId: audience.id, email: 'old@example.com' })).data).toMatchObject({ last_name: 'Old' })
+    expect((await client().contacts.update({ audienceId: audience.id, id: legacy.data!.id, firstName: 'O' })).data).toEqual({
+      object: 'contact',
+      id: legacy.data!.id,
+    })
+    expect((await client().contacts.remove({ audienceId: audience.id, email: 'old@example.com' })).data).toMatchObject({ deleted: true })
+    expect((await client().contacts.get({ audienceId: audience.id, email: 'old@example.com' })).error).toMatchObject({ name: 'not_found' })
+  })
+
+  test('contact properties are custom fields; a contact carries their values', async () => {
+    const made = await client().contactProperties.create({ key: 'company', type: 'string', fallbackValue: 'none' })
+    expect(made.error).toBeNull()
+    expect(made.data).toEqual({ object: 'contact_property', id: expect.any(String) })
+    const plan = (await client().contactProperties.create({ key: 'seats', type: 'number' })).data!
+    const native = await t.call('GET', `/api/v2/custom-fields/${decodeId('contact_property', made.data!.id)}`, { key: admin.key })
+    expect(native.body.data).toMatchObject({ key: 'company', type: 'text', default_value: 'none' })
+
+    const got = await client().contactProperties.get(made.data!.id)
+    expect(got.data).toEqual({
+      object: 'contact_property',
+      id: made.data!.id,
+      key: 'company',
+      type: 'string',
+      fallbackValue: 'none',
+      createdAt: expect.any(String),
+    })
+    const listed = await client().contactProperties.list()
+    expect(listed.data!.data.map((p) => p.key)).toEqual(['seats', 'company'])
+    expect((await client().contactProperties.update({ id: plan.id, fallbackValue: 1 })).data).toEqual({ object: 'contact_property', id: plan.id })
+    expect((await client().contactProperties.get(plan.id)).data).toMatchObject({ type: 'number', fallbackValue: 1 })
+
+    const c = (await client().contacts.create({ email: 'props@example.com', properties: { company: 'Acme', seats: 5 } })).data!
+    expect((await client().contacts.get(c.id)).data!.properties).toEqual({ company: { type: 'string', value: 'Acme' }, seats: { type: 'number', value: 5 } })
+
+    expect((await client().contactProperties.remove(plan.id)).data).toEqual({ object: 'contact_property', id: plan.id, deleted: true })
+    expect((await client().contactProperties.get(plan.id)).error).toMatchObject({ name: 'not_found' })
+  })
+})

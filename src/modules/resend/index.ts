@@ -2,7 +2,11 @@ import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
 import { apiKeyRoutes } from './api-keys'
+import { contactPropertyRoutes } from './contact-properties'
+import { contactRoutes } from './contacts'
 import { domainRoutes } from './domains'
+import { segmentRoutes } from './segments'
+import { suppressionRoutes } from './suppressions'
 import { webhookRoutes } from './webhooks'
 
 /**
@@ -11,5 +15,12 @@ import { webhookRoutes } from './webhooks'
  * inside its prefixed instance (which prefixes these routes), so the error dialect and authentication are the same as for emails.
  */
 export function resendSdkRoutes(deps: Deps, authOf: AuthOf) {
-  return new Elysia().use(domainRoutes(deps)).use(apiKeyRoutes(deps, authOf)).use(webhookRoutes(deps))
+  return new Elysia()
+    .use(domainRoutes(deps))
+    .use(apiKeyRoutes(deps, authOf))
+    .use(webhookRoutes(deps))
+    .use(segmentRoutes(deps))
+    .use(contactRoutes(deps, authOf))
+    .use(contactPropertyRoutes(deps))
+    .use(suppressionRoutes(deps))
 }

@@ -422,3 +422,82 @@ describe('segments and contacts', () => {
     expect((await client().contactProperties.get(plan.id)).error).toMatchObject({ name: 'not_found' })
   })
 })
+
+describe('templates', () => {
+  test('create, get, list, update as a draft, publish onto version activation, duplicate, remove', async () => {
+    const made = await client().templates.create({
+      name: 'Welcome',
+      subject: 'Hi {{{NAME}}}',
+      html: '<p>Hello {{{NAME}}}</p>',
+      from: 'Acme <hi@acme.example>',
+      replyTo: 'help@acme.example',
+      variables: [{ key: 'NAME', type: 'string' }],
+    })
+    expect(made.error).toBeNull()
+    expect(made.data).toEqual({ object: 'template', id: expect.any(String) })
+    const id = made.data!.id
+    const nativeId = decodeId('template', id)
+
+    const got = await client().templates.get(id)
+    expect(got.data).toEqual({
+      object: 'template',
+      id,
+      name: 'Welcome',
+      status: 'published',
+      published_at: expect.any(String),
+      alias: null,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+      subject: 'Hi {{{NAME}}}',
+      html: '<p>Hello {{{NAME}}}</p>',
+      text: null,
+      variables: null,
+      from: 'Acme <hi@acme.example>',
+      reply_to: ['help@acme.example'],
+      has_unpublished_versions: false,
+      current_version_id: expect.any(String),
+    })
+
+    // An update is a draft: a new version, while sends keep the active one.
+    expect((await client().templates.update(id, { html: '<p>Welcome {{{NAME}}}</p>' })).data).toEqual({ object: 'template', id })
+    let native = await t.call('GET', `/api/v2/templates/${nativeId}`, { key: admin.key })
+    expect(native.body.data).toMatchObject({ active_version: 1, versions_count: 2, html: '<p>Hello {{{NAME}}}</p>' })
+    expect((await client().templates.get(id)).data).toMatchObject({ status: 'draft', has_unpublished_versions: true, html: '<p>Welcome {{{NAME}}}</p>' })
+
+    expect((await client().templates.publish(id)).data).toEqual({ object: 'template', id })
+    native = await t.call('GET', `/api/v2/templates/${nativeId}`, { key: admin.key })
+    expect(native.body.data).toMatchObject({ active_version: 2, html: '<p>Welcome {{{NAME}}}</p>' })
+    expect((await client().templates.get(id)).data).toMatchObject({ status: 'published', has_unpublished_versions: false })
+
+    const listed = await client().templates.list()
+    expect(listed.data).toMatchObject({ object: 'list', has_more: false })
+    expect(listed.data!.data.find((x) => x.id === id)).toEqual({
+      id,
+      name: 'Welcome',
+      status: 'published',
+      published_at: expect.any(String),
+      alias: null,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    })
+
+    const copy = await client().templates.duplicate(id)
+    expect(copy.data).toEqual({ object: 'template', id: expect.any(String) })
+    expect((await client().templates.get(copy.data!.id)).data).toMatchObject({ name: 'Welcome (copy)', html: '<p>Welcome {{{NAME}}}</p>' })
+
+    expect((await client().templates.remove(id)).data).toEqual({ object: 'template', id, deleted: true })
+    expect((await client().templates.get(id)).error).toMatchObject({ name: 'not_found', statusCode: 404 })
+  })
+
+  test('create(...).publish() chains; a fallback value is refused by name', async () => {
+    const chained = await client().templates.create({ name: 'Chained', subject: 'S', html: '<p>x</p>' }).publish()
+    expect(chained.data).toEqual({ object: 'template', id: expect.any(String) })
+    const refused = await client().templates.create({
+      name: 'F',
+      subject: 'S',
+      html: '<p>{{{X}}}</p>',
+      variables: [{ key: 'X', type: 'string', fallbackValue: 'y' }],
+    })
+    expect(refused.error).toMatchObject({ name: 'validation_error', statusCode: 422, message: expect.stringContaining('variables.0.fallback_value') })
+  })
+})

@@ -21,6 +21,7 @@ export const ID_KINDS = {
   template: 8,
   contact_import: 9,
   webhook_event: 10,
+  template_version: 11,
 } as const
 export type IdKind = keyof typeof ID_KINDS
 

@@ -7,6 +7,7 @@ import { contactRoutes } from './contacts'
 import { domainRoutes } from './domains'
 import { segmentRoutes } from './segments'
 import { suppressionRoutes } from './suppressions'
+import { templateRoutes } from './templates'
 import { webhookRoutes } from './webhooks'
 
 /**
@@ -23,4 +24,5 @@ export function resendSdkRoutes(deps: Deps, authOf: AuthOf) {
     .use(contactRoutes(deps, authOf))
     .use(contactPropertyRoutes(deps))
     .use(suppressionRoutes(deps))
+    .use(templateRoutes(deps))
 }

@@ -501,3 +501,43 @@ describe('templates', () => {
     expect(refused.error).toMatchObject({ name: 'validation_error', statusCode: 422, message: expect.stringContaining('variables.0.fallback_value') })
   })
 })
+
+describe('contact imports', () => {
+  test('a CSV imports into the named segment through the native import; get and list show its progress', async () => {
+    const seg = (await client().segments.create({ name: 'Imported' })).data!
+    const tier = (await client().contactProperties.create({ key: 'tier', type: 'string' })).data!
+    const csv = 'E-mail,Given,Tier\nann@example.com,Ann,gold\nbob@example.com,Bob,silver\nnot-an-address,X,none\n'
+    const made = await client().contacts.imports.create({
+      file: new Blob([csv], { type: 'text/csv' }),
+      columnMap: { email: 'E-mail', firstName: 'Given', properties: { tier: { column: 'Tier' } } },
+      segments: [{ id: seg.id }],
+    })
+    expect(made.error).toBeNull()
+    expect(made.data).toEqual({ object: 'contact_import', id: expect.any(String) })
+    await t.imports.idle()
+
+    const got = await client().contacts.imports.get(made.data!.id)
+    expect(got.data).toEqual({
+      object: 'contact_import',
+      id: made.data!.id,
+      status: 'completed',
+      created_at: expect.any(String),
+      completed_at: expect.any(String),
+      counts: { total: 3, created: 2, updated: 0, skipped: 0, failed: 1 },
+    })
+    const contactsIn = await client().contacts.list({ segmentId: seg.id })
+    expect(contactsIn.data!.data.map((c) => `${c.email}:${c.first_name}`).sort()).toEqual(['ann@example.com:Ann', 'bob@example.com:Bob'])
+    expect((await client().contacts.get({ email: 'ann@example.com' })).data!.properties).toMatchObject({ tier: { type: 'string', value: 'gold' } })
+
+    const listed = await client().contacts.imports.list({ status: 'completed' })
+    expect(listed.data).toMatchObject({ object: 'list', has_more: false })
+    expect(listed.data!.data.map((i) => i.id)).toContain(made.data!.id)
+    expect((await client().contacts.imports.list({ status: 'queued' })).data!.data).toEqual([])
+    await client().contactProperties.remove(tier.id)
+  })
+
+  test('a column map naming a missing column is refused', async () => {
+    const { error } = await client().contacts.imports.create({ file: new Blob(['email\na@example.com\n']), columnMap: { email: 'Mail' } })
+    expect(error).toMatchObject({ name: 'validation_error', statusCode: 422, message: expect.stringContaining('Mail') })
+  })
+})

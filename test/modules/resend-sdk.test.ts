@@ -244,6 +244,32 @@ describe('webhooks', () => {
     const dom = parsed.find((p) => p.type === 'domain.created')!
     expect(dom.data).toMatchObject({ id: domain.id, name: domain.name, status: 'pending', region: 'us-east-1', created_at: domain.created_at })
     expect((dom.data as { records: unknown[] }).records).toHaveLength(3)
+    // The delivery log: webhooks.events list, get (with the payload sent), attempts, replay.
+    const events = await client().webhooks.events.list({ webhookId: hook.id })
+    expect(events.error).toBeNull()
+    expect(events.data).toMatchObject({ object: 'list', has_more: false })
+    expect(events.data!.data.map((e) => `${e.type}:${e.status}`).sort()).toEqual(['domain.created:success', 'email.sent:success'])
+    const sentEvent = events.data!.data.find((e) => e.type === 'email.sent')!
+    const one = await client().webhooks.events.get({ webhookId: hook.id, eventId: sentEvent.id })
+    expect(one.data).toEqual({
+      object: 'webhook_event',
+      id: sentEvent.id,
+      type: 'email.sent',
+      created_at: expect.any(String),
+      status: 'success',
+      next_attempt_at: null,
+      payload: email,
+    })
+    const attempts = await client().webhooks.events.attempts.list({ webhookId: hook.id, eventId: sentEvent.id })
+    expect(attempts.data).toEqual({
+      object: 'list',
+      has_more: false,
+      data: [{ id: expect.any(String), http_status_code: 204, response: '', sent_at: expect.any(String) }],
+    })
+    const replayed = await client().webhooks.events.replay({ webhookId: hook.id, eventId: sentEvent.id })
+    expect(replayed.data).toEqual({ object: 'webhook_event', id: expect.any(String) })
+    expect((await client().webhooks.events.get({ webhookId: hook.id, eventId: replayed.data!.id })).data!.status).toBe('pending')
+
     // A wrong secret does not verify.
     expect(() =>
       client().webhooks.verify({
@@ -256,6 +282,43 @@ describe('webhooks', () => {
         webhookSecret: 'whsec_' + Buffer.alloc(24, 1).toString('base64'),
       }),
     ).toThrow()
+  })
+})
+
+describe('webhook payloads: contacts', () => {
+  test('contact.created and contact.updated carry Resend contact data', async () => {
+    t.deps.clock.set(t.deps.clock.now() + 1000)
+    const hook = (await client().webhooks.create({ endpoint: rx.url, events: ['contact.created', 'contact.updated'] })).data!
+    rx.received.length = 0
+    const seg = (await client().segments.create({ name: 'Hooked' })).data!
+    const c = (await client().contacts.create({ email: 'hooked@example.com', firstName: 'Hoo', segments: [{ id: seg.id }] })).data!
+    await client().contacts.update({ id: c.id, unsubscribed: true })
+    const dispatcher = createWebhookDispatcher(t.deps)
+    await dispatcher.drain()
+    await dispatcher.stop()
+    // Only this webhook's requests (an earlier test's replayed delivery goes out in the same drain).
+    const mine = rx.received.filter((r) => r.headers['svix-id']!.endsWith(`_${decodeId('webhook', hook.id)}`))
+    const parsed = mine.map((r) =>
+      client().webhooks.verify({
+        payload: r.body,
+        headers: { id: r.headers['svix-id']!, timestamp: r.headers['svix-timestamp']!, signature: r.headers['svix-signature']! },
+        webhookSecret: hook.signing_secret,
+      }),
+    )
+    expect(parsed.map((p) => p.type)).toEqual(['contact.created', 'contact.updated'])
+    expect(parsed[0]!.data).toEqual({
+      id: c.id,
+      audience_id: seg.id,
+      segment_ids: [seg.id],
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+      email: 'hooked@example.com',
+      first_name: 'Hoo',
+      last_name: null,
+      unsubscribed: expect.any(Boolean),
+    })
+    expect(parsed[1]!.data).toMatchObject({ id: c.id, unsubscribed: true })
+    await client().webhooks.remove(hook.id)
   })
 })
 

@@ -22,6 +22,7 @@ export const ID_KINDS = {
   contact_import: 9,
   webhook_event: 10,
   template_version: 11,
+  webhook_attempt: 12,
 } as const
 export type IdKind = keyof typeof ID_KINDS
 

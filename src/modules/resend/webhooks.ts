@@ -1,14 +1,27 @@
 import { eq } from 'drizzle-orm'
 import { Elysia, t } from 'elysia'
-import { webhooks } from '../../db/schema'
+import { webhookDeliveries, webhooks } from '../../db/schema'
 import type { Deps } from '../../deps'
 import { requires } from '../../http/schemas'
 import { AppError } from '../../lib/errors'
 import type { WebhookView } from '../webhooks/model'
-import { createWebhook, currentSecret, deleteWebhooks, getWebhook, rotateSecret, updateWebhook, type WebhookOptions } from '../webhooks/service'
+import {
+  createWebhook,
+  currentSecret,
+  deleteWebhooks,
+  deliveryEvent,
+  getDelivery,
+  getWebhook,
+  listAttempts,
+  replayDelivery,
+  rotateSecret,
+  updateWebhook,
+  type DeliveryView,
+  type WebhookOptions,
+} from '../webhooks/service'
 import { cursorPage, decodeId, encodeId, ListOf, PaginationQuery } from './ids'
 import { deleted, refuse } from './shapes'
-import { NATIVE_KINDS_OF, RESEND_EVENT_OF } from './webhook-payloads'
+import { NATIVE_KINDS_OF, RESEND_EVENT_OF, resendPayloadOf } from './webhook-payloads'
 
 /**
  * resend.webhooks onto /api/v2/webhooks. A webhook made here has `format: resend`: its
@@ -48,6 +61,24 @@ function webhookOf(v: WebhookView) {
     events: resendEvents(v.events),
   }
 }
+
+/**
+ * webhooks.events: a Resend webhook event is one of our deliveries (one event for one
+ * webhook). Its status: `pending` before the first attempt, `attempting` while retrying,
+ * then `success` or `failed`.
+ */
+function eventStatus(d: DeliveryView): 'success' | 'pending' | 'failed' | 'attempting' {
+  if (d.state === 'succeeded') return 'success'
+  if (d.state === 'failed') return 'failed'
+  return d.state === 'sending' || d.attempts > 0 ? 'attempting' : 'pending'
+}
+
+function eventOf(d: DeliveryView) {
+  return { id: encodeId('webhook_event', d.id), type: RESEND_EVENT_OF[d.kind] ?? d.kind, created_at: d.created_at, status: eventStatus(d) }
+}
+
+const EventLog = t.Object({ id: t.String(), type: t.String(), created_at: t.String(), status: t.String() })
+const Attempt = t.Object({ id: t.String(), http_status_code: t.Integer(), response: t.String(), sent_at: t.String() })
 
 /** /compat/resend/webhooks */
 export function webhookRoutes(deps: Deps, opts: WebhookOptions = {}) {
@@ -126,6 +157,80 @@ export function webhookRoutes(deps: Deps, opts: WebhookOptions = {}) {
           tags,
           description: 'The previous secret keeps signing beside the new one for 24 hours.',
         }),
+      },
+    )
+    .get(
+      '/webhooks/:id/events',
+      ({ params, query }) => {
+        const n = id(params.id)
+        const page = cursorPage(deps.db, webhookDeliveries, 'webhook_event', query, eq(webhookDeliveries.webhook_id, n))
+        return { object: 'list' as const, has_more: page.has_more, data: page.ids.map((i) => eventOf(getDelivery(deps, n, i))) }
+      },
+      {
+        query: PaginationQuery,
+        response: { 200: ListOf(EventLog) },
+        detail: requires('webhooks.read', "List a webhook's events (Resend-compatible)", { tags }),
+      },
+    )
+    .get(
+      '/webhooks/:id/events/:event_id',
+      ({ params }) => {
+        const n = id(params.id)
+        const d = getDelivery(deps, n, decodeId('webhook_event', params.event_id, 'webhook event'))
+        const e = deliveryEvent(deps, n, d.id)
+        const body = e ? resendPayloadOf(deps, e) : null
+        return {
+          object: 'webhook_event' as const,
+          ...eventOf(d),
+          next_attempt_at: d.next_attempt_at,
+          payload: body === null ? null : (JSON.parse(body) as unknown),
+        }
+      },
+      {
+        response: {
+          200: t.Composite([
+            t.Object({ object: t.Literal('webhook_event') }),
+            EventLog,
+            t.Object({
+              next_attempt_at: t.Union([t.String(), t.Null()]),
+              payload: t.Unknown({ description: 'The body sent; null once the event was pruned.' }),
+            }),
+          ]),
+        },
+        detail: requires('webhooks.read', 'Get a webhook event with its payload (Resend-compatible)', { tags }),
+      },
+    )
+    .get(
+      '/webhooks/:id/events/:event_id/attempts',
+      ({ params, query }) => {
+        const n = id(params.id)
+        // At most eight attempts per delivery (the retry schedule): one page of the native list holds them all.
+        const all = listAttempts(deps, n, decodeId('webhook_event', params.event_id, 'webhook event'), { per_page: 100 }).items.map((a) => ({
+          id: encodeId('webhook_attempt', a.id),
+          http_status_code: a.status ?? 0,
+          response: a.response_snippet ?? a.error ?? '',
+          sent_at: a.attempted_at,
+        }))
+        const from = query.after === undefined ? 0 : all.findIndex((a) => a.id === query.after) + 1
+        const limit = query.limit ?? 20
+        return { object: 'list' as const, has_more: all.length > from + limit, data: all.slice(from, from + limit) }
+      },
+      {
+        query: PaginationQuery,
+        response: { 200: ListOf(Attempt) },
+        detail: requires('webhooks.read', "List a webhook event's attempts (Resend-compatible)", { tags }),
+      },
+    )
+    .post(
+      '/webhooks/:id/events/:event_id/replay',
+      ({ params }) => {
+        const n = id(params.id)
+        const d = replayDelivery(deps, n, decodeId('webhook_event', params.event_id, 'webhook event'))
+        return { object: 'webhook_event' as const, id: encodeId('webhook_event', d.id) }
+      },
+      {
+        response: { 200: t.Object({ object: t.Literal('webhook_event'), id: t.String() }) },
+        detail: requires('webhooks.update', 'Replay a webhook event: a new delivery, due now (Resend-compatible)', { tags }),
       },
     )
     .delete(

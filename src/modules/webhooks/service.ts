@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, timestampsOf } from '../../db/crud'
-import { webhookAttempts, webhookDeliveries, webhooks } from '../../db/schema'
+import { events, webhookAttempts, webhookDeliveries, webhooks } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
 import { pageMeta, pageRequest } from '../../lib/pagination'
@@ -357,6 +357,13 @@ function delivery(deps: Deps, webhookId: number, deliveryId: number): DeliveryRo
     .get()
   if (!d) throw notFound('delivery', deliveryId)
   return d
+}
+
+/** The event a delivery carries, as the dispatcher sends it; null once the event was pruned from the log. */
+export function deliveryEvent(deps: Deps, webhookId: number, deliveryId: number): EventRow | null {
+  const d = delivery(deps, webhookId, deliveryId)
+  const e = deps.db.select().from(events).where(eq(events.id, d.event_id)).get()
+  return e ? { ...e, data: e.data } : null
 }
 
 export function getDelivery(deps: Deps, webhookId: number, deliveryId: number): DeliveryView {

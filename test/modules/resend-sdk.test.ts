@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Resend } from 'resend'
+import { emit } from '../../src/modules/events/service'
 import { decodeId, encodeId } from '../../src/modules/resend/ids'
 import { createWebhookDispatcher } from '../../src/modules/webhooks/dispatcher'
 import { testApp } from '../support/app'
@@ -318,6 +319,55 @@ describe('webhook payloads: contacts', () => {
       unsubscribed: expect.any(Boolean),
     })
     expect(parsed[1]!.data).toMatchObject({ id: c.id, unsubscribed: true })
+    await client().webhooks.remove(hook.id)
+  })
+})
+
+describe('webhook payloads: email outcomes', () => {
+  test('email.bounced carries bounce, email.clicked carries click, from the events the engine and tracker write', async () => {
+    t.deps.clock.set(t.deps.clock.now() + 1000)
+    const hook = (await client().webhooks.create({ endpoint: rx.url, events: ['email.bounced', 'email.clicked', 'email.opened'] })).data!
+    rx.received.length = 0
+    const sent = (
+      await client().emails.send({ from: 'hi@acme.example', to: 'gone@example.net', subject: 'Hi', html: '<a href="https://acme.example/x">x</a>' })
+    ).data!
+    // The events as the delivery engine (src/delivery/scheduler.ts) and the tracker (src/modules/tracking/service.ts) write them.
+    const now = t.deps.clock.now()
+    emit(t.deps.db, now, {
+      kind: 'message.bounced',
+      message_id: sent.id,
+      recipient: 'gone@example.net',
+      data: { code: 550, enhanced_code: '5.1.1', response: '550 5.1.1 no such user', suppressed: true },
+    })
+    emit(t.deps.db, now, {
+      kind: 'message.clicked',
+      message_id: sent.id,
+      recipient: 'gone@example.net',
+      data: { url: 'https://acme.example/x', first: true, ip: '203.0.113.7', user_agent: 'Mail/1.0' },
+    })
+    emit(t.deps.db, now, { kind: 'message.opened', message_id: sent.id, recipient: 'gone@example.net', data: { first: true, ip: null, user_agent: null } })
+    const dispatcher = createWebhookDispatcher(t.deps)
+    await dispatcher.drain()
+    await dispatcher.stop()
+    const mine = rx.received.filter((r) => r.headers['svix-id']!.endsWith(`_${decodeId('webhook', hook.id)}`))
+    const parsed = mine.map((r) =>
+      client().webhooks.verify({
+        payload: r.body,
+        headers: { id: r.headers['svix-id']!, timestamp: r.headers['svix-timestamp']!, signature: r.headers['svix-signature']! },
+        webhookSecret: hook.signing_secret,
+      }),
+    )
+    expect(parsed.map((p) => p.type)).toEqual(['email.bounced', 'email.clicked', 'email.opened'])
+    expect(parsed[0]!.data).toMatchObject({
+      email_id: sent.id,
+      to: ['gone@example.net'],
+      bounce: { type: 'Permanent', subType: 'General', message: '550 5.1.1 no such user' },
+    })
+    expect(parsed[1]!.data).toMatchObject({
+      email_id: sent.id,
+      click: { link: 'https://acme.example/x', ipAddress: '203.0.113.7', userAgent: 'Mail/1.0', timestamp: new Date(now).toISOString() },
+    })
+    expect(parsed[2]!.data).toMatchObject({ email_id: sent.id, subject: 'Hi' })
     await client().webhooks.remove(hook.id)
   })
 })

@@ -1,4 +1,4 @@
-import { eq, sql } from 'drizzle-orm'
+import { eq } from 'drizzle-orm'
 import { Elysia, t } from 'elysia'
 import { contacts } from '../../db/schema'
 import type { Deps } from '../../deps'
@@ -9,6 +9,7 @@ import type { ContactView } from '../contacts/model'
 import { createContact, deleteContacts, getContact, listContacts, updateContact } from '../contacts/service'
 import { getList } from '../lists/service'
 import { cursorPage, encodeId, ListOf, PaginationQuery, tryDecodeId } from './ids'
+import { OLDEST_OF_ITS_ADDRESS } from './queries'
 import { defaultList, SegmentSchema, segmentList, segmentOf } from './segments'
 import { refuse } from './shapes'
 
@@ -107,12 +108,6 @@ function apply(deps: Deps, row: ContactView, b: Update, actorKeyId: number | nul
     actorKeyId,
   )
 }
-
-/**
- * A Resend contact is listed once, by its oldest Mailroom contact. The NOT EXISTS walks the
- * unique (list_id, email) index list by list (there is no index on the address alone).
- */
-const OLDEST_OF_ITS_ADDRESS = sql`NOT EXISTS (SELECT 1 FROM contacts AS c2 WHERE c2.list_id IN (SELECT id FROM lists) AND c2.email = ${contacts.email} AND c2.id < ${contacts.id})`
 
 /** /compat/resend/contacts, /compat/resend/segments/{id}/contacts, /compat/resend/audiences/{id}/contacts */
 export function contactRoutes(deps: Deps, authOf: AuthOf) {

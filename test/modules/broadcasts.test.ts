@@ -792,6 +792,11 @@ describe('broadcasts: events', () => {
     }
     const bad = await t.call('GET', '/api/v2/events?kind=broadcast.exploded', { key })
     expect(bad.status).toBe(422)
+    const hook = await t.call('POST', '/api/v2/webhooks', {
+      key,
+      body: { endpoint: 'http://127.0.0.1:9/x', events: ['broadcast.started', 'broadcast.paused', 'broadcast.finished'] },
+    })
+    expect(hook.status).toBe(201)
   })
 
   test('pausing a broadcast the runner has already finished answers 409 naming the status', () => {

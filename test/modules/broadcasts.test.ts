@@ -784,7 +784,7 @@ runScenarios('broadcasts: public archive', archive, { app: seeded })
 
 describe('broadcasts: events', () => {
   test('broadcast.started, paused and finished are known event kinds (filters and webhook subscriptions accept them)', async () => {
-    const t = seeded()
+    const t = testApp({ webhooks_allow_private: true })
     const key = t.makeKey().key
     for (const kind of ['broadcast.started', 'broadcast.paused', 'broadcast.finished']) {
       const r = await t.call('GET', `/api/v2/events?kind=${kind}`, { key })

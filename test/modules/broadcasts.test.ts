@@ -705,6 +705,7 @@ const audience: Scenario[] = [
   audienceCount({ list_ids: [1, 2] }, 8),
   audienceCount({ list_ids: [1, 2], exclude_list_ids: [3] }, 7),
   audienceCount({ list_ids: [1, 2], exclude_list_ids: [3], exclude_segment_ids: [2] }, 6),
+  audienceCount({ list_ids: [1, 2], exclude_segment_ids: [1] }, 5),
   audienceCount({ segment_id: 1 }, 3),
   audienceCount({ list_ids: [1], segment_id: 1 }, 1),
   audienceCount({}, 0),

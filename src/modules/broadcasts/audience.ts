@@ -37,6 +37,12 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
  * The segment where clauses refer to `contacts.<column>` unaliased; inside the NOT IN
  * subqueries the innermost `contacts` is the subquery's own, which is what they mean.
  * Throws 404 for a missing segment and 409 for a segment whose rules no longer compile.
+ *
+ * The engine's snapshot is meant to be chunks of
+ *   INSERT OR IGNORE INTO broadcast_recipients (broadcast_id, contact_id, list_id, email, ...)
+ *   SELECT ?, contacts.id, contacts.list_id, contacts.email, ... FROM contacts
+ *   WHERE <where> AND contacts.id > <prepare_cursor> ORDER BY contacts.id LIMIT <chunk>
+ * with the same `where` and `params`: then it writes exactly the rows this counts.
  */
 export function audienceSql(deps: Deps, spec: AudienceSpec): AudienceSql {
   const terms: string[] = ["contacts.status = 'subscribed'"]
@@ -66,7 +72,9 @@ export function audienceSql(deps: Deps, spec: AudienceSpec): AudienceSql {
 /** How many distinct addresses an audience reaches now: one COUNT over `audienceSql`, nothing loaded. */
 export function countAudience(deps: Deps, spec: AudienceSpec): number {
   const { where, params } = audienceSql(deps, spec)
-  const stmt = deps.db.$client.prepare<{ n: number }, SqlValue[]>(`SELECT COUNT(DISTINCT contacts.email) AS n FROM contacts WHERE ${where}`)
+  // On one list an address is there once (contacts_list_email_unique): a plain COUNT, no sort of the addresses.
+  const what = spec.list_ids.length === 1 ? 'COUNT(*)' : 'COUNT(DISTINCT contacts.email)'
+  const stmt = deps.db.$client.prepare<{ n: number }, SqlValue[]>(`SELECT ${what} AS n FROM contacts WHERE ${where}`)
   try {
     return stmt.get(...params)!.n
   } finally {

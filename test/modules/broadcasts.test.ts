@@ -185,6 +185,23 @@ const crud: Scenario[] = [
     detailFields: ['split_test.link_url'],
   },
   {
+    name: 'a split test without its settings',
+    method: 'POST',
+    url: '/api/v2/broadcasts',
+    body: { ...valid, version_mode: 'split_test' },
+    status: 422,
+    details: { split_test: ['is required when version_mode is split_test'] },
+  },
+  {
+    name: 'an edit to split test mode on a broadcast without settings',
+    method: 'PATCH',
+    url: (ctx) => `/api/v2/broadcasts/${ctx.setup}`,
+    before: (ctx) => make(ctx),
+    body: { version_mode: 'split_test' },
+    status: 422,
+    detailFields: ['split_test'],
+  },
+  {
     name: 'a send window with a bad zone and equal hours',
     method: 'POST',
     url: '/api/v2/broadcasts',
@@ -325,6 +342,19 @@ const transitions: Scenario[] = [
     body: { send_at: '2020-01-01T00:00:00Z' },
     status: 200,
     json: { data: { send_at: NOW } },
+  },
+  {
+    name: 'schedule a split test with one version',
+    method: 'POST',
+    url: (ctx) => `/api/v2/broadcasts/${ctx.setup}/schedule`,
+    before: (ctx) => {
+      const id = make(ctx, { version_mode: 'split_test', split_test: { sample_percent: 10, metric: 'click_rate', wait_seconds: 600, auto_send_winner: false } })
+      const now = ctx.t.deps.clock.now()
+      ctx.t.deps.db.insert(broadcastVersions).values({ broadcast_id: id, name: 'A', created_at: now, updated_at: now }).run()
+      return id
+    },
+    status: 422,
+    details: { version_mode: ['a split test needs at least two versions'] },
   },
   {
     name: 'schedule twice',
@@ -739,6 +769,37 @@ const archive: Scenario[] = [
     expectHeaders: { 'content-type': 'text/html' },
     expectedContent: ['<title>Hello </title>', '&#60;p&#62;Hi &#60;/p&#62;'],
     notExpectedContent: ['{{first_name}}'],
+  },
+  {
+    name: 'archive page of a template broadcast shows the pinned version',
+    method: 'GET',
+    url: (ctx) => `/archive/${statusOf(ctx, ctx.setup).archive_id}`,
+    key: null,
+    before: async (ctx) => {
+      const url = '/api/v2/templates'
+      const tpl = await ctx.t.call('POST', url, {
+        key: ctx.admin,
+        body: { name: 'T', subject: 'From the template', html: '<p>Version one {{first_name}}</p>' },
+      })
+      await ctx.t.call('PATCH', `${url}/${tpl.body.data.id}`, { key: ctx.admin, body: { html: '<p>Version two</p>' } })
+      // Pinned at the start to version 1; the active version (2) changed since.
+      return make(ctx, { html: null, template_id: tpl.body.data.id, archive: true }, 'sent', { template_version_id: tpl.body.data.active_version_id })
+    },
+    status: 200,
+    expectedContent: ['<title>From the template</title>', 'Version one'],
+    notExpectedContent: ['Version two', '{{first_name}}'],
+  },
+  {
+    name: 'archive page of a template broadcast not pinned yet uses the active version',
+    method: 'GET',
+    url: (ctx) => `/archive/${statusOf(ctx, ctx.setup).archive_id}`,
+    key: null,
+    before: async (ctx) => {
+      const tpl = await ctx.t.call('POST', '/api/v2/templates', { key: ctx.admin, body: { name: 'T', subject: 'S', text: 'Plain <words>' } })
+      return make(ctx, { html: null, template_id: tpl.body.data.id, archive: true }, 'sent')
+    },
+    status: 200,
+    expectedContent: ['Plain &#38;#60;words&#38;#62;'],
   },
   {
     name: 'archive page of a broadcast that did not opt in',

@@ -239,12 +239,23 @@ export function checkBroadcastFields(deps: Deps, body: Fields): ErrorDetails {
   return details
 }
 
-/** The content rule on the merged record: html/text or a template, not both, and at least one. */
-function contentProblems(r: { html?: string | null; text?: string | null; template_id?: number | null }): ErrorDetails {
+/**
+ * The rules on the merged record (a PATCH may set one half): content is html/text or a
+ * template, not both, and at least one; a split test has its settings.
+ */
+function contentProblems(r: {
+  html?: string | null
+  text?: string | null
+  template_id?: number | null
+  version_mode?: string
+  split_test?: unknown
+}): ErrorDetails {
+  const out: ErrorDetails = {}
   const inline = Boolean(r.html) || Boolean(r.text)
-  if (inline && r.template_id != null) return { template_id: ['give html/text or template_id, not both'] }
-  if (!inline && r.template_id == null) return { html: ['a broadcast needs html, text or template_id'] }
-  return {}
+  if (inline && r.template_id != null) out.template_id = ['give html/text or template_id, not both']
+  if (!inline && r.template_id == null) out.html = ['a broadcast needs html, text or template_id']
+  if (r.version_mode === 'split_test' && !r.split_test) out.split_test = ['is required when version_mode is split_test']
+  return out
 }
 
 function mergeDetails(...all: ErrorDetails[]): ErrorDetails {
@@ -318,7 +329,14 @@ function assertStatus(r: BroadcastRow, allowed: readonly BroadcastStatus[], acti
 export function updateBroadcast(deps: Deps, id: number, body: UpdateBroadcastInput): BroadcastView {
   const current = findBroadcast(deps, id)
   assertStatus(current, EDITABLE_STATUSES, 'it can be edited')
-  const merged = { html: current.html, text: current.text, template_id: current.template_id, ...body }
+  const merged = {
+    html: current.html,
+    text: current.text,
+    template_id: current.template_id,
+    version_mode: current.version_mode,
+    split_test: current.split_test,
+    ...body,
+  }
   throwIfAny(mergeDetails(checkBroadcastFields(deps, body), contentProblems(merged)))
   const changed = deps.db
     .update(broadcasts)
@@ -404,7 +422,9 @@ function assertReady(deps: Deps, r: BroadcastRow): void {
     template_id: r.template_id,
     pool_id: r.pool_id,
   })
-  throwIfAny(mergeDetails(audience, contentProblems(r), fields))
+  const versions = deps.db.select({ n: count() }).from(broadcastVersions).where(eq(broadcastVersions.broadcast_id, r.id)).get()!.n
+  const split: ErrorDetails = r.version_mode === 'split_test' && versions < 2 ? { version_mode: ['a split test needs at least two versions'] } : {}
+  throwIfAny(mergeDetails(audience, contentProblems(r), fields, split))
 }
 
 /**

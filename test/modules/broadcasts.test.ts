@@ -571,6 +571,38 @@ const recipientsAndVersions: Scenario[] = [
     },
   },
   {
+    name: 'the last page of recipients, read from the far end, in id order',
+    method: 'GET',
+    url: (ctx) => `/api/v2/broadcasts/${ctx.setup}/recipients?per_page=2&page=3`,
+    before: (ctx) => {
+      const id = make(ctx, {}, 'sending')
+      addRecipients(
+        ctx,
+        id,
+        [1, 2, 3, 4, 5].map((i) => ({ email: `r${i}@x.test`, state: 'pending' })),
+      )
+      return id
+    },
+    status: 200,
+    json: { data: [{ email: 'r5@x.test' }], meta: { total: 5, current_page: 3, last_page: 3 } },
+  },
+  {
+    name: 'page 2 of recipients past the middle',
+    method: 'GET',
+    url: (ctx) => `/api/v2/broadcasts/${ctx.setup}/recipients?per_page=2&page=2`,
+    before: (ctx) => {
+      const id = make(ctx, {}, 'sending')
+      addRecipients(
+        ctx,
+        id,
+        [1, 2, 3, 4, 5].map((i) => ({ email: `r${i}@x.test`, state: 'pending' })),
+      )
+      return id
+    },
+    status: 200,
+    json: { data: [{ email: 'r3@x.test' }, { email: 'r4@x.test' }] },
+  },
+  {
     name: 'recipients filtered by version',
     method: 'GET',
     url: (ctx) => `/api/v2/broadcasts/${ctx.setup}/recipients?version_id=4`,

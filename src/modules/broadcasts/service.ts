@@ -15,7 +15,7 @@ import {
 import { toIso } from '../../lib/clock'
 import { domainOf } from '../../lib/email'
 import { AppError, invalidField, type ErrorDetails } from '../../lib/errors'
-import { pageMeta, pageRequest, type PageMeta } from '../../lib/pagination'
+import { pageMeta, pageRequest, pageWindow, type PageMeta } from '../../lib/pagination'
 import { emit } from '../events/service'
 import { mailboxProblem } from '../messages/compose'
 import { findSendingDomain } from '../sending-domains/service'
@@ -632,7 +632,19 @@ export function listRecipients(
   const where = and(...conditions)
   return deps.db.transaction((tx) => {
     const total = tx.select({ n: count() }).from(broadcastRecipients).where(where).get()!.n
-    const rows = tx.select().from(broadcastRecipients).where(where).orderBy(asc(broadcastRecipients.id)).limit(req.per_page).offset(req.offset).all()
+    // A million-row broadcast: deep pages are read from the far end (pageWindow), in the count's snapshot.
+    const window = pageWindow(req, total)
+    const rows = window
+      ? tx
+          .select()
+          .from(broadcastRecipients)
+          .where(where)
+          .orderBy(window.descending ? desc(broadcastRecipients.id) : asc(broadcastRecipients.id))
+          .limit(window.limit)
+          .offset(window.offset)
+          .all()
+      : []
+    if (window?.descending) rows.reverse()
     const items = rows.map((r) => ({
       id: r.id,
       contact_id: r.contact_id,

@@ -1,10 +1,20 @@
 import { availableParallelism } from 'node:os'
+import type { DeliveryTimeouts } from '../config'
 import type { Deps } from '../deps'
 import { createResolver } from '../lib/dns'
 import { createIpRotation } from './ip-rotation'
 import { createDeliveryEngine, type EngineParts } from './scheduler'
 import { createSignerPool } from './signer-pool'
-import { createTransport } from './transport'
+import { createTransport, type TransportOptions } from './transport'
+
+/** The configured timeouts (seconds) as the transport's options (milliseconds). */
+export function transportTimeouts(t: DeliveryTimeouts): Pick<TransportOptions, 'connectTimeoutMs' | 'timeouts'> {
+  const ms = (s: number) => Math.round(s * 1000)
+  return {
+    connectTimeoutMs: ms(t.connect),
+    timeouts: { greetingMs: ms(t.greeting), mailMs: ms(t.mail), rcptMs: ms(t.rcpt), dataMs: ms(t.data), dataBlockMs: ms(t.data_block), dotMs: ms(t.dot) },
+  }
+}
 
 /**
  * Assembles the delivery engine from its real parts: the DNS resolver of `dns_servers`, the
@@ -19,6 +29,7 @@ export function startDelivery(deps: Deps, overrides: Partial<EngineParts> = {}) 
     destinationConcurrency: deps.config.destination_concurrency,
     log: deps.log,
     ehlo: deps.config.hostname,
+    ...transportTimeouts(deps.config.delivery_timeouts),
   })
   const signer = createSignerPool({ size: Math.max(1, availableParallelism()) })
   const engine = createDeliveryEngine(deps, { transport, signer, rotation: createIpRotation(deps), commits: deps.commits, ...overrides })

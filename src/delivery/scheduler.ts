@@ -97,7 +97,7 @@ const statements = preparedFor((db) => {
 
 /** A deferral decided by the engine itself rather than by a reply (the next attempt follows the usual backoff). */
 function deferral(address: string, rule: string, response: string, sourceIp: string | null = null): RecipientResult {
-  return { address, outcome: 'deferred', suppress: false, rule, code: null, enhanced: null, response, mx: null, source_ip: sourceIp }
+  return { address, outcome: 'deferred', suppress: false, rule, code: null, enhanced: null, response, mx: null, source_ip: sourceIp, tls: null }
 }
 
 /** Retry delay after the n-th failed attempt: 1, 2, 4 ... minutes, at most 6 hours, with +-20 % jitter (so retries of one outage spread out). */

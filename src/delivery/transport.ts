@@ -43,7 +43,7 @@ import type { Outcome } from '../lib/smtp-replies'
 import { classify, type ReplyInput } from './classify'
 import { createConnectionPool, type Grant, type PooledConnection, type Slot } from './connection-pool'
 import { createDestinationCache, type MxHost } from './mx'
-import { openSession, type RecipientReply, type SessionOptions, type SmtpSession, type TlsMode } from './smtp-client'
+import { openSession, type CommandTimeouts, type RecipientReply, type SessionOptions, type SmtpSession, type TlsInfo, type TlsMode } from './smtp-client'
 
 export interface RelayRoute {
   kind: 'relay'
@@ -83,6 +83,8 @@ export interface RecipientResult {
   /** The MX (or relay) host name that answered, null when none was reached. */
   mx: string | null
   source_ip: string | null
+  /** The TLS of the session that carried the attempt; null for plaintext or when no session was opened. */
+  tls: TlsInfo | null
 }
 
 export interface TransportOptions {
@@ -94,8 +96,10 @@ export interface TransportOptions {
   /** EHLO name for jobs without a source: pass the `hostname` setting. Default: nodemailer's (the machine name when it is a FQDN, else [127.0.0.1]). */
   ehlo?: string
   connectTimeoutMs?: number
-  /** Inactivity limit inside a session (RFC 5321 4.5.3.2 suggests minutes). */
+  /** Inactivity limit for commands without an RFC 5321 4.5.3.2 timeout of their own (EHLO, STARTTLS, AUTH, RSET). */
   socketTimeoutMs?: number
+  /** RFC 5321 4.5.3.2 per-command timeouts (greeting, MAIL, RCPT, DATA, data block, final dot); RFC values by default. */
+  timeouts?: Partial<CommandTimeouts>
   idleTimeoutMs?: number
   maxMessagesPerConnection?: number
   /** Monotonic milliseconds for the DNS cache (default performance.now). */
@@ -201,6 +205,7 @@ export function createTransport(opts: TransportOptions): Transport {
           auth: t.auth,
           connectTimeoutMs,
           socketTimeoutMs,
+          timeouts: opts.timeouts,
         }
         let r = await openSession(base)
         if (!r.ok && r.tlsFailed && t.tls === 'opportunistic') {
@@ -219,7 +224,7 @@ export function createTransport(opts: TransportOptions): Transport {
     return last
   }
 
-  function resultsFor(job: DeliveryJob, replies: RecipientReply[], mx: string | null, sourceIp: string | null): RecipientResult[] {
+  function resultsFor(job: DeliveryJob, replies: RecipientReply[], mx: string | null, sourceIp: string | null, tls: TlsInfo | null = null): RecipientResult[] {
     return replies.map(({ address, reply, response }) => ({
       address,
       ...classify(reply),
@@ -228,6 +233,7 @@ export function createTransport(opts: TransportOptions): Transport {
       response,
       mx,
       source_ip: sourceIp,
+      tls,
     }))
   }
 
@@ -306,7 +312,7 @@ export function createTransport(opts: TransportOptions): Transport {
       conn.needsReset = tx.needsReset
       if (!tx.reusable) pool.retire(conn)
       else pool.release(conn)
-      return resultsFor(job, tx.recipients, conn.host, sourceIp)
+      return resultsFor(job, tx.recipients, conn.host, sourceIp, conn.session.tls)
     }
   }
 

@@ -227,8 +227,11 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
           event('message.bounced', { suppressed: r.suppress })
           bounced++
         } else {
-          const retryAt = now + backoffMs(row.attempts, random())
-          if (retryAt - row.created_at > maxAge) {
+          // Retried until the maximum age has passed, the last attempt at the limit itself
+          // (RFC 5321 4.5.4.1: give up after the retry period, not before it has run out).
+          const deadline = row.created_at + maxAge
+          const retryAt = Math.min(now + backoffMs(row.attempts, random()), deadline)
+          if (now >= deadline) {
             st.finish.run('failed', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id)
             event('message.failed', { reason: 'expired', max_age_seconds: deps.config.max_message_age_seconds })
           } else {

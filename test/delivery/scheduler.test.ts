@@ -246,6 +246,11 @@ describe('delivery', () => {
       mx: expect.any(String),
     })
     expect(r.body.data.events.map((e: { kind: string }) => e.kind)).toEqual(['message.queued', 'message.queued', 'message.sent', 'message.bounced'])
+    // The sink offers STARTTLS with a self-signed certificate: encrypted, not verified, and said so.
+    const tls = { version: expect.stringMatching(/^TLSv1\.[23]$/), cipher: expect.any(String), verified: false, verify_error: expect.any(String) }
+    expect(r.body.data.recipients[0].tls).toMatchObject(tls)
+    expect(r.body.data.events[2].data.tls).toMatchObject(tls)
+    expect([r.body.data.events[2].data.tls.version]).toEqual([sink.messages[0]!.tlsProtocol])
     await t.close()
   })
 

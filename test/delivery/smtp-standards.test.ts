@@ -74,3 +74,11 @@ describe('RFC 5321 4.5.3.2 timeouts', () => {
     })
   }
 })
+
+describe('TLS recorded per attempt', () => {
+  test('a plaintext session records no TLS', async () => {
+    const w = await world({ extensions: ['PIPELINING'] })
+    const [r] = await w.transport.deliver(job())
+    expect(r).toMatchObject({ outcome: 'sent', tls: null })
+  })
+})

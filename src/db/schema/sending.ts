@@ -216,6 +216,8 @@ export const messageRecipients = sqliteTable(
     /** The IP and MX host of the last attempt. */
     last_ip: text('last_ip'),
     last_mx: text('last_mx'),
+    /** The TLS of the last attempt's session (version, cipher, verified), null for plaintext (issue 17). */
+    last_tls: text('last_tls', { mode: 'json' }).$type<Record<string, unknown>>(),
     /** For `suppressed`: which suppression matched (id, scope, reason). */
     suppression: text('suppression', { mode: 'json' }).$type<Record<string, unknown>>(),
     ...timestamps(),

@@ -336,10 +336,19 @@ export interface RecipientRow {
   last_class: string | null
   last_ip: string | null
   last_mx: string | null
+  last_tls: string | null
   suppression: string | null
   created_at: number
   updated_at: number
   finished_at: number | null
+}
+
+/** What the view says of an attempt's TLS (delivery/smtp-client.ts TlsInfo). */
+interface TlsView {
+  version: string | null
+  cipher: string | null
+  verified: boolean
+  verify_error: string | null
 }
 
 /** The message's state as one word: the least advanced of its recipients' states. */
@@ -379,6 +388,7 @@ export function getMessage(deps: Deps, id: string) {
           : { code: r.last_code, enhanced_code: r.last_enhanced, text: r.last_response, rule: r.last_class },
       mx: r.last_mx,
       source_ip: r.last_ip,
+      tls: r.last_tls ? (JSON.parse(r.last_tls) as TlsView) : null,
       suppression: r.suppression ? (JSON.parse(r.suppression) as Record<string, unknown>) : null,
       updated_at: toIso(r.updated_at)!,
       finished_at: toIso(r.finished_at),

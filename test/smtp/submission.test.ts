@@ -327,6 +327,18 @@ describe('smtp submission', () => {
     expect(await say('MAIL FROM:<orders@example.com>')).toStartWith('250')
   })
 
+  test('SMTPUTF8 is not offered, and its parameter is refused (555), as UTF-8 local parts are not supported', async () => {
+    const t = await setup({ smtp_plain_auth_loopback: true })
+    const s = await rawSession(t.port)
+    const ehlo = await s.send('EHLO client.test')
+    expect(ehlo.code).toBe(250)
+    expect(JSON.stringify(ehlo)).not.toContain('SMTPUTF8')
+    expect(JSON.stringify(ehlo)).toContain('8BITMIME')
+    expect((await s.send(`AUTH PLAIN ${Buffer.from(`\0${t.bridge.smtp.username}\0${t.bridge.smtp.password}`).toString('base64')}`)).code).toBe(235)
+    expect(await s.send('MAIL FROM:<orders@example.com> SMTPUTF8')).toEqual({ code: 555, text: '555 5.5.4 SMTPUTF8 is not supported here' })
+    expect((await s.send('MAIL FROM:<orders@example.com>')).code).toBe(250)
+  })
+
   // Each variant would end the message early at a lenient later hop and turn the rest into
   // a second, forged transaction. They must all be refused whole, with nothing queued.
   const SMUGGLED = 'MAIL FROM:<ceo@example.com>\r\nRCPT TO:<victim@example.net>\r\nDATA\r\nFrom: ceo@example.com\r\nSubject: forged\r\n\r\nPay now\r\n'

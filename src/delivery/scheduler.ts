@@ -8,6 +8,7 @@ import { resolveNode } from '../modules/sending-nodes/service'
 import { suppressForFeedback } from '../modules/suppressions/feedback'
 import { serverSecret } from '../modules/system/secrets'
 import { nextCapWindow, takeNodeCapacity } from './node-caps'
+import { downgradeTo7bit } from './downgrade'
 import { envelopeSender } from './return-path'
 import type { DeliveryJob, RecipientResult } from './transport'
 
@@ -128,13 +129,16 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
 
   type DomainKey = NonNullable<ReturnType<typeof st.domainKey.get>>
 
-  function signedRaw(messageId: string, m: MessageRow, key: DomainKey | null): Promise<Buffer> {
-    const raw = Buffer.from(m.raw.buffer, m.raw.byteOffset, m.raw.byteLength)
+  /** The message signed, or with `sevenBit` first converted to 7 bits (downgrade.ts) and then signed, so the signature covers the bytes sent. */
+  function signedRaw(messageId: string, m: MessageRow, key: DomainKey | null, sevenBit = false): Promise<Buffer> {
+    const stored = Buffer.from(m.raw.buffer, m.raw.byteOffset, m.raw.byteLength)
+    const raw = sevenBit ? downgradeTo7bit(stored) : stored
     if (!key) return Promise.resolve(raw)
-    let p = signed.get(messageId)
+    const cacheKey = sevenBit ? `${messageId} 7bit` : messageId
+    let p = signed.get(cacheKey)
     if (!p) {
       p = parts.signer.sign(raw, { domain: key.name, selector: key.dkim_selector, privateKey: deps.secrets.open(key.dkim_private_key) })
-      signed.set(messageId, p)
+      signed.set(cacheKey, p)
       if (signed.size > 1000) signed.delete(signed.keys().next().value!)
     }
     return p
@@ -189,6 +193,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         mailFrom,
         recipients: deliverable.map((r) => r.address),
         raw,
+        raw7bit: () => signedRaw(messageId, m, domain, true),
         source,
         ehlo: source?.hostname ?? deps.config.hostname,
         route:

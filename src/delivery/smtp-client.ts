@@ -94,6 +94,8 @@ export interface SmtpSession {
   readonly secure: boolean
   /** The TLS of the session, null for plaintext. */
   readonly tls: TlsInfo | null
+  /** The server offered 8BITMIME (RFC 6152) in its last EHLO answer. */
+  readonly eightBitMime: boolean
   readonly localAddress: string | null
   readonly remoteAddress: string
   closed(): boolean
@@ -312,6 +314,7 @@ function wrap(conn: SMTPConnection): SmtpSession {
     id: conn.id,
     secure: conn.secure,
     tls: tlsInfoOf(socket, conn.secure),
+    eightBitMime: ((conn as unknown as { _supportedExtensions?: string[] })._supportedExtensions ?? []).includes('8BITMIME'),
     localAddress,
     remoteAddress,
     closed: () => ended || conn.destroyed,

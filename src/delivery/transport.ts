@@ -36,6 +36,7 @@
  * - close() refuses new jobs, answers waiting ones with a deferral, QUITs idle connections and
  *   closes busy ones when their transaction ends.
  */
+import { isAscii } from 'node:buffer'
 import { isIP, isIPv4, isIPv6 } from 'node:net'
 import type { DnsResolver } from '../lib/dns'
 import type { Logger } from '../lib/logger'
@@ -64,6 +65,11 @@ export interface DeliveryJob {
   recipients: string[]
   /** The final message bytes, already signed. */
   raw: Buffer
+  /**
+   * The message converted to 7 bits and signed, for a server that does not offer 8BITMIME
+   * when `raw` has 8-bit bytes (RFC 6152 section 3). Absent: such a recipient bounces.
+   */
+  raw7bit?: () => Promise<Buffer>
   /** Source address and its EHLO name; null: the OS chooses the source and the transport's default EHLO name is used. */
   source: { address: string; hostname: string } | null
   /** EHLO name overriding source.hostname. */
@@ -237,6 +243,9 @@ export function createTransport(opts: TransportOptions): Transport {
     }))
   }
 
+  const release = (conn: Conn) => pool.release(conn)
+  const needs7bit = (raw: Buffer, session: SmtpSession) => !session.eightBitMime && !isAscii(raw)
+
   const everyone = (job: DeliveryJob, reply: ReplyInput, response: string): RecipientReply[] => job.recipients.map((address) => ({ address, reply, response }))
 
   async function deliver(job: DeliveryJob): Promise<RecipientResult[]> {
@@ -299,7 +308,14 @@ export function createTransport(opts: TransportOptions): Transport {
         fresh++
       }
 
-      const tx = await conn.session.send(job.mailFrom, job.recipients, job.raw)
+      const raw = needs7bit(job.raw, conn.session) ? await job.raw7bit?.() : job.raw
+      if (!raw) {
+        // RFC 6152 section 3: without a 7-bit form the message must not go to this server.
+        release(conn)
+        const text = 'the message has 8-bit data and the server does not offer 8BITMIME (RFC 6152)'
+        return resultsFor(job, everyone(job, { code: null, enhanced: '5.6.3', text }, text), conn.host, conn.session.localAddress ?? t.source ?? null)
+      }
+      const tx = await conn.session.send(job.mailFrom, job.recipients, raw)
       conn.messages++
       const sourceIp = conn.session.localAddress ?? t.source ?? null
       if (!tx.answered && grant.kind === 'idle' && fresh === 0) {

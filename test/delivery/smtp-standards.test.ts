@@ -3,6 +3,9 @@
  * standards-minded MTA does"): each test here failed before its fix.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { isAscii } from 'node:buffer'
+import { simpleParser } from 'mailparser'
+import { downgradeTo7bit } from '../../src/delivery/downgrade'
 import { createTransport, type DeliveryJob, type Transport, type TransportOptions } from '../../src/delivery/transport'
 import { createResolver } from '../../src/lib/dns'
 import { memoryLogger } from '../../src/lib/logger'
@@ -80,5 +83,50 @@ describe('TLS recorded per attempt', () => {
     const w = await world({ extensions: ['PIPELINING'] })
     const [r] = await w.transport.deliver(job())
     expect(r).toMatchObject({ outcome: 'sent', tls: null })
+  })
+})
+
+describe('8BITMIME (RFC 6152 section 3)', () => {
+  const BOUNDARY = 'b1'
+  // 8-bit bytes in a text part (UTF-8), in a binary part, and a 7-bit part that must stay as it is.
+  const binary = Buffer.from([0x00, 0xff, 0x80, 0x41, 0x0d, 0x0a, 0xe9])
+  const eightBit = Buffer.concat([
+    Buffer.from(
+      `From: a@sender.test\r\nTo: bob@scripted.test\r\nSubject: hi\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="${BOUNDARY}"\r\n\r\n` +
+        `--${BOUNDARY}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nGrüße aus Köln, = sign and trailing space \r\n` +
+        `--${BOUNDARY}\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    ),
+    binary,
+    Buffer.from(`\r\n--${BOUNDARY}\r\nContent-Type: text/plain\r\n\r\nplain ascii\r\n--${BOUNDARY}--\r\n`),
+  ])
+
+  test('to a server without 8BITMIME the 7-bit form is sent: text parts quoted-printable, others base64, content intact', async () => {
+    const w = await world({ extensions: ['PIPELINING'] })
+    const [r] = await w.transport.deliver(job(undefined, { raw: eightBit, raw7bit: async () => downgradeTo7bit(eightBit) }))
+    expect(r).toMatchObject({ outcome: 'sent' })
+    const [got] = w.server.transactions
+    expect(isAscii(got!.data)).toBe(true)
+    expect(got!.mailFrom).not.toContain('8BITMIME')
+    const text = got!.data.toString()
+    expect(text).toContain('Content-Transfer-Encoding: quoted-printable\r\n\r\nGr=C3=BC=C3=9Fe aus K=C3=B6ln, =3D sign and trailing space=20\r\n')
+    expect(text).toContain('Content-Type: text/plain\r\n\r\nplain ascii\r\n')
+    const parsed = await simpleParser(got!.data)
+    expect(parsed.text).toContain('Grüße aus Köln, = sign and trailing space \n')
+    expect(parsed.attachments[0]!.content.equals(binary)).toBe(true)
+  })
+
+  test('to a server with 8BITMIME the message goes as it is, with BODY=8BITMIME', async () => {
+    const w = await world({})
+    const [r] = await w.transport.deliver(job(undefined, { raw: eightBit, raw7bit: async () => downgradeTo7bit(eightBit) }))
+    expect(r).toMatchObject({ outcome: 'sent' })
+    expect(w.server.transactions[0]!.mailFrom).toContain('BODY=8BITMIME')
+    expect(w.server.transactions[0]!.data.equals(eightBit)).toBe(true)
+  })
+
+  test('without a 7-bit form, 8-bit data is not sent to a server without 8BITMIME: a content bounce', async () => {
+    const w = await world({ extensions: ['PIPELINING'] })
+    const [r] = await w.transport.deliver(job(undefined, { raw: eightBit }))
+    expect(r).toMatchObject({ outcome: 'bounced', enhanced: '5.6.3', suppress: false })
+    expect(w.server.transactions).toHaveLength(0)
   })
 })

@@ -3,6 +3,8 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify'
 import { connect, type Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 import nodemailer from 'nodemailer'
+import { isAscii } from 'node:buffer'
+import { simpleParser } from 'mailparser'
 import { createTransport } from '../../src/delivery/transport'
 import { createDeliveryEngine } from '../../src/delivery/scheduler'
 import { createResolver } from '../../src/lib/dns'
@@ -11,6 +13,7 @@ import { queryDns } from '../../src/modules/sending-domains/dns-query'
 import { AUTH_FAILURE_LIMIT, AUTH_FAILURE_WINDOW_MS, startSubmissionListener, type SubmissionListener } from '../../src/smtp/submission/server'
 import { testApp } from '../support/app'
 import { useMailWorld } from '../support/mail-world'
+import { startScriptedSmtp } from '../support/scripted-smtp'
 
 /**
  * The submission listener through real sockets: nodemailer (a real SMTP client) submits with
@@ -367,6 +370,37 @@ describe('smtp submission', () => {
     s.write(`${HEAD}fine\r\n.\r\n`)
     expect((await s.read()).text).toMatch(/^250 2\.6\.0 Queued as /)
     expect(t.messages().map((m) => m.subject)).toEqual(['Raw'])
+  })
+
+  test('an 8-bit body goes to an MX without 8BITMIME as quoted-printable, signed after the conversion (RFC 6152 section 3)', async () => {
+    const t = await setup({ smtp_plain_auth_loopback: true })
+    const s = await rawData(t.port, t.bridge.smtp.username, t.bridge.smtp.password)
+    const body = 'Grüße aus Köln\r\n'
+    s.write(
+      Buffer.from(`From: orders@example.com\r\nTo: ada@example.net\r\nSubject: Raw\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${body}.\r\n`).toString(
+        'latin1',
+      ),
+    )
+    expect((await s.read()).text).toMatch(/^250 2\.6\.0 Queued as /)
+    const mx = await startScriptedSmtp({ extensions: ['PIPELINING'] })
+    open.push(mx)
+    const transport = createTransport({
+      resolver: createResolver(t.deps.config.dns_servers),
+      mxPort: mx.port,
+      totalConcurrency: 4,
+      destinationConcurrency: 4,
+      log: t.deps.log,
+      ehlo: t.deps.config.hostname,
+    })
+    const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.deps.commits, random: () => 0.5 })
+    await engine.drain()
+    await transport.close()
+    const [got] = mx.transactions
+    expect(isAscii(got!.data)).toBe(true)
+    expect(got!.data.toString()).toContain('Content-Transfer-Encoding: quoted-printable')
+    expect((await simpleParser(got!.data)).text).toBe('Grüße aus Köln\n')
+    const verified = await dkimVerify(got!.data, { resolver: ((name: string) => queryDns([world.zone.server], name, 'TXT')) as never })
+    expect(verified.results.map((r) => r.status?.result)).toEqual(['pass'])
   })
 
   test('Idempotency-Key: a resubmission (new Date and Message-ID) answers the first id and queues nothing new; other content with the key is refused', async () => {

@@ -30,6 +30,8 @@ export interface Config {
   delivery_concurrency: number
   destination_concurrency: number
   delivery_timeouts: DeliveryTimeouts
+  delivery_mta_sts: boolean
+  delivery_require_tls: string[]
   default_from: string
   smtp_listen: { host: string; port: number } | null
   smtp_tls_listen: { host: string; port: number } | null
@@ -322,6 +324,30 @@ export const SETTINGS = [
     parse: parseDeliveryTimeouts,
     describe:
       'Outbound SMTP timeouts in seconds (NAME=SECONDS, comma-separated; unnamed ones keep their default): TCP connect, then RFC 5321 section 4.5.3.2: greeting, MAIL, RCPT, DATA, each data block, final dot.',
+  }),
+  setting({
+    key: 'delivery_mta_sts',
+    env: 'MAILROOM_DELIVERY_MTA_STS',
+    flag: 'delivery-mta-sts',
+    fallback: 'true',
+    parse: parseBool,
+    describe:
+      'Honour MTA-STS (RFC 8461): a recipient domain whose policy is in enforce mode gets mail only over verified TLS to its listed MX hosts; policies are cached for their max_age.',
+  }),
+  setting({
+    key: 'delivery_require_tls',
+    env: 'MAILROOM_DELIVERY_REQUIRE_TLS',
+    flag: 'delivery-require-tls',
+    fallback: '',
+    parse: (t) => {
+      const domains = t
+        .split(',')
+        .map((d) => d.trim().toLowerCase().replace(/\.$/, ''))
+        .filter(Boolean)
+      for (const d of domains) if (!/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(d)) fail(`"${d}" is not a domain name`)
+      return domains
+    },
+    describe: 'Recipient domains (comma-separated) whose mail goes only over STARTTLS: deferred, never sent in plaintext, when the MX does not offer it.',
   }),
   setting({
     key: 'default_from',

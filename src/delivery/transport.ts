@@ -24,6 +24,10 @@
  * - Direct delivery uses opportunistic STARTTLS without certificate checks (RFC 7435; RFC 3207).
  *   If the TLS handshake itself fails, the same address is tried once more in plaintext, as
  *   MTAs do at the "may" security level: an MX with a broken TLS stack still gets its mail.
+ *   Two exceptions never fall back to plaintext: a domain whose MTA-STS policy (RFC 8461,
+ *   mta-sts.ts) is in enforce mode gets STARTTLS with a certificate valid for the MX host, and
+ *   only to the policy's MX hosts; a domain in `requireTlsDomains` gets STARTTLS (certificate
+ *   not checked). Either is deferred when that cannot be had.
  *   Relay routes use the configured TLS mode ('starttls' is required, 'tls' is implicit, both
  *   verify the certificate unless `verifyTls: false`) and AUTH when credentials are given.
  * - After a transaction the connection goes back to the pool (RSET before its next use when
@@ -43,6 +47,7 @@ import type { Logger } from '../lib/logger'
 import type { Outcome } from '../lib/smtp-replies'
 import { classify, type ReplyInput } from './classify'
 import { createConnectionPool, type Grant, type PooledConnection, type Slot } from './connection-pool'
+import { mxAllowed, type MtaStsLookup, type StsPolicy } from './mta-sts'
 import { createDestinationCache, type MxHost } from './mx'
 import { openSession, type CommandTimeouts, type RecipientReply, type SessionOptions, type SmtpSession, type TlsInfo, type TlsMode } from './smtp-client'
 
@@ -110,6 +115,10 @@ export interface TransportOptions {
   maxMessagesPerConnection?: number
   /** Monotonic milliseconds for the DNS cache (default performance.now). */
   now?: () => number
+  /** Recipient domains whose mail goes only over STARTTLS (the certificate is not checked): deferred rather than sent in plaintext. */
+  requireTlsDomains?: readonly string[]
+  /** MTA-STS policies (RFC 8461); absent: not consulted. */
+  mtaSts?: MtaStsLookup
 }
 
 export interface Transport {
@@ -135,6 +144,8 @@ interface Target {
   port: number
   auth?: { user: string; pass: string }
   relay: RelayRoute | undefined
+  /** An MTA-STS policy in enforce mode: only its MX hosts, over verified TLS. */
+  sts: StsPolicy | null
 }
 
 /** Creates the delivery transport (see the module comment for the connection lifecycle). */
@@ -150,20 +161,35 @@ export function createTransport(opts: TransportOptions): Transport {
     maxMessagesPerConnection: opts.maxMessagesPerConnection ?? 100,
   })
 
-  function targetOf(job: DeliveryJob): Target {
+  const requireTls = new Set((opts.requireTlsDomains ?? []).map((d) => d.toLowerCase()))
+
+  /**
+   * Where and how a job connects. Direct delivery is opportunistic STARTTLS (RFC 7435) unless
+   * the domain publishes an MTA-STS policy in enforce mode (RFC 8461 4.2: STARTTLS with a
+   * certificate valid for the MX host name, only to the policy's MX hosts, else defer) or is
+   * configured to require TLS (STARTTLS or defer, never plaintext). The TLS requirement is
+   * part of the identity, so a connection opened under a weaker rule is never reused for it.
+   */
+  async function targetOf(job: DeliveryJob): Promise<Target> {
     const source = job.source?.address
     const ehlo = job.ehlo ?? job.source?.hostname ?? opts.ehlo
     const route = job.route
     if (!route) {
+      const domain = job.domain.toLowerCase()
+      const policy = opts.mtaSts ? await opts.mtaSts.policyFor(domain) : null
+      const sts = policy?.mode === 'enforce' ? policy : null
+      const tls: TlsMode = sts || requireTls.has(domain) ? 'starttls' : 'opportunistic'
+      const verifyTls = sts !== null
       return {
-        destKey: job.domain.toLowerCase(),
-        identity: `${source ?? '*'} ${ehlo ?? ''}`,
+        destKey: domain,
+        identity: `${source ?? '*'} ${ehlo ?? ''} ${tls} ${verifyTls}`,
         source,
         ehlo,
-        tls: 'opportunistic',
-        verifyTls: false,
+        tls,
+        verifyTls,
         port: opts.mxPort,
         relay: undefined,
+        sts,
       }
     }
     const auth = route.username !== undefined ? { user: route.username, pass: route.password ?? '' } : undefined
@@ -179,6 +205,7 @@ export function createTransport(opts: TransportOptions): Transport {
       port: route.port,
       auth,
       relay: route,
+      sts: null,
     }
   }
 
@@ -250,7 +277,7 @@ export function createTransport(opts: TransportOptions): Transport {
 
   async function deliver(job: DeliveryJob): Promise<RecipientResult[]> {
     if (job.recipients.length === 0) return []
-    const t = targetOf(job)
+    const t = await targetOf(job)
     const shutdown = () =>
       resultsFor(job, everyone(job, { code: null, enhanced: null, text: 'transport closed', failure: 'connect' }, 'transport closed'), null, t.source ?? null)
     if (pool.closing()) return shutdown()
@@ -266,8 +293,11 @@ export function createTransport(opts: TransportOptions): Transport {
       }
       const found = await dns.resolve(job.domain)
       if (found.kind === 'hosts') {
-        hosts = found.hosts
-        return null
+        hosts = t.sts ? found.hosts.filter((h) => mxAllowed(t.sts!, h.host)) : found.hosts
+        if (hosts.length > 0) return null
+        // RFC 8461 5.1: no MX host that the enforced policy names: not delivered, retried later.
+        const text = `no MX host of ${job.domain} matches its MTA-STS policy (mx: ${t.sts!.mx.join(', ')})`
+        return resultsFor(job, everyone(job, { code: null, enhanced: '4.7.5', text, failure: 'tls' }, text), null, t.source ?? null)
       }
       const reply: ReplyInput = found.permanent
         ? { code: null, enhanced: found.enhanced, text: found.reason }

@@ -403,6 +403,95 @@ describe('smtp submission', () => {
     expect(verified.results.map((r) => r.status?.result)).toEqual(['pass'])
   })
 
+  describe('DSNs for submitted mail (RFC 3464, RFC 5321 6.1)', () => {
+    /** Submits one message over SMTP (envelope sender orders@example.com) and runs the engine until nothing is due. */
+    async function submitAndDeliver(t: Awaited<ReturnType<typeof setup>>, to: string[]) {
+      await t.client().sendMail({ ...mail({ to, subject: 'Order 42' }), envelope: { from: 'orders@example.com', to } })
+      const transport = createTransport({
+        resolver: createResolver(t.deps.config.dns_servers),
+        mxPort: world.sink.port,
+        totalConcurrency: 4,
+        destinationConcurrency: 4,
+        log: t.deps.log,
+        ehlo: t.deps.config.hostname,
+      })
+      const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.deps.commits, random: () => 0.5 })
+      return {
+        engine,
+        drain: async () => {
+          await engine.drain()
+        },
+        close: () => transport.close(),
+      }
+    }
+    const dsns = (t: Awaited<ReturnType<typeof setup>>) =>
+      t.deps.db.$client.query(`SELECT id, mail_from, raw FROM messages WHERE source = 'dsn' ORDER BY created_at`).all() as Array<{
+        id: string
+        mail_from: string
+        raw: Uint8Array
+      }>
+
+    test('a bounced recipient gets a DSN to the envelope sender, sent with the null reverse-path', async () => {
+      const t = await setup()
+      // The DSN's own destination: example.com's MX is the sink.
+      world.zone.setZone('example.com', { MX: [{ exchange: 'mx.example.net', priority: 10 }] })
+      const run = await submitAndDeliver(t, ['ada@example.net', 'permfail@example.net'])
+      await run.drain()
+      await run.close()
+      const [dsn] = dsns(t)
+      expect(dsn!.mail_from).toBe('')
+      const delivered = world.sink.messages.find((m) => m.rcptTo.includes('orders@example.com'))!
+      expect(delivered.mailFrom).toBe('')
+      const parsed = await simpleParser(delivered.raw)
+      expect(parsed.headers.get('auto-submitted')).toBe('auto-replied')
+      expect(String(parsed.headers.get('content-type') && (parsed.headers.get('content-type') as { value: string }).value)).toBe('multipart/report')
+      const raw = delivered.raw.toString()
+      expect(raw).toContain('report-type=delivery-status')
+      expect(raw).toContain(
+        'Final-Recipient: rfc822; permfail@example.net\r\nAction: failed\r\nStatus: 5.1.1\r\nRemote-MTA: dns; mx.example.net\r\nDiagnostic-Code: smtp; 550',
+      )
+      expect(raw).not.toContain('Final-Recipient: rfc822; ada@example.net')
+      expect(raw).toMatch(/Content-Type: text\/rfc822-headers[\s\S]*Subject: Order 42/)
+    })
+
+    test('a DSN that cannot be delivered produces no DSN of its own (loop protection)', async () => {
+      const t = await setup()
+      world.zone.setZone('example.com', undefined) // NXDOMAIN: the DSN itself bounces
+      const run = await submitAndDeliver(t, ['permfail@example.net'])
+      await run.drain()
+      await run.close()
+      expect(dsns(t)).toHaveLength(1)
+      const states = t.deps.db.$client.query(`SELECT state FROM message_recipients WHERE message_id = ?`).all(dsns(t)[0]!.id) as Array<{ state: string }>
+      expect(states.map((r) => r.state)).toEqual(['bounced'])
+    })
+
+    test('an expired recipient gets a DSN with its last status', async () => {
+      const t = await setup({ max_message_age_seconds: 120 })
+      world.zone.setZone('example.com', undefined)
+      const run = await submitAndDeliver(t, ['tempfail@example.net'])
+      for (let i = 0; i < 4 && dsns(t).length === 0; i++) {
+        await run.drain()
+        t.deps.clock.advance(60_000)
+      }
+      await run.close()
+      const raw = Buffer.from(dsns(t)[0]!.raw).toString()
+      expect(raw).toContain('Final-Recipient: rfc822; tempfail@example.net\r\nAction: failed\r\nStatus: 4.3.0')
+      expect(raw).toContain('delivery time expired')
+    })
+
+    test('none when the bridge has send_dsn off, and none for API mail', async () => {
+      const t = await setup({}, { send_dsn: false })
+      expect(t.bridge).toMatchObject({ send_dsn: false })
+      const run = await submitAndDeliver(t, ['permfail@example.net'])
+      const api = await t.call('POST', '/v1/emails', { from: 'orders@example.com', to: ['permfail@example.net'], subject: 'API', text: 'x' })
+      expect(api.status, JSON.stringify(api.body)).toBe(202)
+      await run.drain()
+      await run.close()
+      expect(t.deps.db.$client.query(`SELECT count(*) AS n FROM message_recipients WHERE state = 'bounced'`).get()).toEqual({ n: 2 })
+      expect(dsns(t)).toHaveLength(0)
+    })
+  })
+
   test('Idempotency-Key: a resubmission (new Date and Message-ID) answers the first id and queues nothing new; other content with the key is refused', async () => {
     const t = await setup()
     const headers = { 'Idempotency-Key': 'order-1234' }

@@ -506,7 +506,8 @@ export function resolveConfig(sources: ConfigSources): { config: Readonly<Config
     let raw: string
     if (flags[s.flag] !== undefined) [source, raw] = [`--${s.flag}`, flags[s.flag]!]
     else if (env[s.env] !== undefined && env[s.env] !== '') [source, raw] = [s.env, env[s.env]!]
-    else if (file[s.key] !== undefined) [source, raw] = [`config file "${s.key}"`, typeof file[s.key] === 'object' ? JSON.stringify(file[s.key]) : String(file[s.key])]
+    else if (file[s.key] !== undefined)
+      [source, raw] = [`config file "${s.key}"`, typeof file[s.key] === 'object' ? JSON.stringify(file[s.key]) : String(file[s.key])]
     else [source, raw] = ['default', typeof s.fallback === 'function' ? s.fallback(out) : s.fallback]
     try {
       ;(out as Record<string, unknown>)[s.key] = s.parse(raw)

@@ -33,7 +33,9 @@ function runningBroadcasts(deps: Deps, scope: Scope): number[] {
   // The From domain decides the sending domain (docs/api.md "Broadcasts").
   return (
     c
-      .query(`SELECT id FROM broadcasts WHERE status = 'sending' AND lower(rtrim(substr(from_address, instr(from_address, '@') + 1), '> ')) = lower(?) ORDER BY id`)
+      .query(
+        `SELECT id FROM broadcasts WHERE status = 'sending' AND lower(rtrim(substr(from_address, instr(from_address, '@') + 1), '> ')) = lower(?) ORDER BY id`,
+      )
       .all(scope.name) as Array<{ id: number }>
   ).map((r) => r.id)
 }
@@ -45,7 +47,10 @@ function pauseScope(deps: Deps, scope: Scope, reason: string, data: Record<strin
     const ids = runningBroadcasts(deps, scope)
     const update = deps.db.$client.prepare(`UPDATE broadcasts SET status = 'paused', status_reason = ?, updated_at = ? WHERE id = ? AND status = 'sending'`)
     for (const id of ids) update.run(reason, now, id)
-    emit(tx, now, { kind: 'deliverability.alert', data: { ...data, scope: scope.kind, scope_id: scope.id, scope_name: scope.name, reason, paused_broadcast_ids: ids } })
+    emit(tx, now, {
+      kind: 'deliverability.alert',
+      data: { ...data, scope: scope.kind, scope_id: scope.id, scope_name: scope.name, reason, paused_broadcast_ids: ids },
+    })
     return ids
   })
 }
@@ -57,7 +62,13 @@ export function pauseForListedIp(deps: Deps, address: string, evidence: string):
     .all(address) as Array<{ id: number; name: string }>
   const paused: number[] = []
   for (const p of pools) {
-    paused.push(...pauseScope(deps, { kind: 'pool', id: p.id, name: p.name }, `IP ${address} is listed: ${evidence}`.slice(0, 500), { type: 'ip_listed', ip: address, evidence }))
+    paused.push(
+      ...pauseScope(deps, { kind: 'pool', id: p.id, name: p.name }, `IP ${address} is listed: ${evidence}`.slice(0, 500), {
+        type: 'ip_listed',
+        ip: address,
+        evidence,
+      }),
+    )
   }
   return { paused }
 }

@@ -118,7 +118,7 @@ export function limitsFor(overrides: LimitOverrides, group: string, poolName: st
     ...base,
     ...generic,
     ...overrides[group],
-    ...(poolName !== null ? (generic && overrides[`${poolName}/other`]) : undefined),
+    ...(poolName !== null ? generic && overrides[`${poolName}/other`] : undefined),
     ...(poolName !== null ? overrides[`${poolName}/${group}`] : undefined),
   }
 }
@@ -132,7 +132,8 @@ export function checkLimitOverrides(value: unknown): string | null {
     for (const [f, v] of Object.entries(limits)) {
       if (!fields.includes(f as keyof GroupLimits)) return `"${key}": unknown limit "${f}" (known: ${fields.join(', ')})`
       const nullable = f === 'per_minute' || f === 'per_hour'
-      if (!(nullable && v === null) && !(Number.isInteger(v) && (v as number) >= 1)) return `"${key}.${f}": expected a whole number of at least 1${nullable ? ' or null' : ''}`
+      if (!(nullable && v === null) && !(Number.isInteger(v) && (v as number) >= 1))
+        return `"${key}.${f}": expected a whole number of at least 1${nullable ? ' or null' : ''}`
     }
   }
   return null

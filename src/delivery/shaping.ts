@@ -60,8 +60,7 @@ export interface Candidate {
 }
 
 export type Choice =
-  | { kind: 'send'; source: Candidate | null; admit: number; group: string; limits: GroupLimits }
-  | { kind: 'wait'; until: number; reason: string }
+  { kind: 'send'; source: Candidate | null; admit: number; group: string; limits: GroupLimits } | { kind: 'wait'; until: number; reason: string }
 
 export interface Shaper {
   /** The provider group of a recipient domain (well-known domains, else the MX hosts). */
@@ -78,8 +77,11 @@ type StateRow = { state: PairState; rate_per_minute: number | null; hold_until: 
 export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Promise<string[]> }): Shaper {
   const pairs = new Map<string, Pair>()
   const learned = new Map<string, string>()
+  const usage = new Map<string, number>()
   const c = deps.db.$client
-  const readState = c.prepare<StateRow, [string, string]>('SELECT state, rate_per_minute, hold_until, successes, reason FROM shaping_states WHERE provider = ? AND ip = ?')
+  const readState = c.prepare<StateRow, [string, string]>(
+    'SELECT state, rate_per_minute, hold_until, successes, reason FROM shaping_states WHERE provider = ? AND ip = ?',
+  )
   const readDomain = c.prepare<{ provider: string }, [string]>('SELECT provider FROM provider_domains WHERE domain = ?')
   const readPoolName = c.prepare<{ name: string }, [number]>('SELECT name FROM ip_pools WHERE id = ?')
   const readWarmup = c.prepare<{ started_at: number; schedule: string | null }, [string]>(
@@ -135,7 +137,19 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
     const schedule: WarmupStep[] = w.schedule ? JSON.parse(w.schedule) : defaultSchedule()
     const cap = capFor(schedule, warmupDay(w.started_at, now), group)
     if (cap === null) return null
-    return Math.max(0, cap - (readUsage.get(ip, dayKey(now), group)?.count ?? 0))
+    return Math.max(0, cap - usedToday(ip, group, now))
+  }
+
+  /** Today's warm-up count of an IP and group: read once from the table, then counted here as deliveries are admitted (before their write commits). */
+  function usedToday(ip: string, group: string, now: number): number {
+    const key = `${ip}\n${dayKey(now)}\n${group}`
+    let n = usage.get(key)
+    if (n === undefined) {
+      if (usage.size > 10_000) usage.clear()
+      n = readUsage.get(ip, dayKey(now), group)?.count ?? 0
+      usage.set(key, n)
+    }
+    return n
   }
 
   /** How many of n messages the pair may take now, or when it may next. */
@@ -187,11 +201,9 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
       else if (readDomain.get(d)?.provider !== group) {
         const now = deps.clock.now()
         await deps.commits.run(() => {
-          c.prepare('INSERT INTO provider_domains (domain, provider, updated_at) VALUES (?1, ?2, ?3) ON CONFLICT (domain) DO UPDATE SET provider = ?2, updated_at = ?3').run(
-            d,
-            group!,
-            now,
-          )
+          c.prepare(
+            'INSERT INTO provider_domains (domain, provider, updated_at) VALUES (?1, ?2, ?3) ON CONFLICT (domain) DO UPDATE SET provider = ?2, updated_at = ?3',
+          ).run(d, group!, now)
         })
       }
       learned.set(d, group)
@@ -217,13 +229,11 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
         p.ceiling = limits.per_minute
         if (ip !== '' && warmupRoom(ip, group, now) !== null) {
           const day = dayKey(now)
+          usage.set(`${ip}\n${day}\n${group}`, usedToday(ip, group, now) + r.admit)
           await deps.commits.run(() => {
-            c.prepare('INSERT INTO warmup_usage (ip, day, provider, count) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (ip, day, provider) DO UPDATE SET count = count + ?4').run(
-              ip,
-              day,
-              group,
-              r.admit,
-            )
+            c.prepare(
+              'INSERT INTO warmup_usage (ip, day, provider, count) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (ip, day, provider) DO UPDATE SET count = count + ?4',
+            ).run(ip, day, group, r.admit)
           })
         }
         return { kind: 'send', source: cand, admit: r.admit, group, limits }

@@ -38,9 +38,21 @@ export const SLOWDOWN_RULES: readonly SlowdownRule[] = [
   { name: 'greylisted', action: 'none', replyClass: 4, text: /grey ?list|gray ?list/i, note: 'Greylisting asks for a retry, not a slower pace.' },
   { name: 'listed-block', action: 'block', text: BLOCKLIST_TEXT, note: 'The source IP is on a blocklist the receiver uses.' },
   { name: 'rate-text', action: 'throttle', replyClass: 4, text: RATE_TEXT, note: 'A transient reply naming a rate or volume limit.' },
-  { name: 'rate-text-permanent', action: 'throttle', replyClass: 5, text: RATE_TEXT, note: 'Some providers answer rate limits with 5yz (Yahoo TSS04 variants); pace down without suspending.' },
+  {
+    name: 'rate-text-permanent',
+    action: 'throttle',
+    replyClass: 5,
+    text: RATE_TEXT,
+    note: 'Some providers answer rate limits with 5yz (Yahoo TSS04 variants); pace down without suspending.',
+  },
   { name: 'policy-4.7', action: 'throttle', replyClass: 4, enhanced: ['4.7'], note: 'A transient policy refusal (4.7.x): reputation-based deferral.' },
-  { name: '421-unavailable', action: 'throttle', code: 421, text: /\b(too many|temporarily|deferred|busy|try again later)\b/i, note: '421/451 "try later" texts: the receiver sheds load.' },
+  {
+    name: '421-unavailable',
+    action: 'throttle',
+    code: 421,
+    text: /\b(too many|temporarily|deferred|busy|try again later)\b/i,
+    note: '421/451 "try later" texts: the receiver sheds load.',
+  },
 ]
 
 function replyClassOf(r: SmtpReply): number | null {

@@ -34,8 +34,14 @@ export const WarmupSchema = t.Object({
 export type WarmupView = Static<typeof WarmupSchema>
 
 export const WarmupBody = t.Object({
-  schedule: t.Optional(t.Union([t.Array(WarmupStepSchema, { minItems: 1, maxItems: 365 }), t.Null()], { description: 'A custom schedule; absent or null = the built-in 30-day ramp.' })),
-  started_at: t.Optional(t.String({ format: 'date-time', description: 'Day 1 of the schedule; default now (or, when the IP is already warming up, its start).' })),
+  schedule: t.Optional(
+    t.Union([t.Array(WarmupStepSchema, { minItems: 1, maxItems: 365 }), t.Null()], {
+      description: 'A custom schedule; absent or null = the built-in 30-day ramp.',
+    }),
+  ),
+  started_at: t.Optional(
+    t.String({ format: 'date-time', description: 'Day 1 of the schedule; default now (or, when the IP is already warming up, its start).' }),
+  ),
 })
 export type WarmupInput = Static<typeof WarmupBody>
 

@@ -54,7 +54,10 @@ function warmupOf(deps: Deps, row: WarmupRow): WarmupView {
 }
 
 function readWarmup(deps: Deps, ip: { id: number; address: string }): WarmupView {
-  const w = deps.db.$client.query('SELECT started_at, schedule FROM ip_warmups WHERE ip_id = ?').get(ip.id) as { started_at: number; schedule: string | null } | null
+  const w = deps.db.$client.query('SELECT started_at, schedule FROM ip_warmups WHERE ip_id = ?').get(ip.id) as {
+    started_at: number
+    schedule: string | null
+  } | null
   return warmupOf(deps, { ip_id: ip.id, address: ip.address, started_at: w?.started_at ?? null, schedule: w?.schedule ?? null })
 }
 
@@ -104,7 +107,9 @@ export function stopWarmup(deps: Deps, ipId: number): WarmupView {
 export function queueView(deps: Deps): QueueView {
   const c = deps.db.$client
   const now = deps.clock.now()
-  const learned = new Map((c.query('SELECT domain, provider FROM provider_domains').all() as Array<{ domain: string; provider: string }>).map((r) => [r.domain, r.provider]))
+  const learned = new Map(
+    (c.query('SELECT domain, provider FROM provider_domains').all() as Array<{ domain: string; provider: string }>).map((r) => [r.domain, r.provider]),
+  )
   const providerOf = (domain: string) => groupOfDomain(domain) ?? learned.get(domain.toLowerCase()) ?? `mx:${domain.toLowerCase()}`
 
   const providers = new Map<string, QueueView['providers'][number]>()
@@ -159,7 +164,9 @@ export function queueView(deps: Deps): QueueView {
     sentByIp.set(r.ip ?? '', (sentByIp.get(r.ip ?? '') ?? 0) + r.n)
   }
 
-  const states = c.query('SELECT provider, ip, state, rate_per_minute, hold_until, reason, updated_at FROM shaping_states ORDER BY provider, ip').all() as Array<{
+  const states = c
+    .query('SELECT provider, ip, state, rate_per_minute, hold_until, reason, updated_at FROM shaping_states ORDER BY provider, ip')
+    .all() as Array<{
     provider: string
     ip: string
     state: PairState
@@ -197,13 +204,25 @@ export function queueView(deps: Deps): QueueView {
     if (seen.has(key)) continue
     const [provider, ip] = key.split('\n') as [string, string]
     const limits = limitsFor(deps.config.shaping_limits, provider, null)
-    pairs.push({ provider, ip: ip || null, state: 'normal', rate_per_minute: limits.per_minute, ceiling_per_minute: limits.per_minute, hold_until: null, reason: null, sent_last_minute: sent, updated_at: null })
+    pairs.push({
+      provider,
+      ip: ip || null,
+      state: 'normal',
+      rate_per_minute: limits.per_minute,
+      ceiling_per_minute: limits.per_minute,
+      hold_until: null,
+      reason: null,
+      sent_last_minute: sent,
+      updated_at: null,
+    })
   }
 
   const deferredByIp = new Map(
     (
       c
-        .query(`SELECT last_ip, count(*) AS n, min(created_at) AS oldest FROM message_recipients WHERE state = 'deferred' AND last_ip IS NOT NULL GROUP BY last_ip`)
+        .query(
+          `SELECT last_ip, count(*) AS n, min(created_at) AS oldest FROM message_recipients WHERE state = 'deferred' AND last_ip IS NOT NULL GROUP BY last_ip`,
+        )
         .all() as Array<{ last_ip: string; n: number; oldest: number }>
     ).map((r) => [r.last_ip, r]),
   )
@@ -241,7 +260,9 @@ export function queueView(deps: Deps): QueueView {
 
   return {
     total,
-    providers: [...providers.values()].sort((a, b) => b.queued + b.deferred + b.sending - (a.queued + a.deferred + a.sending) || a.provider.localeCompare(b.provider)),
+    providers: [...providers.values()].sort(
+      (a, b) => b.queued + b.deferred + b.sending - (a.queued + a.deferred + a.sending) || a.provider.localeCompare(b.provider),
+    ),
     ips,
     pairs,
   }

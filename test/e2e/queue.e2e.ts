@@ -10,7 +10,7 @@ import type { Browser } from 'playwright-core'
 import { startDnsServer, type DnsServer } from '../support/dns-server'
 import { until } from '../support/server-process'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
-import { createAdmin, createApiKey, launchBrowser, openSignedIn, shot, startConsole, type ConsoleServer } from './support/console'
+import { accessibilityFindings, createAdmin, createApiKey, launchBrowser, openSignedIn, shot, startConsole, type ConsoleServer } from './support/console'
 
 const EMAIL = 'ops@example.com'
 const PASSWORD = 'correct horse battery'
@@ -101,6 +101,12 @@ test(
     const warmup = await call('GET', `/api/v2/ips/${ip.body.data.id}/warmup`)
     expect(warmup.body.data).toMatchObject({ active: true, day: 1, schedule_kind: 'default' })
     await close()
+
+    // No serious or critical axe-core finding, light and dark.
+    const found = await accessibilityFindings(server.base, [{ path: '/admin/sending/queue', heading: 'Queue' }], (theme) =>
+      openSignedIn(browser, server.base, EMAIL, PASSWORD, { theme }),
+    )
+    expect(found).toEqual([])
   },
   STEP_MS,
 )

@@ -12,6 +12,7 @@ import { nextCapWindow, takeNodeCapacity } from './node-caps'
 import { downgradeTo7bit } from './downgrade'
 import { buildDsn, dsnStatus, type DsnRecipient } from './dsn'
 import { envelopeSender } from './return-path'
+import { rotationCandidates, type Shaper } from './shaping'
 import type { DeliveryJob, RecipientResult } from './transport'
 
 /**
@@ -41,6 +42,8 @@ export interface EngineParts {
   leaseMs?: number
   /** Most recipients being delivered at once. */
   maxInFlight?: number
+  /** Traffic shaping and warm-up (shaping.ts); absent: every source may send at any pace. */
+  shaper?: Shaper
 }
 
 interface Claimed {
@@ -183,6 +186,24 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       }
     }
     const poolId = node?.kind === 'direct' && node.pool_id !== null ? node.pool_id : m.pool_id
+    let source: { address: string; hostname: string } | null = null
+    let shaped: { group: string; ip: string; perConnection: number } | null = null
+    if (node?.kind !== 'relay' && parts.shaper) {
+      // Shaping picks the IP (spilling over capped or held ones) and may hold some or all rows back.
+      const group = await parts.shaper.groupOf(deliverable[0]!.domain)
+      const choice = await parts.shaper.choose(group, poolId, rotationCandidates(parts.rotation, poolId), deliverable.length)
+      const held = choice.kind === 'wait' ? deliverable : deliverable.slice(choice.admit)
+      if (held.length > 0) {
+        const at = choice.kind === 'wait' ? choice.until : deps.clock.now()
+        await parts.commits.run(() => {
+          for (const r of held) st.postpone.run(at, deps.clock.now(), r.id)
+        })
+      }
+      if (choice.kind === 'wait') return
+      deliverable = deliverable.slice(0, choice.admit)
+      source = choice.source
+      shaped = { group, ip: choice.source?.address ?? '', perConnection: choice.limits.messages_per_connection }
+    } else if (node?.kind !== 'relay') source = parts.rotation.next(poolId)
     // Signed mail gets a signed return path (return-path.ts), so a bounce proves which
     // message, and for a one-recipient transaction which recipient, it is about.
     const domain = m.domain_id === null ? null : st.domainKey.get(m.domain_id)
@@ -193,7 +214,6 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       domain ?? null,
       m.mail_from,
     )
-    const source = node?.kind === 'relay' ? null : parts.rotation.next(poolId)
     let results: RecipientResult[]
     try {
       const raw = await signedRaw(messageId, m, domain)
@@ -209,6 +229,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
           node?.kind === 'relay' && node.relay
             ? { kind: 'relay', ...node.relay, username: node.relay.username ?? undefined, password: node.relay.password ?? undefined }
             : undefined,
+        maxMessagesPerConnection: shaped?.perConnection,
       })
     } catch (e) {
       // The transport reports SMTP and network failures as results; an exception is a bug.
@@ -216,6 +237,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       deps.log.error('delivery failed unexpectedly', { message_id: messageId, error: e instanceof Error ? (e.stack ?? e.message) : String(e) })
       results = deliverable.map((r) => deferral(r.address, 'internal_error', 'internal error in the delivery engine', source?.address ?? null))
     }
+    if (shaped) await parts.shaper!.finish(shaped.group, shaped.ip, results)
     await record(messageId, deliverable, results, m)
   }
 

@@ -81,6 +81,8 @@ export interface DeliveryJob {
   ehlo?: string
   /** Absent: direct to the recipient's MX. */
   route?: RelayRoute
+  /** Close the connection after this many messages (the provider group's limit, shaping.ts); absent: the transport's. */
+  maxMessagesPerConnection?: number
 }
 
 export interface RecipientResult {
@@ -126,6 +128,8 @@ export interface Transport {
   close(): Promise<void>
   /** Open connections per destination, for tests and metrics. */
   stats(): { open: number; idle: number; waiting: number }
+  /** The MX host names of a domain from the transport's DNS cache ([] when it has none or the lookup failed): the shaper's provider groups. */
+  mxHosts(domain: string): Promise<string[]>
 }
 
 /** Postfix smtp_mx_address_limit: addresses tried for one delivery before giving up. */
@@ -356,11 +360,16 @@ export function createTransport(opts: TransportOptions): Transport {
         continue
       }
       conn.needsReset = tx.needsReset
-      if (!tx.reusable) pool.retire(conn)
+      if (!tx.reusable || (job.maxMessagesPerConnection !== undefined && conn.messages >= job.maxMessagesPerConnection)) pool.retire(conn)
       else pool.release(conn)
       return resultsFor(job, tx.recipients, conn.host, sourceIp, conn.session.tls)
     }
   }
 
-  return { deliver, close: () => pool.close(), stats: () => pool.stats() }
+  async function mxHosts(domain: string): Promise<string[]> {
+    const found = await dns.resolve(domain)
+    return found.kind === 'hosts' ? found.hosts.map((h) => h.host) : []
+  }
+
+  return { deliver, close: () => pool.close(), stats: () => pool.stats(), mxHosts }
 }

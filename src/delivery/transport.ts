@@ -39,7 +39,7 @@
 import { isIP, isIPv4, isIPv6 } from 'node:net'
 import type { DnsResolver } from '../lib/dns'
 import type { Logger } from '../lib/logger'
-import type { Outcome } from '../lib/smtp-replies'
+import type { BounceReason, Outcome } from '../lib/smtp-replies'
 import { classify, type ReplyInput } from './classify'
 import { createConnectionPool, type Grant, type PooledConnection, type Slot } from './connection-pool'
 import { createDestinationCache, type MxHost } from './mx'
@@ -77,6 +77,8 @@ export interface RecipientResult {
   outcome: Outcome
   suppress: boolean
   rule: string
+  /** Why it failed or was deferred (BOUNCE_REASONS); null when sent or when the engine decided. */
+  reason: BounceReason | null
   code: number | null
   enhanced: string | null
   response: string

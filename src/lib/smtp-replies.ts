@@ -342,6 +342,9 @@ const REASON_RULES: readonly ReasonRule[] = [
     reason: 'mailbox_disabled',
     text: /\b(account|mailbox|user)\b[^.;]{0,40}\b(disabled|suspended|inactive|deactivated|locked|frozen|expired)\b|is disabled|not active/i,
   },
+  // Security or policy (X.7.x, RFC 3463 3.8) and media/content (X.6.x) other than the above:
+  // the reply rules never suppress under these codes, so neither does the reason.
+  { reason: 'policy', enhanced: ['5.7', '4.7', '5.6', '4.6'] },
   // Filters and access rules name the sender or the content even under an X.1.1 code.
   { reason: 'policy', text: /access denied|\bfilter(ed|ing)?\b|content rejected|\bvirus\b|malware|not authori[sz]ed/i },
   // The address does not exist.
@@ -350,8 +353,7 @@ const REASON_RULES: readonly ReasonRule[] = [
   { reason: 'host_unknown', enhanced: ['5.4.4', '5.4.310'], text: NONEXISTENT_DOMAIN_TEXT },
   { reason: 'user_unknown', text: UNKNOWN_USER_TEXT },
   { reason: 'host_unknown', text: NONEXISTENT_DOMAIN_TEXT },
-  // Policy, filters and content (X.7.x other than the above, X.6.x media, vendor filter codes such as 5.0.910).
-  { reason: 'policy', enhanced: ['5.7', '4.7', '5.6', '4.6'] },
+  // Policy, filters and content (vendor filter codes such as 5.0.910 are read by their words).
   { reason: 'policy', text: /policy|filter|access denied|content|virus|malware|not authori[sz]ed|prohibited|refused|not accepted|rejected/i },
 ]
 

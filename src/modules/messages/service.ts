@@ -334,6 +334,7 @@ export interface RecipientRow {
   last_enhanced: string | null
   last_response: string | null
   last_class: string | null
+  last_reason: string | null
   last_ip: string | null
   last_mx: string | null
   suppression: string | null
@@ -377,6 +378,7 @@ export function getMessage(deps: Deps, id: string) {
         r.last_code === null && r.last_response === null
           ? null
           : { code: r.last_code, enhanced_code: r.last_enhanced, text: r.last_response, rule: r.last_class },
+      reason: r.last_reason,
       mx: r.last_mx,
       source_ip: r.last_ip,
       suppression: r.suppression ? (JSON.parse(r.suppression) as Record<string, unknown>) : null,

@@ -301,12 +301,12 @@ const REASON_RULES: readonly ReasonRule[] = [
   },
   {
     reason: 'auth_failure',
-    text: /\b(dmarc|spf|dkim)\b|unauthenticated (e-?mail|sender)|sender authentication|authentication (failed|failure|required)|reverse dns|ptr record|\bptr\b/i,
+    text: /\b(dmarc|spf|dkim)\b|unauthenticated (e-?mail|sender)|sender authentication|authentication (failed|failure)|reverse dns|ptr record|\bptr\b/i,
   },
   // Blocklists and reputation.
   {
     reason: 'spam_block',
-    text: /spamhaus|spamcop|barracuda|sorbs|\b(rbl|dnsbl)\b|black ?list|block ?list|deny ?list|blocked using|(?<!not )listed (at|on|in|by)|\bbanned\b|reputation|unsolicited|\bspam\b|junk mail|bulk mail|client host \[[^\]]*\] blocked|ip (address )?(is )?blocked|\bblocked\b.{0,40}\b(ip|host|sender|address)/i,
+    text: /spamhaus|spamcop|barracuda|sorbs|\b(rbl|dnsbl)\b|black ?list|block ?list|deny ?list|blocked using|(?<!not )listed (at|on|in|by)|\bbanned\b|reputation|unsolicited|\b(ip|ip address)\b[^.;]{0,40}\bnot authori[sz]ed|\(bl\)|\bspam\b|junk mail|bulk mail|client host \[[^\]]*\] blocked|ip (address )?(is )?blocked|\bblocked\b.{0,40}\b(ip|host|sender|address)/i,
   },
   // Too much, too fast (Gmail 4.2.1 "receiving mail at a rate", Yahoo's TSS04 deferrals).
   {
@@ -329,7 +329,7 @@ const REASON_RULES: readonly ReasonRule[] = [
   { reason: 'mailbox_full', enhanced: ['4.2.2', '5.2.2'] },
   {
     reason: 'mailbox_full',
-    text: /over ?quota|quota (exceeded|full)|mailbox (is )?full|mailbox (has )?exceeded|full mailbox|(mail ?file|inbox|mailbox) is full|insufficient (disk )?(space|storage)|storage (space )?(is )?full|out of storage|mailfolder is full/i,
+    text: /over ?quota|quota (exceeded|full)|mailbox (is )?full|mailbox (has )?exceeded|full mailbox|(mail ?file|inbox|mailbox) is full|over (its |the )?(size |storage )?quota|insufficient (disk )?(space|storage)|storage (space )?(is )?full|out of storage|mailfolder is full/i,
   },
   // Relay refused: the server is not (or no longer) the destination's MX; the address may be fine.
   {
@@ -340,7 +340,7 @@ const REASON_RULES: readonly ReasonRule[] = [
   { reason: 'mailbox_disabled', enhanced: ['5.2.1', '4.2.1'] },
   {
     reason: 'mailbox_disabled',
-    text: /\b(account|mailbox|user)\b[^.;]{0,40}\b(disabled|suspended|inactive|deactivated|locked|frozen|expired)\b|is disabled|not active/i,
+    text: /\b(account|mailbox|user)\b[^.;]{0,40}\b(disabled|suspended|inactive|deactivated|locked|frozen|expired)\b|\binactive (e-?mail )?(address|account|mailbox)|is disabled|not active/i,
   },
   // Security or policy (X.7.x, RFC 3463 3.8) and media/content (X.6.x) other than the above:
   // the reply rules never suppress under these codes, so neither does the reason.

@@ -138,6 +138,10 @@ function buildRecipient(input: {
     suppress = cls === 'hard' && decided.suppress
     rule = decided.rule
     reason = decided.reason ?? replyReason(input)
+    // Failed with a transient status: the reporting MTA gave up retrying (Postfix's
+    // maximal_queue_lifetime, RFC 3464 2.3.3 with a 4.x.x status). Unless the reply says
+    // more (a full mailbox, a rate), that is the message expiring.
+    if (action === 'failed' && cls === 'soft' && reason === 'other') reason = 'expired'
   }
   return {
     recipient,

@@ -46,7 +46,7 @@ export interface ReplyRule {
   enhanced?: string[]
   /** Matches when there is no enhanced code, or only the undefined X.0.0. */
   noEnhanced?: boolean
-  /** Matches when the enhanced code says nothing specific about the address (see VAGUE_ENHANCED). */
+  /** Matches when the enhanced code says nothing specific about the address (see vague()). */
   vagueEnhanced?: boolean
   /** Matches the reply text. */
   text?: RegExp
@@ -320,7 +320,7 @@ const REASON_RULES: readonly ReasonRule[] = [
     text: /retry time(out)? (not reached|exceeded)|message expired|expired in queue|delivery time expired|too long in (the )?queue|been in the queue too long|could not be delivered within|message timeout|retry limit|not going to try again/i,
   },
   // Size (X.2.3 message length exceeds administrative limit, X.3.4 message too big for system).
-  { reason: 'message_too_large', enhanced: ['5.2.3', '5.3.4', '4.3.4', '5.3.0.size'] },
+  { reason: 'message_too_large', enhanced: ['5.2.3', '5.3.4', '4.3.4'] },
   {
     reason: 'message_too_large',
     text: /message (size )?(is )?too (big|large)|exceeds? (the )?(maximum )?(message )?size|size (limit|exceeds)|message length exceeds/i,

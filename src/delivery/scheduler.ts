@@ -90,11 +90,17 @@ const statements = preparedFor((db) => {
     domainKey: c.prepare<{ name: string; dkim_selector: string; dkim_private_key: string; return_path_host: string }, [number]>(
       `SELECT name, dkim_selector, dkim_private_key, return_path_host FROM sending_domains WHERE id = ? AND status = 'verified'`,
     ),
-    finish: c.prepare<never, [string, number | null, string | null, string | null, string, string | null, string | null, number, number, string | null, string | null]>(
+    finish: c.prepare<
+      never,
+      [string, number | null, string | null, string | null, string, string | null, string | null, number, number, string | null, string | null]
+    >(
       `UPDATE message_recipients SET state = ?1, last_code = ?2, last_enhanced = ?3, last_response = ?4, last_class = ?5, last_mx = ?6, last_ip = ?7,
          last_tls = ?10, last_reason = ?11, lease_until = NULL, next_attempt_at = NULL, updated_at = ?8, finished_at = ?8 WHERE id = ?9`,
     ),
-    defer: c.prepare<never, [number | null, string | null, string | null, string, string | null, string | null, number, number, number, string | null, string | null]>(
+    defer: c.prepare<
+      never,
+      [number | null, string | null, string | null, string, string | null, string | null, number, number, number, string | null, string | null]
+    >(
       `UPDATE message_recipients SET state = 'deferred', last_code = ?1, last_enhanced = ?2, last_response = ?3, last_class = ?4, last_mx = ?5, last_ip = ?6,
          last_tls = ?10, last_reason = ?11, lease_until = NULL, next_attempt_at = ?7, updated_at = ?8 WHERE id = ?9`,
     ),

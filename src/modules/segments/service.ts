@@ -74,6 +74,12 @@ function compileSaved(deps: Deps, segment: Row): CompiledRules {
   return result
 }
 
+/** A saved segment's condition as one SQL WHERE over `contacts` (unaliased), for a broadcast's INSERT ... SELECT. */
+export function segmentWhere(deps: Deps, id: number): { where: string; params: SqlValue[] } {
+  const compiled = compileSaved(deps, findSegment(deps, id))
+  return { where: compiled.where, params: compiled.params }
+}
+
 function findSegment(deps: Deps, id: number): Row {
   return findById(deps.db, segments, id, 'segment')
 }

@@ -32,7 +32,7 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[num
   'contact.unsubscribed': 'A contact left a list.',
   'contact.bounced': "A contact's address bounced permanently.",
   'contact.complained': 'A contact marked a message as spam.',
-  'broadcast.sent': 'A broadcast finished sending.',
+  'broadcast.sent': "The recipient's server accepted one recipient's copy of a broadcast.",
   'broadcast.opened': 'A broadcast message was opened.',
   'broadcast.clicked': 'A link in a broadcast message was clicked.',
   'message.queued': 'A message was accepted for delivery.',

@@ -17,7 +17,8 @@ let db: Database
 
 beforeAll(async () => {
   world = await startBroadcastWorld()
-  server = await startServerWithDb(world.flags(dataDir), dataDir)
+  // A small minimum sample, so the bounce threshold applies within a test's few messages.
+  server = await startServerWithDb([...world.flags(dataDir), '--broadcast-threshold-min-sample', '10'], dataDir)
   db = server.db
 })
 afterAll(async () => {
@@ -80,6 +81,31 @@ test('a broadcast to two lists reaches every subscribed contact once, personalis
   ])
   const messages = db.query("SELECT count(*) AS n FROM messages WHERE broadcast_id = ? AND source = 'broadcast'").get(id) as { n: number }
   expect(messages.n).toBe(18)
+
+  // A click names the broadcast, version and contact.
+  const first = got[0]!
+  const link = /\/t\/c\/([A-Za-z0-9_=.-]+)/.exec(first.raw.toString().replace(/=\r\n/g, ''))![1]
+  expect((await fetch(`${server.base}/t/c/${link}`, { redirect: 'manual' })).status).toBe(302)
+  const contact = db.query('SELECT contact_id, version_id FROM broadcast_recipients WHERE broadcast_id = ? AND email = ?').get(id, rcptOf(first)) as {
+    contact_id: number
+    version_id: number
+  }
+  await until('click applied', () => broadcastState(db, id).counts.clicked === 1)
+  const clicked = db.query("SELECT contact_id, data FROM events WHERE broadcast_id = ? AND kind = 'broadcast.clicked'").all(id) as Array<{
+    contact_id: number
+    data: string
+  }>
+  expect(clicked).toHaveLength(1)
+  expect(clicked[0]!.contact_id).toBe(contact.contact_id)
+  expect(JSON.parse(clicked[0]!.data)).toMatchObject({
+    broadcast_id: id,
+    version_id: contact.version_id,
+    contact_id: contact.contact_id,
+    email: rcptOf(first),
+    url: 'https://example.org/read',
+  })
+  // A click is also the unique open (the image may have been blocked).
+  expect(broadcastState(db, id).counts.opened).toBe(1)
 }, 60_000)
 
 test('pause stops sending: nothing reaches the sink beyond what was queued when the pause committed; resume finishes', async () => {
@@ -157,4 +183,32 @@ test('a split test sends the sample, picks the winner by open rate, and sends it
   expect(va).not.toBe(vb)
   const opened = db.query("SELECT count(*) AS n FROM events WHERE broadcast_id = ? AND kind = 'broadcast.opened'").get(id) as { n: number }
   expect(opened.n).toBe(opens)
+}, 60_000)
+
+test('the bounce rate over the threshold pauses the broadcast with the reason; nothing more is sent', async () => {
+  const bad = Array.from({ length: 12 }, (_, i) => `permfail@d${i}.test`)
+  for (let i = 0; i < bad.length; i++) world.zone.setZone(`d${i}.test`, { MX: [{ exchange: 'mx.example.net', priority: 10 }] })
+  const list = seedList(db, 'T', [...bad, ...to('thr', 20)])
+  const id = startBroadcastNow(db, { list_ids: [list] })
+  db.run("UPDATE broadcasts SET max_bounce_rate = '0.2' WHERE id = ?", [id])
+  db.run("INSERT INTO broadcast_versions (broadcast_id, name, weight, send_at, created_at, updated_at) VALUES (?, 'only', 1, ?, ?, ?)", [
+    id,
+    Date.now() + 3_600_000,
+    Date.now(),
+    Date.now(),
+  ])
+  await until('prepared', () => broadcastState(db, id).status === 'sending')
+  // Only the bad addresses are due; the rest wait.
+  db.run("UPDATE broadcast_recipients SET due_at = NULL WHERE broadcast_id = ? AND email LIKE 'permfail@%'", [id])
+  await until('paused', () => broadcastState(db, id).status === 'paused')
+  const s = broadcastState(db, id)
+  expect(s.status_reason).toContain('Bounce rate')
+  expect(s.counts.bounced).toBeGreaterThanOrEqual(10)
+  const paused = db.query("SELECT data FROM events WHERE broadcast_id = ? AND kind = 'broadcast.paused'").all(id) as Array<{ data: string }>
+  expect(paused.map((e) => JSON.parse(e.data).reason)).toEqual(['bounce_rate'])
+  // Now the rest is due, but the broadcast is paused: two polls later nothing was sent.
+  db.run('UPDATE broadcast_recipients SET due_at = NULL WHERE broadcast_id = ?', [id])
+  await Bun.sleep(2000)
+  expect(sinkFor('thr')).toHaveLength(0)
+  expect(broadcastState(db, id).counts.pending).toBe(20)
 }, 60_000)

@@ -1,6 +1,7 @@
 import { expect, test } from 'bun:test'
 import type { Deps } from '../../src/deps'
 import { prepareStep } from '../../src/modules/broadcasts/prepare'
+import { startBroadcasts } from '../../src/modules/broadcasts/runner'
 import { renderArchiveCopy, sendBroadcastTest } from '../../src/modules/broadcasts/render'
 import { getMessage } from '../../src/modules/messages/service'
 import { createSegment } from '../../src/modules/segments/service'
@@ -147,4 +148,48 @@ test('test sends are queued per version, marked as tests and counted nowhere; th
   expect(copy.subject).toBe('Hi Subscriber')
   expect(copy.html).toContain(`/archive/`)
   expect(copy.html).not.toContain('/t/')
+})
+
+test('resend to non-openers: the source broadcast recipients that were sent, have no open and are still subscribed', () => {
+  const deps = testDeps()
+  const a = seed(deps, 'A', [
+    ['a@example.net', 'Ann'],
+    ['b@example.net', 'Bob'],
+    ['c@example.net', 'Cy'],
+    ['d@example.net', 'Di'],
+    ['e@example.net', 'Eve'],
+  ])
+  const source = broadcast(deps, { list_ids: [a] })
+  while (!prepareStep(deps, source));
+  const c = deps.db.$client
+  // a opened, b bounced, c unsubscribed since, d and e sent without an open.
+  c.run("UPDATE broadcast_recipients SET state = 'sent' WHERE broadcast_id = ? AND email != 'b@example.net'", [source])
+  c.run("UPDATE broadcast_recipients SET state = 'bounced' WHERE broadcast_id = ? AND email = 'b@example.net'", [source])
+  c.run("UPDATE broadcast_recipients SET opened_at = 1 WHERE broadcast_id = ? AND email = 'a@example.net'", [source])
+  c.run("UPDATE contacts SET status = 'unsubscribed' WHERE email = 'c@example.net'")
+  const resend = broadcast(deps, { source_broadcast_id: source, list_ids: [] })
+  while (!prepareStep(deps, resend, 2));
+  expect(rows(deps, resend).map((r) => r.email)).toEqual(['d@example.net', 'e@example.net'])
+  expect(counts(deps, resend)).toEqual({ total: 2, pending: 2 })
+})
+
+test('a From domain that is not a verified sending domain fails the broadcast once, with the reason, and queues nothing', async () => {
+  const deps = testDeps({ allow_unverified_domains: false })
+  const a = seed(deps, 'A', [
+    ['a@example.net', 'Ann'],
+    ['b@example.net', 'Bob'],
+  ])
+  const id = broadcast(deps, { list_ids: [a], status: 'scheduled', send_at: deps.clock.now() })
+  const runner = startBroadcasts(deps, { pollMs: 5 })
+  try {
+    for (let i = 0; i < 2000 && (deps.db.$client.query('SELECT status FROM broadcasts WHERE id = ?').get(id) as { status: string }).status !== 'failed'; i++)
+      await Bun.sleep(5)
+  } finally {
+    await runner.stop()
+  }
+  const b = deps.db.$client.query('SELECT status, status_reason FROM broadcasts WHERE id = ?').get(id) as { status: string; status_reason: string }
+  expect(b.status).toBe('failed')
+  expect(b.status_reason).toContain('example.com')
+  expect(counts(deps, id)).toEqual({ total: 2, pending: 2 })
+  expect((deps.db.$client.query('SELECT count(*) AS n FROM messages').get() as { n: number }).n).toBe(0)
 })

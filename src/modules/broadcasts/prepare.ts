@@ -52,18 +52,14 @@ function audienceInsert(deps: Deps, b: BroadcastRow): { sql: string; params: Sql
   // `contacts` stays unaliased: the segment compiler's subqueries refer to contacts.email.
   const where: string[] = ["contacts.id > ?3 AND contacts.id <= ?4 AND contacts.status = 'subscribed'"]
   const params: SqlValue[] = []
-  const lists = JSON.stringify(b.list_ids)
-  if (b.list_ids.length) where.push(`contacts.list_id IN (SELECT value FROM json_each(${lit(lists)}))`)
+  if (b.list_ids.length) where.push(`contacts.list_id IN (${ids(b.list_ids)})`)
   if (b.segment_id !== null) {
     const seg = segmentWhere(deps, b.segment_id)
     where.push(`(${seg.where})`)
     params.push(...seg.params)
   }
   if (!b.list_ids.length && b.segment_id === null) where.push('0')
-  if (b.exclude_list_ids.length)
-    where.push(
-      `contacts.email NOT IN (SELECT x.email FROM contacts x WHERE x.list_id IN (SELECT value FROM json_each(${lit(JSON.stringify(b.exclude_list_ids))})))`,
-    )
+  if (b.exclude_list_ids.length) where.push(`contacts.email NOT IN (SELECT x.email FROM contacts x WHERE x.list_id IN (${ids(b.exclude_list_ids)}))`)
   for (const id of b.exclude_segment_ids) {
     const seg = segmentWhere(deps, id)
     where.push(`contacts.email NOT IN (SELECT email FROM contacts WHERE ${seg.where})`)
@@ -80,8 +76,8 @@ function audienceInsert(deps: Deps, b: BroadcastRow): { sql: string; params: Sql
   }
 }
 
-/** A JSON array of ids as an SQL string literal (ids are integers from the row, never user text). */
-const lit = (json: string) => `'${json.replace(/'/g, "''")}'`
+/** Ids written into the statement: only integers pass (a list of ids is never user text in SQL). */
+const ids = (list: readonly number[]) => list.filter((n) => Number.isSafeInteger(n)).join(', ') || 'NULL'
 
 /**
  * The version assignment of new rows (ids above `after`): rotation by weight over the row

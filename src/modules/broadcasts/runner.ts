@@ -2,6 +2,8 @@ import type { Db } from '../../db/client'
 import { preparedFor } from '../../db/prepared'
 import type { Deps } from '../../deps'
 import { checkEmail } from '../../lib/email'
+import { AppError } from '../../lib/errors'
+import { emit } from '../events/service'
 import { acceptMessages, type PreparedMessage } from '../messages/service'
 import { checkRecipients } from '../suppressions/service'
 import { bump, countOf, moveStatus } from './counts'
@@ -240,6 +242,8 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
         const content = run.contents.get(r.version_id) ?? run.contents.get(null)!
         prepared.push({ row: r, message: prepareRecipientMessage(deps, b, content, contact) })
       } catch (e) {
+        // The sender's domain is the broadcast's problem, not this recipient's: stop, do not fail every row.
+        if (e instanceof AppError && e.code === 'domain_not_verified') throw e
         failures.push({ id: r.id, version: r.version_id, reason: (e as Error).message.slice(0, 500) })
       }
     })
@@ -299,7 +303,14 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
       }
       return false
     }
-    const outcome = await sendBatch(b, run, now)
+    let outcome: Awaited<ReturnType<typeof sendBatch>>
+    try {
+      outcome = await sendBatch(b, run, now)
+    } catch (e) {
+      if (!(e instanceof AppError && e.code === 'domain_not_verified')) throw e
+      fail(id, 'sending', e.message)
+      return false
+    }
     if (outcome === 'sent') return true
     if (outcome !== 'idle') return false
     // Nothing due now: finished, a split test's sample done, or rows waiting for their time.
@@ -311,8 +322,9 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
     if (countOf(deps.db, id, 'pending') > 0) return false
     deps.db.$client
       .transaction(() => {
-        statements(deps.db).finished.run(now, now, id)
-        moveStatus(deps, id, 'sent', 'sent', null, { kind: 'broadcast.finished', data: { total: countOf(deps.db, id, 'total') } })
+        if (statements(deps.db).finished.run(now, now, id).changes === 0) return
+        const data = { broadcast_id: id, total: countOf(deps.db, id, 'total'), sent: countOf(deps.db, id, 'sent'), skipped: countOf(deps.db, id, 'skipped') }
+        emit(deps.db, now, { kind: 'broadcast.finished', broadcast_id: id, data })
       })
       .immediate()
     runs.delete(id)
@@ -330,8 +342,8 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
       try {
         if (b.status === 'scheduled') busy = startDue(b.id, b.send_at, now) || busy
         else if (b.status === 'preparing') {
-          if (!prepareStep(deps, b.id)) busy = true
-          else busy = true
+          prepareStep(deps, b.id)
+          busy = true
         } else busy = (await stepSending(b.id, now)) || busy
       } catch (e) {
         deps.log.error('broadcast step failed', { broadcast_id: b.id, error: (e as Error).message })

@@ -50,17 +50,11 @@ export function decideSplitTest(deps: Deps, b: BroadcastRow): number | null {
   deps.db.$client.run("UPDATE broadcasts SET winner_version_id = ?, split_phase = 'decided', updated_at = ? WHERE id = ?", [best.id, now, b.id])
   deps.log.info('split test decided', { broadcast_id: b.id, winner_version_id: best.id, scores })
   if (!b.split_test!.auto_send_winner) {
-    moveStatus(
-      deps,
-      b.id,
-      'sending',
-      'paused',
-      `Split test decided: version ${best.id} (${best.name}) won by ${b.split_test!.metric}; resume to send it to the rest.`,
-      {
-        kind: 'broadcast.paused',
-        data: { reason: 'split_test_decided', winner_version_id: best.id },
-      },
-    )
+    const message = `Split test decided: version ${best.id} (${best.name}) won by ${b.split_test!.metric}; resume to send it to the rest.`
+    moveStatus(deps, b.id, 'sending', 'paused', message, {
+      kind: 'broadcast.paused',
+      data: { reason: 'split_test_decided', message, winner_version_id: best.id },
+    })
   }
   return best.id
 }

@@ -2,7 +2,8 @@ import { expect, test } from 'bun:test'
 import type { Deps } from '../../src/deps'
 import { prepareStep } from '../../src/modules/broadcasts/prepare'
 import { startBroadcasts } from '../../src/modules/broadcasts/runner'
-import { renderArchiveCopy, sendBroadcastTest } from '../../src/modules/broadcasts/render'
+import { broadcastRow, renderArchiveCopy, sendBroadcastTest } from '../../src/modules/broadcasts/render'
+import { decideSplitTest } from '../../src/modules/broadcasts/split-test'
 import { getMessage } from '../../src/modules/messages/service'
 import { createSegment } from '../../src/modules/segments/service'
 import { testDeps } from '../support/app'
@@ -192,4 +193,46 @@ test('a From domain that is not a verified sending domain fails the broadcast on
   expect(b.status_reason).toContain('example.com')
   expect(counts(deps, id)).toEqual({ total: 2, pending: 2 })
   expect((deps.db.$client.query('SELECT count(*) AS n FROM messages').get() as { n: number }).n).toBe(0)
+})
+
+test('a report-only split test by one link picks the winner, gives it the waiting rows and pauses with the reason', () => {
+  const deps = testDeps()
+  const a = seed(
+    deps,
+    'A',
+    Array.from({ length: 20 }, (_, i) => [`s${i}@example.net`, 'S'] as [string, string]),
+  )
+  const id = broadcast(deps, {
+    list_ids: [a],
+    version_mode: 'split_test',
+    split_test: { sample_percent: 50, metric: 'link_click_rate', link_url: 'https://example.org/x', wait_seconds: 60, auto_send_winner: false },
+  })
+  const now = deps.clock.now()
+  const c = deps.db.$client
+  const insert = c.query('INSERT INTO broadcast_versions (broadcast_id, name, weight, created_at, updated_at) VALUES (?, ?, 1, ?, ?) RETURNING id')
+  const v1 = (insert.get(id, 'one', now, now) as { id: number }).id
+  const v2 = (insert.get(id, 'two', now, now) as { id: number }).id
+  while (!prepareStep(deps, id));
+  const waiting = (c.query('SELECT count(*) AS n FROM broadcast_recipients WHERE broadcast_id = ? AND version_id IS NULL').get(id) as { n: number }).n
+  expect(waiting).toBeGreaterThan(0)
+  expect(waiting).toBeLessThan(20)
+  // Outcomes as the tail would count them: both delivered 5; v1's clicks are on another link.
+  const counter = c.query('INSERT INTO broadcast_counts (broadcast_id, version_id, metric, n) VALUES (?, ?, ?, ?)')
+  for (const [v, metric, n] of [
+    [v1, 'delivered', 5],
+    [v2, 'delivered', 5],
+    [v1, 'clicked', 4],
+    [v1, 'link:https://example.org/other', 4],
+    [v2, 'clicked', 1],
+    [v2, 'link:https://example.org/x', 1],
+  ] as const)
+    counter.run(id, v, metric, n)
+  c.run("UPDATE broadcasts SET split_phase = 'waiting' WHERE id = ?", [id])
+  const b = broadcastRow(deps, id)
+  expect(c.transaction(() => decideSplitTest(deps, b)).immediate()).toBe(v2)
+  const after = c.query('SELECT status, status_reason, winner_version_id, split_phase FROM broadcasts WHERE id = ?').get(id) as Record<string, unknown>
+  expect(after).toMatchObject({ status: 'paused', winner_version_id: v2, split_phase: 'decided' })
+  expect(after.status_reason).toContain('resume')
+  expect((c.query('SELECT count(*) AS n FROM broadcast_recipients WHERE broadcast_id = ? AND version_id IS NULL').get(id) as { n: number }).n).toBe(0)
+  expect(counts(deps, id, v2).total).toBe(20 - counts(deps, id, v1).total!)
 })

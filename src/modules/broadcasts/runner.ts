@@ -38,6 +38,8 @@ import { decideSplitTest } from './split-test'
 export const SEND_BATCH = 200
 /** How often an idle runner looks at the broadcasts table. */
 const POLL_MS = 1000
+/** Least time between two idle steps when rings keep coming, so heavy API traffic does not spin the runner. */
+const RING_GAP_MS = 20
 
 const LIVE = ['scheduled', 'preparing', 'sending'] as const
 
@@ -364,6 +366,8 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
         deps.log.error('broadcast runner step failed', { error: (e as Error).message })
       }
       if (busy) await new Promise((r) => setImmediate(r))
+      // Rung meanwhile (every accepted API send rings): look again soon, but at most every RING_GAP_MS.
+      else if (rung) await new Promise((r) => setTimeout(r, RING_GAP_MS))
       else await sleep(pollMs)
     }
   })()

@@ -29,6 +29,9 @@ export interface Config {
   max_message_age_seconds: number
   delivery_concurrency: number
   destination_concurrency: number
+  delivery_timeouts: DeliveryTimeouts
+  delivery_mta_sts: boolean
+  delivery_require_tls: string[]
   default_from: string
   smtp_listen: { host: string; port: number } | null
   smtp_tls_listen: { host: string; port: number } | null
@@ -47,6 +50,34 @@ export interface Config {
   broadcast_threshold_min_sample: number
   secret_key_file: string
   secret_key: string
+}
+
+/** Outbound SMTP timeouts in seconds: TCP connect, then RFC 5321 4.5.3.2's per command. */
+export interface DeliveryTimeouts {
+  connect: number
+  greeting: number
+  mail: number
+  rcpt: number
+  data: number
+  data_block: number
+  dot: number
+}
+
+const TIMEOUT_NAMES = ['connect', 'greeting', 'mail', 'rcpt', 'data', 'data_block', 'dot'] as const
+
+/** "greeting=300,mail=300": the named timeouts in seconds; unnamed ones keep the defaults. */
+function parseDeliveryTimeouts(text: string): DeliveryTimeouts {
+  const out: DeliveryTimeouts = { connect: 30, greeting: 300, mail: 300, rcpt: 300, data: 120, data_block: 180, dot: 600 }
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const m = /^([a-z_]+)\s*=\s*(\d+(?:\.\d+)?)$/.exec(part)
+    if (!m || !(TIMEOUT_NAMES as readonly string[]).includes(m[1]!) || Number(m[2]) <= 0)
+      fail(`expected NAME=SECONDS pairs separated by commas, names: ${TIMEOUT_NAMES.join(', ')}`)
+    out[m![1] as keyof DeliveryTimeouts] = Number(m![2])
+  }
+  return out
 }
 
 type Key = keyof Config
@@ -295,6 +326,39 @@ export const SETTINGS = [
     fallback: '20',
     parse: parsePositiveInt,
     describe: 'Most SMTP connections open at once to one destination domain (Postfix defaults to 20 as well).',
+  }),
+  setting({
+    key: 'delivery_timeouts',
+    env: 'MAILROOM_DELIVERY_TIMEOUTS',
+    flag: 'delivery-timeouts',
+    fallback: 'connect=30,greeting=300,mail=300,rcpt=300,data=120,data_block=180,dot=600',
+    parse: parseDeliveryTimeouts,
+    describe:
+      'Outbound SMTP timeouts in seconds (NAME=SECONDS, comma-separated; unnamed ones keep their default): TCP connect, then RFC 5321 section 4.5.3.2: greeting, MAIL, RCPT, DATA, each data block, final dot.',
+  }),
+  setting({
+    key: 'delivery_mta_sts',
+    env: 'MAILROOM_DELIVERY_MTA_STS',
+    flag: 'delivery-mta-sts',
+    fallback: 'true',
+    parse: parseBool,
+    describe:
+      'Honour MTA-STS (RFC 8461): a recipient domain whose policy is in enforce mode gets mail only over verified TLS to its listed MX hosts; policies are cached for their max_age.',
+  }),
+  setting({
+    key: 'delivery_require_tls',
+    env: 'MAILROOM_DELIVERY_REQUIRE_TLS',
+    flag: 'delivery-require-tls',
+    fallback: '',
+    parse: (t) => {
+      const domains = t
+        .split(',')
+        .map((d) => d.trim().toLowerCase().replace(/\.$/, ''))
+        .filter(Boolean)
+      for (const d of domains) if (!/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(d)) fail(`"${d}" is not a domain name`)
+      return domains
+    },
+    describe: 'Recipient domains (comma-separated) whose mail goes only over STARTTLS: deferred, never sent in plaintext, when the MX does not offer it.',
   }),
   setting({
     key: 'default_from',

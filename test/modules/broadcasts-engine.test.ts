@@ -135,7 +135,7 @@ test('a schedule missed by more than the lateness pauses with the reason instead
   await until('paused', () => broadcastState(db, id).status === 'paused')
   expect(broadcastState(db, id).status_reason).toContain('was missed by')
   const paused = db.query("SELECT data FROM events WHERE broadcast_id = ? AND kind = 'broadcast.paused'").all(id) as Array<{ data: string }>
-  expect(paused.map((e) => JSON.parse(e.data).reason)).toEqual(['schedule_missed'])
+  expect(paused.map((e) => JSON.parse(e.data).code)).toEqual(['schedule_missed'])
   expect(sinkFor('late')).toHaveLength(0)
 })
 
@@ -205,7 +205,7 @@ test('the bounce rate over the threshold pauses the broadcast with the reason; n
   expect(s.status_reason).toContain('Bounce rate')
   expect(s.counts.bounced).toBeGreaterThanOrEqual(10)
   const paused = db.query("SELECT data FROM events WHERE broadcast_id = ? AND kind = 'broadcast.paused'").all(id) as Array<{ data: string }>
-  expect(paused.map((e) => JSON.parse(e.data).reason)).toEqual(['bounce_rate'])
+  expect(paused.map((e) => JSON.parse(e.data).code)).toEqual(['bounce_rate'])
   // Now the rest is due, but the broadcast is paused: two polls later nothing was sent.
   db.run('UPDATE broadcast_recipients SET due_at = NULL WHERE broadcast_id = ?', [id])
   await Bun.sleep(2000)

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client'
 import { preparedFor } from '../../db/prepared'
 import type { Deps } from '../../deps'
-import { segmentWhere } from '../segments/service'
+import { audienceSql } from './audience'
 import type { SqlValue } from '../segments/rules'
 import { bump, moveStatus } from './counts'
 import { broadcastRow, versionsOf, type BroadcastRow, type VersionRow } from './render'
@@ -47,37 +47,22 @@ const statements = preparedFor((db: Db) => {
   }
 })
 
-/** The INSERT ... SELECT of one contact id range for this broadcast's audience (built once per broadcast and step). */
+/**
+ * The INSERT ... SELECT of one contact id range for this broadcast's audience: the one
+ * audience condition of audience.ts (which the editor's count uses too), bounded by the range.
+ */
 function audienceInsert(deps: Deps, b: BroadcastRow): { sql: string; params: SqlValue[] } {
+  const audience = audienceSql(deps, b)
   // `contacts` stays unaliased: the segment compiler's subqueries refer to contacts.email.
-  const where: string[] = ["contacts.id > ?3 AND contacts.id <= ?4 AND contacts.status = 'subscribed'"]
-  const params: SqlValue[] = []
-  if (b.list_ids.length) where.push(`contacts.list_id IN (${ids(b.list_ids)})`)
-  if (b.segment_id !== null) {
-    const seg = segmentWhere(deps, b.segment_id)
-    where.push(`(${seg.where})`)
-    params.push(...seg.params)
-  }
-  if (!b.list_ids.length && b.segment_id === null) where.push('0')
-  if (b.exclude_list_ids.length) where.push(`contacts.email NOT IN (SELECT x.email FROM contacts x WHERE x.list_id IN (${ids(b.exclude_list_ids)}))`)
-  for (const id of b.exclude_segment_ids) {
-    const seg = segmentWhere(deps, id)
-    where.push(`contacts.email NOT IN (SELECT email FROM contacts WHERE ${seg.where})`)
-    params.push(...seg.params)
-  }
-  // Numbered parameters ?1-?4 come first; the segments' `?` placeholders number on from ?5.
   return {
     sql: `INSERT INTO broadcast_recipients (broadcast_id, contact_id, list_id, email, state, sample, updated_at)
-      SELECT ?1, contacts.id, contacts.list_id, contacts.email, 'pending', 0, ?2 FROM contacts
-      WHERE ${where.join(' AND ')}
+      SELECT ?, contacts.id, contacts.list_id, contacts.email, 'pending', 0, ? FROM contacts
+      WHERE contacts.id > ? AND contacts.id <= ? AND ${audience.where}
       ORDER BY contacts.id
       ON CONFLICT (broadcast_id, email) DO NOTHING`,
-    params,
+    params: audience.params,
   }
 }
-
-/** Ids written into the statement: only integers pass (a list of ids is never user text in SQL). */
-const ids = (list: readonly number[]) => list.filter((n) => Number.isSafeInteger(n)).join(', ') || 'NULL'
 
 /**
  * The version assignment of new rows (ids above `after`): rotation by weight over the row

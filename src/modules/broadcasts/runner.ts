@@ -135,7 +135,7 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
   /** Marks a broadcast paused with a reason and `broadcast.paused` (only from `from`). */
   const pause = (id: number, from: string, reason: string, code: string) =>
     deps.db.$client
-      .transaction(() => moveStatus(deps, id, from, 'paused', reason, { kind: 'broadcast.paused', data: { reason: code, message: reason } }))
+      .transaction(() => moveStatus(deps, id, from, 'paused', reason, { kind: 'broadcast.paused', data: { reason, code, from_status: from } }))
       .immediate()
 
   const fail = (id: number, from: string, reason: string) => {

@@ -53,7 +53,7 @@ export function decideSplitTest(deps: Deps, b: BroadcastRow): number | null {
     const message = `Split test decided: version ${best.id} (${best.name}) won by ${b.split_test!.metric}; resume to send it to the rest.`
     moveStatus(deps, b.id, 'sending', 'paused', message, {
       kind: 'broadcast.paused',
-      data: { reason: 'split_test_decided', message, winner_version_id: best.id },
+      data: { reason: message, code: 'split_test_decided', from_status: 'sending', winner_version_id: best.id },
     })
   }
   return best.id

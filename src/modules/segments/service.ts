@@ -74,10 +74,9 @@ function compileSaved(deps: Deps, segment: Row): CompiledRules {
   return result
 }
 
-/** A saved segment's condition as one SQL WHERE over `contacts` (unaliased), for a broadcast's INSERT ... SELECT. */
-export function segmentWhere(deps: Deps, id: number): { where: string; params: SqlValue[] } {
-  const compiled = compileSaved(deps, findSegment(deps, id))
-  return { where: compiled.where, params: compiled.params }
+/** A saved segment's rules as one SQL condition over `contacts` (for broadcast audiences); 404 / 409 as GET count. */
+export function compiledSegment(deps: Deps, id: number): CompiledRules {
+  return compileSaved(deps, findSegment(deps, id))
 }
 
 function findSegment(deps: Deps, id: number): Row {

@@ -32,6 +32,7 @@ export const WEBHOOK_EVENT_KINDS = [
   'domain.updated',
   'domain.deleted',
   'webhook.disabled',
+  'deliverability.alert',
 ] as const
 
 /** What each kind means, for people choosing what to subscribe to (the console's checkboxes). */
@@ -60,6 +61,7 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[num
   'domain.updated': "A sending domain's settings or verification status changed.",
   'domain.deleted': 'A sending domain was deleted.',
   'webhook.disabled': 'A webhook was switched off after repeated failures.',
+  'deliverability.alert': 'A provider/IP pair was suspended after a block reply, or broadcasts were auto-paused (bounce or complaint rate, listed IP).',
 }
 
 export const EventKindSchema = t.Object({ kind: t.String(), description: t.String() })

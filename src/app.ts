@@ -18,6 +18,7 @@ import { bridgeRoutes } from './modules/bridges'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
 import { dmarcRoutes } from './modules/dmarc'
+import { doctorRoutes } from './modules/doctor'
 import { feedbackLoopRoutes } from './modules/feedback-loops'
 import { importRoutes } from './modules/imports'
 import { ipPoolRoutes } from './modules/ip-pools'
@@ -123,6 +124,8 @@ export function buildApp(deps: Deps) {
     .use(statsRoutes(deps))
     // webhooks (issue 6)
     .use(webhookRoutes(deps, auth.authOf))
+    // deliverability doctor (issue 17)
+    .use(doctorRoutes(deps))
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

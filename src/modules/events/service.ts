@@ -94,6 +94,7 @@ export const EVENT_KINDS = [
   { kind: 'broadcast.opened', emitted: false },
   { kind: 'broadcast.clicked', emitted: false },
   { kind: 'webhook.disabled', emitted: true },
+  { kind: 'doctor.changed', emitted: true },
 ] as const
 
 export type EventKind = (typeof EVENT_KINDS)[number]['kind']

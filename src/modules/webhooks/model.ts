@@ -24,6 +24,7 @@ export const WEBHOOK_EVENT_KINDS = [
   'message.suppressed',
   'message.complained',
   'webhook.disabled',
+  'doctor.changed',
 ] as const
 
 /** What each kind means, for people choosing what to subscribe to (the console's checkboxes). */
@@ -44,6 +45,7 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[num
   'message.suppressed': 'A message was not sent because the address is suppressed.',
   'message.complained': 'A recipient marked a message as spam.',
   'webhook.disabled': 'A webhook was switched off after repeated failures.',
+  'doctor.changed': 'A deliverability check changed status (pass, warn, fail) between two runs of the doctor.',
 }
 
 export const EventKindSchema = t.Object({ kind: t.String(), description: t.String() })

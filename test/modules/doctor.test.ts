@@ -243,7 +243,10 @@ describe('deliverability doctor: checks through the loopback DNS server', () => 
     const ca = await generate([{ name: 'commonName', value: 'Test CA' }], {
       keySize: 2048,
       algorithm: 'sha256',
-      extensions: [{ name: 'basicConstraints', cA: true }, { name: 'keyUsage', keyCertSign: true }],
+      extensions: [
+        { name: 'basicConstraints', cA: true },
+        { name: 'keyUsage', keyCertSign: true },
+      ],
     })
     writeFileSync(path, (await leaf('mailroom.test', { key: ca.private, cert: ca.cert })).cert)
     expect((await run()).byId('host.tls:mailroom.test').status).toBe('pass')
@@ -295,7 +298,10 @@ describe('deliverability doctor: checks through the loopback DNS server', () => 
           created_at: now - 60_000,
         })
         .run()
-    message('m-good', 'List-Unsubscribe: <https://track.mailroom.test/u/abc>,\r\n <mailto:u@example.com>\r\nList-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n')
+    message(
+      'm-good',
+      'List-Unsubscribe: <https://track.mailroom.test/u/abc>,\r\n <mailto:u@example.com>\r\nList-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n',
+    )
     ;({ byId } = await run())
     expect(byId('bulk.one_click_unsubscribe').status).toBe('pass')
     // The header only in the body does not count.
@@ -316,6 +322,9 @@ describe('GET /api/v2/doctor', () => {
     const first = await call('GET', '/api/v2/doctor', undefined, reader.key)
     expect(first.status).toBe(200)
     expect(first.body.data.summary.fail).toBe(0)
+    expect((await call('GET', '/api/v2/system/overview', undefined, reader.key)).body.data.warnings.map((w: { kind: string }) => w.kind)).not.toContain(
+      'doctor_failed',
+    )
     expect(first.body.data.checks.find((c: CheckResult) => c.id === `domain.dkim:${name}`).status).toBe('pass')
 
     // Break DKIM: the stored run is answered until a refresh.
@@ -335,6 +344,14 @@ describe('GET /api/v2/doctor', () => {
     expect(changed).toContainEqual(expect.objectContaining({ check_id: `domain.dkim:${name}`, from: 'pass', to: 'fail' }))
     // Nothing else changed between the two runs (the first run had nothing failing to announce).
     expect(changed.map((c: { check_id: string }) => c.check_id).sort()).toEqual([`domain.alignment:${name}`, `domain.dkim:${name}`].sort())
+
+    // The dashboard's warnings name what fails.
+    const overview = await call('GET', '/api/v2/system/overview', undefined, reader.key)
+    expect(overview.body.data.warnings).toContainEqual({
+      kind: 'doctor_failed',
+      message: `1 deliverability check failed at the last run: DKIM record matches the signing key (${name}).`,
+      href: '/admin/sending/deliverability',
+    })
 
     expect((await call('GET', '/api/v2/doctor?refresh=maybe', undefined, reader.key)).status).toBe(422)
   })

@@ -19,7 +19,9 @@ export const CheckSchema = t.Object({
   title: t.String(),
   status: enumOf(CHECK_STATUSES),
   detail: t.String({ description: 'What was found.' }),
-  fix: t.Nullable(t.String({ description: 'The exact thing to do (the DNS record to publish, with its name and value, ...); null when there is nothing to do.' })),
+  fix: t.Nullable(
+    t.String({ description: 'The exact thing to do (the DNS record to publish, with its name and value, ...); null when there is nothing to do.' }),
+  ),
 })
 
 export const SummarySchema = t.Object({ pass: t.Integer(), warn: t.Integer(), fail: t.Integer(), skipped: t.Integer() })
@@ -31,7 +33,9 @@ export const ReportSchema = t.Object({
 })
 
 export const DoctorQuery = t.Object({
-  refresh: t.Optional(enumOf(['true', 'false'], { description: 'true runs every check now; otherwise the last run is returned (and a first run is made when there is none).' })),
+  refresh: t.Optional(
+    enumOf(['true', 'false'], { description: 'true runs every check now; otherwise the last run is returned (and a first run is made when there is none).' }),
+  ),
 })
 
 export type CheckResult = Static<typeof CheckSchema>

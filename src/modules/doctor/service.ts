@@ -129,7 +129,10 @@ export function recordDoctorReport(deps: Pick<Deps, 'db' | 'clock'>, report: Doc
     const changes = doctorChanges(lastDoctorReport({ db: tx }), report)
     const now = deps.clock.now()
     const value = JSON.stringify(report)
-    tx.insert(systemState).values({ key: STATE_KEY, value, updated_at: now }).onConflictDoUpdate({ target: systemState.key, set: { value, updated_at: now } }).run()
+    tx.insert(systemState)
+      .values({ key: STATE_KEY, value, updated_at: now })
+      .onConflictDoUpdate({ target: systemState.key, set: { value, updated_at: now } })
+      .run()
     for (const change of changes) emit(tx, now, { kind: DOCTOR_CHANGED, data: { ...change } })
     return changes
   })

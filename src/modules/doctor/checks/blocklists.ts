@@ -61,7 +61,10 @@ const ZONES: Record<string, ZoneInfo> = {
     },
     removal: SPAMHAUS_REMOVAL,
   },
-  'bl.spamcop.net': { codes: { '127.0.0.2': 'SpamCop: spam reported from this address' }, removal: 'https://www.spamcop.net/bl.shtml (entries expire 24 h after the last report)' },
+  'bl.spamcop.net': {
+    codes: { '127.0.0.2': 'SpamCop: spam reported from this address' },
+    removal: 'https://www.spamcop.net/bl.shtml (entries expire 24 h after the last report)',
+  },
   'b.barracudacentral.org': { codes: { '127.0.0.2': 'Barracuda Reputation Block List' }, removal: 'https://www.barracudacentral.org/rbl/removal-request' },
   'multi.surbl.org': { codes: {}, removal: 'https://www.surbl.org/surbl-analysis' },
   'multi.uribl.com': { codes: { '127.0.0.1': 'query refused (public resolver or too many queries)' }, removal: 'https://admin.uribl.com/' },
@@ -85,7 +88,15 @@ export async function checkBlocklist(dns: DoctorDns, kind: 'ip' | 'domain', subj
     codes = (await dns.resolve(name, 'A')) as string[]
   } catch (err) {
     if (isNoRecord(err)) return result('blocklist', check, subject, title, 'pass', `${subject} is not listed on ${zone}.`)
-    return result('blocklist', check, subject, title, 'warn', `The lookup of ${name} failed: ${lookupError(err)}.`, 'Check that the DNS servers (dns_servers) answer, then run the doctor again.')
+    return result(
+      'blocklist',
+      check,
+      subject,
+      title,
+      'warn',
+      `The lookup of ${name} failed: ${lookupError(err)}.`,
+      'Check that the DNS servers (dns_servers) answer, then run the doctor again.',
+    )
   }
   const meanings = codes.map((code) => ({ code, ...blocklistCode(zone, code) }))
   const listed = meanings.filter((m) => m.listed)

@@ -42,7 +42,8 @@ export function checkOneClickUnsubscribe(deps: Pick<Deps, 'db' | 'clock'>): Chec
   const sample = recentBroadcastHeaders(deps.db, deps.clock.now() - 30 * DAY_MS, SAMPLE)
   if (sample.length === 0) return result('bulk_sender', 'bulk.one_click_unsubscribe', null, title, 'skipped', 'No broadcast mail in the last 30 days.')
   const missing = sample.filter((m) => !hasOneClickUnsubscribe(m.header))
-  if (missing.length === 0) return result('bulk_sender', 'bulk.one_click_unsubscribe', null, title, 'pass', `All ${sample.length} recent broadcast messages checked carry it.`)
+  if (missing.length === 0)
+    return result('bulk_sender', 'bulk.one_click_unsubscribe', null, title, 'pass', `All ${sample.length} recent broadcast messages checked carry it.`)
   return result(
     'bulk_sender',
     'bulk.one_click_unsubscribe',
@@ -65,8 +66,10 @@ export function checkComplaintRate(deps: Pick<Deps, 'db' | 'clock'>): CheckResul
   const shown = `${(rate * 100).toFixed(2)} % (${complained} complaints for ${sent} delivered messages in ${COMPLAINT_WINDOW_DAYS} days)`
   const fix =
     'Mail only people who asked for it (confirmed opt-in), make unsubscribing easy, stop mailing contacts who have not opened in months, and check the complaining lists and broadcasts in Statistics.'
-  if (rate >= COMPLAINT_RATE_LIMIT) return result('bulk_sender', 'bulk.complaint_rate', null, title, 'fail', `${shown}: Gmail and Yahoo filter or refuse senders above 0.3 %.`, fix)
-  if (rate >= COMPLAINT_RATE_AIM) return result('bulk_sender', 'bulk.complaint_rate', null, title, 'warn', `${shown}: under the 0.3 % limit, but above the 0.1 % Google asks for.`, fix)
+  if (rate >= COMPLAINT_RATE_LIMIT)
+    return result('bulk_sender', 'bulk.complaint_rate', null, title, 'fail', `${shown}: Gmail and Yahoo filter or refuse senders above 0.3 %.`, fix)
+  if (rate >= COMPLAINT_RATE_AIM)
+    return result('bulk_sender', 'bulk.complaint_rate', null, title, 'warn', `${shown}: under the 0.3 % limit, but above the 0.1 % Google asks for.`, fix)
   return result('bulk_sender', 'bulk.complaint_rate', null, title, 'pass', shown)
 }
 

@@ -21,10 +21,27 @@ const publish = (spec: DnsRecordSpec) => `Publish ${spec.type} ${spec.name} = ${
 /** A record check of sending-domains/verify.ts as a doctor check: verified passes, an outage warns, anything else fails with the record to publish. */
 function fromRecordCheck(domain: string, check: string, title: string, spec: DnsRecordSpec, found: RecordCheck): CheckResult {
   if (found.state === 'verified') return result('domain', check, domain, title, 'pass', `${spec.type} ${spec.name} is published as expected.`)
-  if (found.state === 'error') return result('domain', check, domain, title, 'warn', `The lookup failed: ${found.message}.`, 'Check that the DNS servers (dns_servers) answer, then run the doctor again.')
+  if (found.state === 'error')
+    return result(
+      'domain',
+      check,
+      domain,
+      title,
+      'warn',
+      `The lookup failed: ${found.message}.`,
+      'Check that the DNS servers (dns_servers) answer, then run the doctor again.',
+    )
   if (found.state === 'missing') return result('domain', check, domain, title, 'fail', `${spec.type} ${spec.name} is not published.`, `${publish(spec)}`)
   const was = found.found?.length ? ` (found: ${found.found.join(' | ')})` : ''
-  return result('domain', check, domain, title, 'fail', `${spec.type} ${spec.name} is wrong: ${found.message}${was}.`, `${publish(spec)}${spec.purpose === 'spf' ? ', merging your other senders into this one record' : ''}`)
+  return result(
+    'domain',
+    check,
+    domain,
+    title,
+    'fail',
+    `${spec.type} ${spec.name} is wrong: ${found.message}${was}.`,
+    `${publish(spec)}${spec.purpose === 'spf' ? ', merging your other senders into this one record' : ''}`,
+  )
 }
 
 /** DMARC tags (RFC 7489 section 6.3), lower-cased names. */
@@ -47,7 +64,8 @@ async function dmarcRecord(dns: DoctorDns, domain: string): Promise<{ record: st
     return { problem: 'error', message: lookupError(err) }
   }
   if (records.length === 0) return { problem: 'missing', message: `no TXT record at _dmarc.${domain} starts with v=DMARC1` }
-  if (records.length > 1) return { problem: 'several', message: `_dmarc.${domain} has ${records.length} DMARC records: receivers ignore them all (RFC 7489 section 6.6.3)` }
+  if (records.length > 1)
+    return { problem: 'several', message: `_dmarc.${domain} has ${records.length} DMARC records: receivers ignore them all (RFC 7489 section 6.6.3)` }
   return { record: records[0]! }
 }
 
@@ -58,7 +76,14 @@ const under = (host: string, domain: string) => host === domain || host.endsWith
  * path, DMARC), SPF's lookup count, DMARC's policy and reports, alignment, MTA-STS and TLS-RPT.
  */
 export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): Promise<CheckResult[]> {
-  const specs = expectedRecords({ domain: d.name, selector: d.selector, publicKey: d.publicKey, returnPathHost: d.returnPathHost, addresses: d.addresses, hostname: deps.config.hostname })
+  const specs = expectedRecords({
+    domain: d.name,
+    selector: d.selector,
+    publicKey: d.publicKey,
+    returnPathHost: d.returnPathHost,
+    addresses: d.addresses,
+    hostname: deps.config.hostname,
+  })
   const spec = (p: RecordPurpose) => specs.find((s) => s.purpose === p)!
   const [records, lookups, dmarc, mtaSts, tlsRpt, returnPathAddresses] = await Promise.all([
     checkRecords(deps, specs, { publicKey: d.publicKey, addresses: d.addresses }),
@@ -117,7 +142,17 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
     tags = dmarcTags(dmarc.record)
     const policy = tags.get('p')?.toLowerCase()
     if (!policy || !['none', 'quarantine', 'reject'].includes(policy))
-      out.push(result('domain', 'domain.dmarc', domain, dmarcTitle, 'fail', `_dmarc.${domain} has no valid p= policy: ${dmarc.record}`, `Publish TXT _dmarc.${domain} = ${suggestion}`))
+      out.push(
+        result(
+          'domain',
+          'domain.dmarc',
+          domain,
+          dmarcTitle,
+          'fail',
+          `_dmarc.${domain} has no valid p= policy: ${dmarc.record}`,
+          `Publish TXT _dmarc.${domain} = ${suggestion}`,
+        ),
+      )
     else if (!tags.get('rua'))
       out.push(
         result(
@@ -132,7 +167,17 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
       )
     else out.push(result('domain', 'domain.dmarc', domain, dmarcTitle, 'pass', `p=${policy}, reports to ${tags.get('rua')}.`))
   } else if (dmarc.problem === 'error')
-    out.push(result('domain', 'domain.dmarc', domain, dmarcTitle, 'warn', `The lookup failed: ${dmarc.message}.`, 'Check that the DNS servers (dns_servers) answer, then run the doctor again.'))
+    out.push(
+      result(
+        'domain',
+        'domain.dmarc',
+        domain,
+        dmarcTitle,
+        'warn',
+        `The lookup failed: ${dmarc.message}.`,
+        'Check that the DNS servers (dns_servers) answer, then run the doctor again.',
+      ),
+    )
   else
     out.push(
       result(
@@ -162,7 +207,8 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
   const strictSpf = tags?.get('aspf')?.toLowerCase() === 's'
   const spfAligned = records.spf.state === 'verified' && (strictSpf ? rpHost === domain : under(rpHost, domain))
   const dkimAligned = records.dkim.state === 'verified'
-  if (dkimAligned && spfAligned) out.push(result('domain', 'domain.alignment', domain, alignTitle, 'pass', `DKIM signs as ${domain}; the return path ${rpHost} is under ${domain}.`))
+  if (dkimAligned && spfAligned)
+    out.push(result('domain', 'domain.alignment', domain, alignTitle, 'pass', `DKIM signs as ${domain}; the return path ${rpHost} is under ${domain}.`))
   else if (dkimAligned || spfAligned) {
     const why = dkimAligned
       ? strictSpf && rpHost !== domain
@@ -177,7 +223,11 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
         alignTitle,
         'warn',
         `Only one of the two aligns: ${why}. DMARC passes, but one broken record away from failing.`,
-        dkimAligned ? (strictSpf ? `Remove aspf=s from TXT _dmarc.${domain} (relaxed alignment is the default).` : `${publish(spec('spf'))} and ${publish(spec('return_path'))}`) : publish(spec('dkim')),
+        dkimAligned
+          ? strictSpf
+            ? `Remove aspf=s from TXT _dmarc.${domain} (relaxed alignment is the default).`
+            : `${publish(spec('spf'))} and ${publish(spec('return_path'))}`
+          : publish(spec('dkim')),
       ),
     )
   } else
@@ -205,12 +255,17 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
         domain,
         stsTitle,
         'warn',
-        mtaSts.length > 1 ? `_mta-sts.${domain} has ${mtaSts.length} STSv1 records (RFC 8461 section 3.1: then there is no policy).` : mtaSts.length ? `_mta-sts.${domain} has no valid id=: ${mtaSts[0]}` : `No MTA-STS record at _mta-sts.${domain}: mail to ${domain} can be downgraded to plain text.`,
+        mtaSts.length > 1
+          ? `_mta-sts.${domain} has ${mtaSts.length} STSv1 records (RFC 8461 section 3.1: then there is no policy).`
+          : mtaSts.length
+            ? `_mta-sts.${domain} has no valid id=: ${mtaSts[0]}`
+            : `No MTA-STS record at _mta-sts.${domain}: mail to ${domain} can be downgraded to plain text.`,
         `Publish TXT _mta-sts.${domain} = v=STSv1; id=${new Date(deps.clock.now()).toISOString().slice(0, 10).replace(/-/g, '')}01; and serve https://mta-sts.${domain}/.well-known/mta-sts.txt with "version: STSv1", "mode: testing", one "mx:" line per MX of ${domain} and "max_age: 86400".`,
       ),
     )
   const rptTitle = 'TLS-RPT is published'
-  if (tlsRpt.length === 1 && /(^|;)\s*rua=\S+/i.test(tlsRpt[0]!)) out.push(result('domain', 'domain.tls_rpt', domain, rptTitle, 'pass', `_smtp._tls.${domain}: ${tlsRpt[0]}`))
+  if (tlsRpt.length === 1 && /(^|;)\s*rua=\S+/i.test(tlsRpt[0]!))
+    out.push(result('domain', 'domain.tls_rpt', domain, rptTitle, 'pass', `_smtp._tls.${domain}: ${tlsRpt[0]}`))
   else
     out.push(
       result(
@@ -219,7 +274,9 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
         domain,
         rptTitle,
         'warn',
-        tlsRpt.length ? `_smtp._tls.${domain} is not one TLSRPTv1 record with rua=: ${tlsRpt.join(' | ')}` : `No TLS-RPT record at _smtp._tls.${domain}: nobody hears of TLS failures of mail to ${domain}.`,
+        tlsRpt.length
+          ? `_smtp._tls.${domain} is not one TLSRPTv1 record with rua=: ${tlsRpt.join(' | ')}`
+          : `No TLS-RPT record at _smtp._tls.${domain}: nobody hears of TLS failures of mail to ${domain}.`,
         `Publish TXT _smtp._tls.${domain} = v=TLSRPTv1; rua=mailto:tls-reports@${domain}`,
       ),
     )

@@ -15,7 +15,16 @@ export async function checkHostName(config: Readonly<Config>, dns: DoctorDns): P
   const problem = publicHostNameProblem(name)
   if (problem) return result('host', 'host.fqdn', name, title, 'fail', `The server's host name ${problem}.`, fix)
   const addresses = await dns.addresses(name)
-  if (addresses.length === 0) return result('host', 'host.fqdn', name, title, 'fail', `${name} does not resolve (no A or AAAA record).`, `Publish A ${name} -> this server's public address.`)
+  if (addresses.length === 0)
+    return result(
+      'host',
+      'host.fqdn',
+      name,
+      title,
+      'fail',
+      `${name} does not resolve (no A or AAAA record).`,
+      `Publish A ${name} -> this server's public address.`,
+    )
   return result('host', 'host.fqdn', name, title, 'pass', `${name} resolves to ${addresses.join(', ')}.`)
 }
 
@@ -25,19 +34,21 @@ export async function checkHostName(config: Readonly<Config>, dns: DoctorDns): P
  * submission clients verify it. Read from the file so this module does not reach into smtp/.
  */
 export function checkCertificate(config: Readonly<Config>, now: number): CheckResult {
-  const title = "The TLS certificate covers the host name"
+  const title = 'The TLS certificate covers the host name'
   const name = config.hostname
   const path = config.smtp_tls_cert || join(config.data_dir, 'tls', 'smtp-cert.pem')
   const fix = `Get a certificate for ${name} from a public CA (e.g. Let's Encrypt with certbot certonly -d ${name}) and set smtp_tls_cert and smtp_tls_key to its files.`
   // The server writes its self-signed one there at the first start of an SMTP listener (smtp/tls.ts).
-  if (!existsSync(path)) return result('host', 'host.tls', name, title, 'skipped', `No certificate at ${path} yet: one is made when an SMTP listener first starts.`)
+  if (!existsSync(path))
+    return result('host', 'host.tls', name, title, 'skipped', `No certificate at ${path} yet: one is made when an SMTP listener first starts.`)
   let cert: X509Certificate
   try {
     cert = new X509Certificate(readFileSync(path))
   } catch (e) {
     return result('host', 'host.tls', name, title, 'fail', `${path} is not a PEM certificate (${(e as Error).message}).`, fix)
   }
-  if (cert.checkHost(name) === undefined) return result('host', 'host.tls', name, title, 'fail', `The certificate in ${path} is for ${cert.subjectAltName ?? cert.subject}, not ${name}.`, fix)
+  if (cert.checkHost(name) === undefined)
+    return result('host', 'host.tls', name, title, 'fail', `The certificate in ${path} is for ${cert.subjectAltName ?? cert.subject}, not ${name}.`, fix)
   if (Date.parse(cert.validTo) < now) return result('host', 'host.tls', name, title, 'fail', `The certificate in ${path} expired on ${cert.validTo}.`, fix)
   if (cert.checkIssued(cert))
     return result(

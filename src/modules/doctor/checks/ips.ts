@@ -24,13 +24,29 @@ export async function checkPtr(dns: DoctorDns, ip: SendingIp): Promise<CheckResu
     names = await dns.reverse(ip.address)
   } catch (err) {
     if (isNoRecord(err)) return result('ip', 'ip.ptr', ip.address, title, 'fail', `${ip.address} has no PTR record.`, fix)
-    return result('ip', 'ip.ptr', ip.address, title, 'warn', `The PTR lookup of ${ip.address} failed: ${lookupError(err)}.`, 'Check that the DNS servers (dns_servers) answer, then run the doctor again.')
+    return result(
+      'ip',
+      'ip.ptr',
+      ip.address,
+      title,
+      'warn',
+      `The PTR lookup of ${ip.address} failed: ${lookupError(err)}.`,
+      'Check that the DNS servers (dns_servers) answer, then run the doctor again.',
+    )
   }
   if (names.length === 0) return result('ip', 'ip.ptr', ip.address, title, 'fail', `${ip.address} has no PTR record.`, fix)
   const confirmed: string[] = []
   for (const name of names) if ((await dns.addresses(name)).includes(ip.address)) confirmed.push(key(name))
   if (confirmed.length === 0)
-    return result('ip', 'ip.ptr', ip.address, title, 'fail', `${ip.address} points to ${names.map(key).join(', ')}, which does not resolve back to ${ip.address}.`, fix)
+    return result(
+      'ip',
+      'ip.ptr',
+      ip.address,
+      title,
+      'fail',
+      `${ip.address} points to ${names.map(key).join(', ')}, which does not resolve back to ${ip.address}.`,
+      fix,
+    )
   if (!confirmed.includes(key(ip.helo)))
     return result(
       'ip',
@@ -51,6 +67,7 @@ export async function checkHelo(dns: DoctorDns, ip: SendingIp): Promise<CheckRes
   const record = ip.address.includes(':') ? 'AAAA' : 'A'
   const fix = `Publish ${record} ${ip.helo} -> ${ip.address} (or change the IP's host name in Sending > IPs to a name that resolves to it).`
   if (addresses.length === 0) return result('ip', 'ip.helo', ip.address, title, 'fail', `${ip.helo} does not resolve.`, fix)
-  if (!addresses.includes(ip.address)) return result('ip', 'ip.helo', ip.address, title, 'fail', `${ip.helo} resolves to ${addresses.join(', ')}, not ${ip.address}.`, fix)
+  if (!addresses.includes(ip.address))
+    return result('ip', 'ip.helo', ip.address, title, 'fail', `${ip.helo} resolves to ${addresses.join(', ')}, not ${ip.address}.`, fix)
   return result('ip', 'ip.helo', ip.address, title, 'pass', `${ip.helo} resolves to ${ip.address}.`)
 }

@@ -17,7 +17,10 @@ function probe(host: string, port: number): Promise<{ ok: true; banner: string }
       socket.destroy()
       resolve(outcome)
     }
-    const timer = setTimeout(() => done({ ok: false, error: `no answer within ${PROBE_TIMEOUT_MS / 1000} s (filtered: the connection is dropped)` }), PROBE_TIMEOUT_MS)
+    const timer = setTimeout(
+      () => done({ ok: false, error: `no answer within ${PROBE_TIMEOUT_MS / 1000} s (filtered: the connection is dropped)` }),
+      PROBE_TIMEOUT_MS,
+    )
     socket.on('error', (err) => done({ ok: false, error: (err as NodeJS.ErrnoException).code ?? err.message }))
     socket.on('data', (chunk: Buffer) => {
       received += chunk.toString('latin1')

@@ -12,7 +12,7 @@ import { result } from './result'
 const DAY_MS = 86_400_000
 /** Google Postmaster Tools reports complaint rates per day; a week evens out a quiet day. */
 const COMPLAINT_WINDOW_DAYS = 7
-export const COMPLAINT_RATE_LIMIT = 0.003
+const COMPLAINT_RATE_LIMIT = 0.003
 const COMPLAINT_RATE_AIM = 0.001
 const SAMPLE = 100
 

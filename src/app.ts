@@ -15,6 +15,7 @@ import { adminRoutes } from './modules/admins'
 import { resolveSession } from './modules/admins/sessions'
 import { apiKeyRoutes } from './modules/api-keys'
 import { bridgeRoutes } from './modules/bridges'
+import { broadcastArchiveRoutes, broadcastRoutes } from './modules/broadcasts'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
 import { dmarcRoutes } from './modules/dmarc'
@@ -124,6 +125,9 @@ export function buildApp(deps: Deps) {
     .use(statsRoutes(deps))
     // webhooks (issue 6)
     .use(webhookRoutes(deps, auth.authOf))
+    // broadcasts and their public archive (issue 15)
+    .use(broadcastRoutes(deps, auth.authOf))
+    .use(broadcastArchiveRoutes(deps))
     // deliverability doctor (issue 17)
     .use(doctorRoutes(deps))
 

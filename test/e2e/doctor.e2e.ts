@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser } from 'playwright-core'
 import { reverseName, startDnsServer, type DnsServer } from '../support/dns-server'
-import { createAdmin, createApiKey, launchBrowser, openSignedIn, shot, startConsole, type ConsoleServer } from './support/console'
+import { axeViolations, createAdmin, createApiKey, launchBrowser, openSignedIn, shot, startConsole, type ConsoleServer } from './support/console'
 
 const EMAIL = 'ops@example.com'
 const PASSWORD = 'correct horse battery'
@@ -68,7 +68,13 @@ test(
       await page.addStyleTag({ content: '[data-sonner-toaster] { visibility: hidden !important; }' })
       await shot(page, 'deliverability', { theme: 'dark', width: 1440 })
       await shot(page, 'deliverability', { theme: 'light', width: 1440 })
-      await shot(page, 'deliverability', { theme: 'light', width: 390 })
+      await shot(page, 'deliverability', { theme: 'light', width: 375 })
+      // Nothing wider than a phone's screen.
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375)
+      // No serious or critical WCAG findings, in both themes.
+      expect(await axeViolations(page)).toEqual([])
+      await shot(page, 'deliverability', { theme: 'dark', width: 375 })
+      expect(await axeViolations(page)).toEqual([])
 
       // Publish DMARC, run again: the check passes and leaves the list.
       dns.setZone(dmarc.name, { TXT: [dmarc.value] })

@@ -8,7 +8,7 @@ import { EmptyState, ErrorState, LoadingState } from '../components/states'
 import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../components/ui/card'
-import { Tabs, TabsList, TabsTrigger } from '../components/ui/tabs'
+import { Tabs, TabsContent, TabsList, TabsTrigger } from '../components/ui/tabs'
 import { api, errorMessage } from '../lib/api'
 import { formatDateTime, timeAgo } from '../lib/utils'
 
@@ -40,6 +40,7 @@ const STATUS: Record<Status, { label: string; icon: LucideIcon; variant: 'succes
   skipped: { label: 'Skipped', icon: CircleDashedIcon, variant: 'outline', iconClass: 'text-muted-foreground' },
 }
 const ORDER: Status[] = ['fail', 'warn', 'pass', 'skipped']
+const SUMMARY_WORDS: Record<Status, string> = { fail: 'failing', warn: 'warnings', pass: 'passing', skipped: 'skipped' }
 
 const CATEGORIES: Array<{ id: Category; title: string; description: string }> = [
   { id: 'network', title: 'Network', description: 'Whether mail can leave this server at all.' },
@@ -70,9 +71,9 @@ function CheckRow({ check }: { check: Check }) {
         <div className="grid min-w-0 flex-1 gap-1">
           <div className="flex flex-wrap items-center gap-2">
             <span className="font-medium">{check.title}</span>
-            {check.subject ? <span className="font-mono text-xs text-muted-foreground break-all">{check.subject}</span> : null}
+            {check.subject ? <span className="font-mono text-xs text-muted-foreground [overflow-wrap:anywhere]">{check.subject}</span> : null}
           </div>
-          <p className="text-sm text-muted-foreground break-words">{check.detail}</p>
+          <p className="text-sm text-muted-foreground [overflow-wrap:anywhere]">{check.detail}</p>
         </div>
         <StatusBadge status={check.status} />
       </div>
@@ -80,7 +81,7 @@ function CheckRow({ check }: { check: Check }) {
         <div className="ml-7 flex items-start gap-2 rounded-md border bg-muted/40 px-3 py-2">
           <div className="grid min-w-0 flex-1 gap-0.5">
             <span className="text-xs font-medium text-muted-foreground">Fix</span>
-            <p className="text-sm break-words">{check.fix}</p>
+            <p className="text-sm [overflow-wrap:anywhere]">{check.fix}</p>
           </div>
           <CopyButton value={check.fix} label={`fix for ${check.title}${check.subject ? ` (${check.subject})` : ''}`} />
         </div>
@@ -138,12 +139,17 @@ export function DeliverabilityPage() {
     <div className="grid gap-6">
       {header}
       <div className="flex flex-wrap items-center gap-3" aria-label="Summary of the last run">
-        {ORDER.map((s) => (
-          <span key={s} className="flex items-center gap-1.5 text-sm" data-summary={s}>
-            <StatusBadge status={s} />
-            <span className="tabular-nums">{data.summary[s]}</span>
-          </span>
-        ))}
+        {ORDER.map((s) => {
+          const Icon = STATUS[s].icon
+          // Plain text on the page background: the badges' tinted fills are legible on cards only.
+          return (
+            <span key={s} className="flex items-center gap-1.5 text-sm" data-summary={s}>
+              <Icon className={`size-4 ${STATUS[s].iconClass}`} aria-hidden="true" />
+              <span className="tabular-nums font-medium">{data.summary[s]}</span>
+              <span className="text-muted-foreground">{SUMMARY_WORDS[s]}</span>
+            </span>
+          )
+        })}
         <span className="text-sm text-muted-foreground" title={formatDateTime(data.ran_at)}>
           Last run {timeAgo(data.ran_at)} · runs at start and daily
         </span>
@@ -153,39 +159,41 @@ export function DeliverabilityPage() {
           <TabsTrigger value="attention">Needs attention ({data.summary.fail + data.summary.warn})</TabsTrigger>
           <TabsTrigger value="all">All checks ({data.checks.length})</TabsTrigger>
         </TabsList>
+        <TabsContent value={view} className="mt-4 grid gap-6">
+          {shown.length === 0 ? (
+            <EmptyState
+              icon={StethoscopeIcon}
+              title="Nothing needs attention"
+              description="Every check passed or had nothing to check at the last run."
+              action={
+                <Button variant="outline" onClick={() => setView('all')}>
+                  Show all checks
+                </Button>
+              }
+            />
+          ) : (
+            CATEGORIES.map((cat) => {
+              const checks = shown.filter((c) => c.category === cat.id)
+              if (checks.length === 0) return null
+              return (
+                <Card key={cat.id} data-category={cat.id}>
+                  <CardHeader>
+                    <CardTitle>{cat.title}</CardTitle>
+                    <CardDescription>{cat.description}</CardDescription>
+                  </CardHeader>
+                  <CardContent>
+                    <ul className="divide-y">
+                      {sorted(checks).map((c) => (
+                        <CheckRow key={c.id} check={c} />
+                      ))}
+                    </ul>
+                  </CardContent>
+                </Card>
+              )
+            })
+          )}
+        </TabsContent>
       </Tabs>
-      {shown.length === 0 ? (
-        <EmptyState
-          icon={StethoscopeIcon}
-          title="Nothing needs attention"
-          description="Every check passed or had nothing to check at the last run."
-          action={
-            <Button variant="outline" onClick={() => setView('all')}>
-              Show all checks
-            </Button>
-          }
-        />
-      ) : (
-        CATEGORIES.map((cat) => {
-          const checks = shown.filter((c) => c.category === cat.id)
-          if (checks.length === 0) return null
-          return (
-            <Card key={cat.id} data-category={cat.id}>
-              <CardHeader>
-                <CardTitle>{cat.title}</CardTitle>
-                <CardDescription>{cat.description}</CardDescription>
-              </CardHeader>
-              <CardContent>
-                <ul className="divide-y">
-                  {sorted(checks).map((c) => (
-                    <CheckRow key={c.id} check={c} />
-                  ))}
-                </ul>
-              </CardContent>
-            </Card>
-          )
-        })
-      )}
     </div>
   )
 }

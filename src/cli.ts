@@ -30,6 +30,7 @@ import { VERSION } from './version'
 import { startWebhooks } from './modules/webhooks/dispatcher'
 import { doctorSummaryLine, runAndRecordDoctor } from './modules/doctor/service'
 import { startDoctor } from './modules/doctor/runner'
+import { pauseForListedIp } from './delivery/guardrails'
 
 export const USAGE = `mailroom ${VERSION}: self-hosted email platform in one binary
 
@@ -332,7 +333,7 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
 /** `doctor`: runs the deliverability checks (issue 17), stores them as the server's last run, and prints each with its fix. */
 async function doctorCommand(deps: Deps, io: CliEnv): Promise<number> {
   try {
-    const { report } = await runAndRecordDoctor(deps)
+    const { report } = await runAndRecordDoctor(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) })
     for (const c of report.checks) {
       io.out(`${c.status.toUpperCase().padEnd(7)} ${printable(c.id)}  ${c.title}`)
       if (c.status !== 'pass') io.out(`        ${printable(c.detail)}`)
@@ -522,7 +523,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   const webhooks = startWebhooks(deps)
   const statsRollup = startStatsRollup(deps)
   // Deliverability doctor (issue 17): at start (one summary line in the log) and daily, in the background
-  const doctor = startDoctor(deps)
+  const doctor = startDoctor(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) })
 
   const flusher = setInterval(() => {
     try {

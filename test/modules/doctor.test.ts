@@ -356,6 +356,38 @@ describe('GET /api/v2/doctor', () => {
     expect((await call('GET', '/api/v2/doctor?refresh=maybe', undefined, reader.key)).status).toBe(422)
   })
 
+  test('an IP newly listed on a blocklist pauses the running broadcasts of its pool, once', async () => {
+    const { t, call } = await setup()
+    const reader = t.makeKey({ permissions: ['doctor.read'] })
+    const db = t.deps.db.$client
+    const broadcast = (status: string) =>
+      Number(
+        db
+          .prepare(
+            `INSERT INTO broadcasts (name, status, from_address, subject, pool_id, archive_id, created_at, updated_at) VALUES (?, ?, 'Ada <ada@example.com>', 'Hi', NULL, ?, 0, 0)`,
+          )
+          .run(`b-${status}`, status, `arch-${status}`).lastInsertRowid,
+      )
+    const running = broadcast('sending')
+    const draft = broadcast('draft')
+    const status = (id: number) =>
+      db.query('SELECT status, status_reason FROM broadcasts WHERE id = ?').get(id) as { status: string; status_reason: string | null }
+    const alerts = () =>
+      (db.query(`SELECT data FROM events WHERE kind = 'deliverability.alert' ORDER BY id`).all() as Array<{ data: string }>).map((e) => JSON.parse(e.data))
+
+    expect((await call('GET', '/api/v2/doctor?refresh=true', undefined, reader.key)).status).toBe(200)
+    expect(status(running).status).toBe('sending')
+    dns.setZone(reverseName(IP, 'bl.spamcop.net'), { A: ['127.0.0.2'] })
+    expect((await call('GET', '/api/v2/doctor?refresh=true', undefined, reader.key)).status).toBe(200)
+    expect(status(running)).toEqual({ status: 'paused', status_reason: expect.stringContaining(`IP ${IP} is listed: ${IP} is listed on bl.spamcop.net`) })
+    expect(status(draft).status).toBe('draft')
+    expect(alerts()).toEqual([expect.objectContaining({ type: 'ip_listed', ip: IP, paused_broadcast_ids: [running] })])
+
+    // Still listed at the next run: not news, no second alert (an operator who resumed is not overruled daily).
+    await call('GET', '/api/v2/doctor?refresh=true', undefined, reader.key)
+    expect(alerts()).toHaveLength(1)
+  })
+
   test('the background runner stores a run and logs one summary line', async () => {
     const { t } = await setup()
     const runner = startDoctor(t.deps)

@@ -1,5 +1,5 @@
 import type { Deps } from '../../deps'
-import { doctorSummaryLine, recordDoctorReport, runDoctor } from './service'
+import { doctorSummaryLine, recordAndAct, runDoctor, type DoctorHooks } from './service'
 
 /** How often the server runs the doctor by itself. */
 export const DOCTOR_INTERVAL_MS = 24 * 3_600_000
@@ -14,13 +14,13 @@ export interface DoctorRunner {
  * and then once a day, in the background: lookups can take seconds, and the start must not
  * wait for them, nor the stop (a run still under way then stores nothing).
  */
-export function startDoctor(deps: Deps, intervalMs = DOCTOR_INTERVAL_MS): DoctorRunner {
+export function startDoctor(deps: Deps, hooks: DoctorHooks = {}, intervalMs = DOCTOR_INTERVAL_MS): DoctorRunner {
   let stopped = false
   const run = async () => {
     try {
       const report = await runDoctor(deps)
       if (stopped) return
-      const changes = recordDoctorReport(deps, report)
+      const changes = recordAndAct(deps, report, hooks)
       const fields = { ...report.summary, changes: changes.length }
       if (report.summary.fail) deps.log.warn(doctorSummaryLine(report), fields)
       else deps.log.info(doctorSummaryLine(report), fields)

@@ -1,4 +1,5 @@
 import { eq } from 'drizzle-orm'
+import net from 'node:net'
 import type { Deps } from '../../deps'
 import { ips, sendingDomains, systemState } from '../../db/schema'
 import { toIso } from '../../lib/clock'
@@ -138,19 +139,42 @@ export function recordDoctorReport(deps: Pick<Deps, 'db' | 'clock'>, report: Doc
   })
 }
 
+/**
+ * What the composition root wires in (app.ts, cli.ts): the delivery guardrails pause the
+ * broadcasts of a pool whose IP became listed (delivery/guardrails.ts pauseForListedIp), and
+ * this module must not import delivery/ (dependencies point the other way).
+ */
+export interface DoctorHooks {
+  onListedIp?: (address: string, evidence: string) => void
+}
+
+/** The sending IPs that a blocklist check newly fails for, with the check's detail as evidence. */
+export function newlyListedIps(changes: readonly DoctorChange[]): Array<{ address: string; evidence: string }> {
+  return changes
+    .filter((c) => c.check_id.startsWith('blocklist.') && c.to === 'fail' && c.subject !== null && net.isIP(c.subject) !== 0)
+    .map((c) => ({ address: c.subject!, evidence: c.detail }))
+}
+
+/** Stores a report and hands every newly listed IP to the hook (once per listing: a listing that stays is not news). */
+export function recordAndAct(deps: Deps, report: DoctorReport, hooks: DoctorHooks = {}): DoctorChange[] {
+  const changes = recordDoctorReport(deps, report)
+  for (const listed of newlyListedIps(changes)) hooks.onListedIp?.(listed.address, listed.evidence)
+  return changes
+}
+
 /** Runs the checks and stores the result: what `GET /api/v2/doctor?refresh=true`, the CLI and the daily run do. */
-export async function runAndRecordDoctor(deps: Deps): Promise<{ report: DoctorReport; changes: DoctorChange[] }> {
+export async function runAndRecordDoctor(deps: Deps, hooks: DoctorHooks = {}): Promise<{ report: DoctorReport; changes: DoctorChange[] }> {
   const report = await runDoctor(deps)
-  return { report, changes: recordDoctorReport(deps, report) }
+  return { report, changes: recordAndAct(deps, report, hooks) }
 }
 
 /** The report the API answers with: a fresh run when asked for or when there is none yet, else the last one. */
-export async function getDoctorReport(deps: Deps, refresh: boolean): Promise<DoctorReport> {
+export async function getDoctorReport(deps: Deps, refresh: boolean, hooks: DoctorHooks = {}): Promise<DoctorReport> {
   if (!refresh) {
     const last = lastDoctorReport(deps)
     if (last) return last
   }
-  return (await runAndRecordDoctor(deps)).report
+  return (await runAndRecordDoctor(deps, hooks)).report
 }
 
 /** One line for the log and the CLI: the counts and the failing checks' ids. */

@@ -98,6 +98,7 @@ export const EVENT_KINDS = [
   { kind: 'broadcast.paused', emitted: true },
   { kind: 'broadcast.finished', emitted: false },
   { kind: 'webhook.disabled', emitted: true },
+  { kind: 'deliverability.alert', emitted: true },
   { kind: 'doctor.changed', emitted: true },
 ] as const
 

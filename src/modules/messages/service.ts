@@ -14,7 +14,7 @@ import { checkMessage, senderDomain, type SendInput } from './compose'
 import { beginIdempotent, type StoredResponse } from './idempotency'
 import { buildMessage } from './mime'
 
-export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast'
+export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast' | 'dsn'
 
 export interface AcceptContext {
   source: MessageSource
@@ -60,10 +60,11 @@ const statements = preparedFor((db) => {
         number,
         number,
         number | null,
+        string | null,
       ]
     >(
-      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id, envelope_from)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertRecipient: c.prepare<never, [string, string, string, string, RecipientState, number | null, string | null, number, number, number | null]>(
       `INSERT INTO message_recipients (message_id, address, domain, kind, state, next_attempt_at, suppression, created_at, updated_at, finished_at)
@@ -95,6 +96,8 @@ export interface PreparedMessage {
   domainId: number | null
   poolId: number | null
   template: { id: number; version_id: number } | null
+  /** SMTP submission: the client's MAIL FROM, where DSNs go. */
+  envelopeFrom?: string | null
 }
 
 /** The sending domain that signs mail from `fromDomain`, or null when unsigned mail is allowed; else 403. */
@@ -176,6 +179,7 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     p.raw.length,
     now,
     bridgeId,
+    p.envelopeFrom ?? null,
   )
   // Inside the transaction: a suppression added a moment ago is seen, and the decision is stored with the rows.
   const decisions = checkRecipients(
@@ -201,6 +205,14 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     }
   })
   return { id: p.id, status: 'queued', queued: p.recipients.length - suppressed.length, suppressed }
+}
+
+/**
+ * Queues a message the server itself writes (a DSN): the same rows, events and suppression
+ * check as accepted mail, written inside the caller's transaction (no bridge, no API key).
+ */
+export function queueOwnMessage(deps: Deps, p: PreparedMessage, source: MessageSource, now: number): AcceptedMessage {
+  return write(deps, p, { source, apiKeyId: null }, now)
 }
 
 /**
@@ -336,10 +348,19 @@ export interface RecipientRow {
   last_class: string | null
   last_ip: string | null
   last_mx: string | null
+  last_tls: string | null
   suppression: string | null
   created_at: number
   updated_at: number
   finished_at: number | null
+}
+
+/** What the view says of an attempt's TLS (delivery/smtp-client.ts TlsInfo). */
+interface TlsView {
+  version: string | null
+  cipher: string | null
+  verified: boolean
+  verify_error: string | null
 }
 
 /** The message's state as one word: the least advanced of its recipients' states. */
@@ -379,6 +400,7 @@ export function getMessage(deps: Deps, id: string) {
           : { code: r.last_code, enhanced_code: r.last_enhanced, text: r.last_response, rule: r.last_class },
       mx: r.last_mx,
       source_ip: r.last_ip,
+      tls: r.last_tls ? (JSON.parse(r.last_tls) as TlsView) : null,
       suppression: r.suppression ? (JSON.parse(r.suppression) as Record<string, unknown>) : null,
       updated_at: toIso(r.updated_at)!,
       finished_at: toIso(r.finished_at),

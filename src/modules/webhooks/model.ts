@@ -27,6 +27,7 @@ export const WEBHOOK_EVENT_KINDS = [
   'message.suppressed',
   'message.complained',
   'webhook.disabled',
+  'deliverability.alert',
   'doctor.changed',
 ] as const
 
@@ -51,6 +52,7 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[num
   'message.suppressed': 'A message was not sent because the address is suppressed.',
   'message.complained': 'A recipient marked a message as spam.',
   'webhook.disabled': 'A webhook was switched off after repeated failures.',
+  'deliverability.alert': 'A provider/IP pair was suspended after a block reply, or broadcasts were auto-paused (bounce or complaint rate, listed IP).',
   'doctor.changed': 'A deliverability check changed status (pass, warn, fail) between two runs of the doctor.',
 }
 

@@ -89,16 +89,34 @@ describe('resend SDK against /compat/resend', () => {
     expect(messageCount()).toBe(before)
   })
 
-  test("errors come in Resend's format: validation, bad key, unknown id, unsupported features", async () => {
-    const invalid = await client().emails.send({ from: 'nobody', to: 'bob@example.net', subject: 'x', text: 'x' })
+  test("errors carry Resend's names and statuses", async () => {
+    const email = { from: 'hi@acme.example', to: 'bob@example.net', subject: 'x', text: 'x' }
+    const invalid = await client().emails.send({ ...email, to: 'not-an-address' })
     expect(invalid.error).toMatchObject({ statusCode: 422, name: 'validation_error' })
-    const badKey = await client('mr_not_a_key').emails.send({ from: 'hi@acme.example', to: 'bob@example.net', subject: 'x', text: 'x' })
-    expect(badKey.error).toMatchObject({ statusCode: 401, name: 'invalid_api_key' })
+    const badFrom = await client().emails.send({ ...email, from: 'nobody' })
+    expect(badFrom.error).toMatchObject({ statusCode: 422, name: 'invalid_from_address' })
+    const noSubject = await client().emails.send({ ...email, subject: undefined } as never)
+    expect(noSubject.error).toMatchObject({ statusCode: 422, name: 'missing_required_field' })
+    const badKey = await client('mr_not_a_key').emails.send(email)
+    expect(badKey.error).toMatchObject({ statusCode: 403, name: 'invalid_api_key' })
+    // The SDK refuses to run without a key, so the request without one is made by hand.
+    const noKey = await fetch(`${base}/emails`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(email) })
+    expect(noKey.status).toBe(401)
+    expect(await noKey.json()).toMatchObject({ statusCode: 401, name: 'missing_api_key' })
+    const reader = t.makeKey({ permissions: ['transactional.read'] })
+    const restricted = await client(reader.key).emails.send(email)
+    expect(restricted.error).toMatchObject({ statusCode: 401, name: 'restricted_api_key' })
+    const longKey = await client().emails.send(email, { idempotencyKey: 'k'.repeat(300) })
+    expect(longKey.error).toMatchObject({ statusCode: 400, name: 'invalid_idempotency_key' })
+    const limited = t.makeKey({ rate_limit: 1 })
+    await client(limited.key).emails.get('0190c1d2-0000-7000-8000-000000000000')
+    const tooMany = await client(limited.key).emails.get('0190c1d2-0000-7000-8000-000000000000')
+    expect(tooMany.error).toMatchObject({ statusCode: 429, name: 'rate_limit_exceeded' })
     const missing = await client().emails.get('0190c1d2-0000-7000-8000-000000000000')
     expect(missing.error).toMatchObject({ statusCode: 404, name: 'not_found' })
-    const scheduled = await client().emails.send({ from: 'hi@acme.example', to: 'bob@example.net', subject: 'x', text: 'x', scheduledAt: 'in 1 hour' })
-    expect(scheduled.error).toMatchObject({ statusCode: 422, name: 'validation_error' })
-    expect(scheduled.error!.message).toContain('scheduled_at')
+    const unsupported = await client().emails.send({ ...email, topicId: 'news' })
+    expect(unsupported.error).toMatchObject({ statusCode: 422, name: 'validation_error' })
+    expect(unsupported.error!.message).toContain('topic_id')
   })
 
   test('idempotencyKey: a retry answers the same id and sends once; another body is refused', async () => {

@@ -3,9 +3,9 @@ import { simpleParser } from 'mailparser'
 import { preparedFor } from '../../db/prepared'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
-import type { ErrorDialect, Failure } from '../../http/envelope'
 import { requires } from '../../http/schemas'
-import { AppError, ERROR_CODES, type ErrorCode } from '../../lib/errors'
+import { AppError } from '../../lib/errors'
+import { RESEND_PREFIX } from './resend-errors'
 import type { SendInput } from './compose'
 import { sendOverHttp } from './http'
 import { getMessage, type AcceptedMessage } from './service'
@@ -17,34 +17,7 @@ import { getMessage, type AcceptedMessage } from './service'
  * answers have Resend's shapes; the work is done by the same service code as /v1/emails.
  * Mailroom API keys are used as they are (Bearer). docs/api.md lists what is not supported.
  */
-export const RESEND_PREFIX = '/compat/resend'
-
-/** Resend's error `name` for each of our codes (https://resend.com/docs/api-reference/errors). */
-const RESEND_ERROR_NAMES: Partial<Record<ErrorCode, string>> = {
-  bad_request: 'validation_error',
-  unauthorized: 'invalid_api_key',
-  forbidden: 'restricted_api_key',
-  ip_not_allowed: 'restricted_api_key',
-  not_found: 'not_found',
-  payload_too_large: 'validation_error',
-  unsupported_media_type: 'validation_error',
-  validation_failed: 'validation_error',
-  domain_not_verified: 'validation_error',
-  idempotency_key_reused: 'invalid_idempotent_request',
-  idempotency_in_progress: 'concurrent_idempotent_requests',
-  rate_limited: 'rate_limit_exceeded',
-  internal: 'internal_server_error',
-}
-
-export const resendErrorDialect: ErrorDialect = {
-  prefix: `${RESEND_PREFIX}/`,
-  format(f: Failure) {
-    const name = RESEND_ERROR_NAMES[f.code] ?? 'application_error'
-    // Resend puts one message in `message`; field problems are appended so nothing is lost.
-    const fields = f.details ? Object.entries(f.details).map(([k, v]) => `${k}: ${v.join('; ')}`) : []
-    return { statusCode: ERROR_CODES[f.code], name, message: fields.length ? `${f.message} ${fields.join('. ')}` : f.message }
-  },
-}
+export { RESEND_PREFIX, resendErrorDialect } from './resend-errors'
 
 const OneOrMany = t.Union([t.String({ minLength: 1 }), t.Array(t.String({ minLength: 1 }), { maxItems: 50 })])
 const Tag = t.Object({ name: t.String({ pattern: '^[A-Za-z0-9_-]{1,256}$' }), value: t.String({ pattern: '^[A-Za-z0-9_-]{0,256}$' }) })

@@ -13,6 +13,7 @@ import m10 from './0010_contact_insert_counts.sql' with { type: 'text' }
 import m11 from './0011_template_sender.sql' with { type: 'text' }
 import m12 from './0012_admins.sql' with { type: 'text' }
 import m13 from './0013_broadcasts.sql' with { type: 'text' }
+import m14 from './0014_scheduled_sends.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -35,4 +36,5 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0011_template_sender', createdAt: 1795555265978, sql: m11 },
   { tag: '0012_admins', createdAt: 1795556918996, sql: m12 },
   { tag: '0013_broadcasts', createdAt: 1795564430788, sql: m13 },
+  { tag: '0014_scheduled_sends', createdAt: 1795564795099, sql: m14 },
 ]

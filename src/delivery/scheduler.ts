@@ -58,6 +58,8 @@ interface MessageRow {
   node_id: number | null
   /** The bridge the message came through (issue 5), whose delivered/bounced counts it feeds. */
   bridge_id: number | null
+  /** A scheduled send's time: its maximum age counts from then, not from acceptance. */
+  scheduled_at: number | null
 }
 
 const statements = preparedFor((db) => {
@@ -66,7 +68,7 @@ const statements = preparedFor((db) => {
     // The inner SELECT repeats the partial index's WHERE so SQLite can walk message_recipients_due_idx.
     claim: c.prepare<Claimed, [number, number, number, number]>(
       `UPDATE message_recipients SET state = 'sending', lease_until = ?1, attempts = attempts + 1, updated_at = ?2
-       WHERE id IN (SELECT id FROM message_recipients WHERE state IN ('queued', 'deferred') AND next_attempt_at <= ?3 ORDER BY next_attempt_at LIMIT ?4)
+       WHERE id IN (SELECT id FROM message_recipients WHERE state IN ('scheduled', 'queued', 'deferred') AND next_attempt_at <= ?3 ORDER BY next_attempt_at LIMIT ?4)
        RETURNING id, message_id, address, domain, attempts, created_at`,
     ),
     requeueAll: c.prepare<never, [number]>(
@@ -75,8 +77,10 @@ const statements = preparedFor((db) => {
     requeueExpired: c.prepare<never, [number]>(
       `UPDATE message_recipients SET state = 'queued', lease_until = NULL, next_attempt_at = ?1, updated_at = ?1 WHERE state = 'sending' AND lease_until < ?1`,
     ),
-    nextDue: c.prepare<{ at: number | null }, []>(`SELECT MIN(next_attempt_at) AS at FROM message_recipients WHERE state IN ('queued', 'deferred')`),
-    message: c.prepare<MessageRow, [string]>('SELECT mail_from, raw, domain_id, pool_id, node_id, bridge_id FROM messages WHERE id = ?'),
+    nextDue: c.prepare<{ at: number | null }, []>(
+      `SELECT MIN(next_attempt_at) AS at FROM message_recipients WHERE state IN ('scheduled', 'queued', 'deferred')`,
+    ),
+    message: c.prepare<MessageRow, [string]>('SELECT mail_from, raw, domain_id, pool_id, node_id, bridge_id, scheduled_at FROM messages WHERE id = ?'),
     domainKey: c.prepare<{ name: string; dkim_selector: string; dkim_private_key: string; return_path_host: string }, [number]>(
       `SELECT name, dkim_selector, dkim_private_key, return_path_host FROM sending_domains WHERE id = ? AND status = 'verified'`,
     ),
@@ -152,7 +156,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         messageId,
         rows,
         rows.map((r) => deferral(r.address, 'node_inactive', why)),
-        m.bridge_id,
+        m,
       )
       return
     }
@@ -202,10 +206,11 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       deps.log.error('delivery failed unexpectedly', { message_id: messageId, error: e instanceof Error ? (e.stack ?? e.message) : String(e) })
       results = deliverable.map((r) => deferral(r.address, 'internal_error', 'internal error in the delivery engine', source?.address ?? null))
     }
-    await record(messageId, deliverable, results, m.bridge_id)
+    await record(messageId, deliverable, results, m)
   }
 
-  function record(messageId: string, rows: Claimed[], results: RecipientResult[], bridgeId: number | null): Promise<void> {
+  function record(messageId: string, rows: Claimed[], results: RecipientResult[], m: Pick<MessageRow, 'bridge_id' | 'scheduled_at'>): Promise<void> {
+    const bridgeId = m.bridge_id
     const byAddress = new Map(results.map((r) => [r.address, r]))
     return parts.commits.run(() => {
       const now = deps.clock.now()
@@ -228,7 +233,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
           bounced++
         } else {
           const retryAt = now + backoffMs(row.attempts, random())
-          if (retryAt - row.created_at > maxAge) {
+          if (retryAt - Math.max(row.created_at, m.scheduled_at ?? 0) > maxAge) {
             st.finish.run('failed', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id)
             event('message.failed', { reason: 'expired', max_age_seconds: deps.config.max_message_age_seconds })
           } else {

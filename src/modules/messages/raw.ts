@@ -169,6 +169,9 @@ export function prepareRawMessage(deps: Deps, sub: RawSubmission): PreparedRaw {
       domainId: domain?.id ?? null,
       poolId: poolId ?? domain?.pool_id ?? null,
       template: null,
+      // SMTP submission has no way to ask for a later send.
+      scheduledAt: null,
+      sentHtml: null,
     },
     idempotencyKey,
     nodeId: sub.nodeId ?? null,

@@ -215,11 +215,12 @@ describe('what goes out', () => {
 describe('GET /api/v2/messages: tag, time and cursor', () => {
   test('filters by tag, status and creation time; walks by cursor both ways', async () => {
     const t = setup()
-    const ids: string[] = []
+    const sent: string[] = []
     for (let i = 0; i < 5; i++) {
-      ids.push((await t.send({ subject: `M${i}`, tags: i % 2 ? ['odd'] : ['even'] })).id)
+      sent.push((await t.send({ subject: `M${i}`, tags: i % 2 ? ['odd'] : ['even'] })).id)
       t.deps.clock.advance(MIN)
     }
+    const ids = sent as [string, string, string, string, string]
     const scheduled = (await t.send({ subject: 'S', tags: ['odd'], scheduled_at: 'in 1 hour' })).id
     const list = async (query: string) => {
       const r = await t.call('GET', `/api/v2/messages?${query}`, { key: t.admin.key })

@@ -145,8 +145,15 @@ const storedOf = preparedFor((db) =>
   db.$client.prepare<{ raw: Uint8Array; sent_html: string | null }, [string]>('SELECT raw, sent_html FROM messages WHERE id = ?'),
 )
 
-/** "Name <a@b>" when the header gave a display name, else the address: Resend keeps names as sent. */
-const mailboxText = (a: { name?: string; address?: string }) => (a.name ? `${a.name} <${a.address}>` : (a.address ?? ''))
+/**
+ * "Name <a@b>" when the header gave a display name, else the address: Resend keeps names as
+ * sent. A name with specials is quoted again (RFC 5322 section 3.2.3), so the text parses back.
+ */
+function mailboxText(a: { name?: string; address?: string }): string {
+  if (!a.name) return a.address ?? ''
+  const name = /[()<>[\]:;@\\,."]/.test(a.name) ? `"${a.name.replace(/(["\\])/g, '\\$1')}"` : a.name
+  return `${name} <${a.address}>`
+}
 
 /** Resend's ListEmail for a message: addresses as written in its header (display names kept), bcc from the envelope. */
 function resendSummary(deps: Deps, m: MessageView) {

@@ -147,11 +147,12 @@ describe('resend SDK against /compat/resend', () => {
   })
 
   test('emails.list: newest first, cursor pages with limit/after/before and has_more', async () => {
-    const sent: string[] = []
+    const ids: string[] = []
     for (let i = 0; i < 3; i++) {
       t.deps.clock.advance(1000)
-      sent.push((await client().emails.send({ from: 'hi@acme.example', to: `list${i}@example.net`, subject: `L${i}`, text: 'x' })).data!.id)
+      ids.push((await client().emails.send({ from: 'hi@acme.example', to: `list${i}@example.net`, subject: `L${i}`, text: 'x' })).data!.id)
     }
+    const sent = ids as [string, string, string]
     const first = await client().emails.list({ limit: 2 })
     expect(first.error).toBeNull()
     expect(first.data!.object).toBe('list')

@@ -266,6 +266,8 @@ export function resendRoutes(deps: Deps, authOf: AuthOf) {
        * keeps the method, body and (same origin) the Authorization header (RFC 9110 15.4.9).
        */
       .onRequest(({ request }) => {
+        // Every request passes here (onRequest is global): a string check before any parsing.
+        if (!request.url.includes(`${RESEND_PREFIX}/`)) return
         const url = new URL(request.url)
         if (!url.pathname.startsWith(`${RESEND_PREFIX}/`) || !url.pathname.includes('//')) return
         url.pathname = url.pathname.replace(/\/{2,}/g, '/')

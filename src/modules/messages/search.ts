@@ -181,10 +181,22 @@ export function rawMessage(deps: Deps, id: string): Uint8Array<ArrayBuffer> {
  * DKIM-Signature, Received and Return-Path added at delivery are not part of it.
  */
 export function messageHeaders(deps: Deps, id: string): MessageHeader[] {
-  const raw = Buffer.from(rawMessage(deps, id)).toString('latin1')
+  // The header block is read from the first bytes: a list of messages must not load every
+  // attachment. A block longer than that (it cannot end past the prefix) reads the whole.
+  const prefix = deps.db
+    .select({ head: sql<Uint8Array | null>`substr(${messages.raw}, 1, ${HEADER_PREFIX_BYTES})` })
+    .from(messages)
+    .where(eq(messages.id, id))
+    .get()
+  if (!prefix) throw notFound('message', id)
+  let raw = Buffer.from(prefix.head ?? new Uint8Array()).toString('latin1')
+  if (raw.indexOf('\r\n\r\n') < 0 && raw.length >= HEADER_PREFIX_BYTES) raw = Buffer.from(rawMessage(deps, id)).toString('latin1')
   const end = raw.indexOf('\r\n\r\n')
   const head = end < 0 ? raw : raw.slice(0, end + 2)
   return headerFields(head)
     .filter((f) => f.name !== '')
     .map((f) => ({ name: f.raw.slice(0, f.raw.indexOf(':')).trim(), value: headerText(f.value) }))
 }
+
+/** Enough for any header block Mailroom writes (50 recipients and 50 headers of up to 998 octets each). */
+const HEADER_PREFIX_BYTES = 256 * 1024

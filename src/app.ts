@@ -15,6 +15,7 @@ import { adminRoutes } from './modules/admins'
 import { resolveSession } from './modules/admins/sessions'
 import { apiKeyRoutes } from './modules/api-keys'
 import { bridgeRoutes } from './modules/bridges'
+import { broadcastArchiveRoutes, broadcastRoutes } from './modules/broadcasts'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
 import { dmarcRoutes } from './modules/dmarc'
@@ -22,6 +23,7 @@ import { feedbackLoopRoutes } from './modules/feedback-loops'
 import { importRoutes } from './modules/imports'
 import { ipPoolRoutes } from './modules/ip-pools'
 import { ipRoutes } from './modules/ips'
+import { deliverabilityRoutes } from './modules/deliverability'
 import { createImportRunner } from './modules/imports/runner'
 import { suppressionReasons } from './modules/imports/suppressed'
 import { listRoutes } from './modules/lists'
@@ -107,6 +109,8 @@ export function buildApp(deps: Deps) {
     .use(ipPoolRoutes(deps, auth.authOf))
     .use(sendingDomainRoutes(deps, auth.authOf))
     .use(sendingNodeRoutes(deps, auth.authOf))
+    // queue view and IP warm-up (issue 17)
+    .use(deliverabilityRoutes(deps))
     // messages: sends, message reads, Resend-compatible surface (issue 4)
     .use(messageRoutes(deps, auth.authOf))
     .use(resendRoutes(deps, auth.authOf))
@@ -123,6 +127,9 @@ export function buildApp(deps: Deps) {
     .use(statsRoutes(deps))
     // webhooks (issue 6)
     .use(webhookRoutes(deps, auth.authOf))
+    // broadcasts and their public archive (issue 15)
+    .use(broadcastRoutes(deps, auth.authOf))
+    .use(broadcastArchiveRoutes(deps))
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

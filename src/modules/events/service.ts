@@ -95,7 +95,12 @@ export const EVENT_KINDS = [
   { kind: 'broadcast.sent', emitted: false },
   { kind: 'broadcast.opened', emitted: false },
   { kind: 'broadcast.clicked', emitted: false },
+  // The engine emits started and finished; paused comes from the API's pause (and the engine's auto-pause).
+  { kind: 'broadcast.started', emitted: false },
+  { kind: 'broadcast.paused', emitted: true },
+  { kind: 'broadcast.finished', emitted: false },
   { kind: 'webhook.disabled', emitted: true },
+  { kind: 'deliverability.alert', emitted: true },
 ] as const
 
 export type EventKind = (typeof EVENT_KINDS)[number]['kind']

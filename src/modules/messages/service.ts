@@ -14,7 +14,7 @@ import { checkMessage, senderDomain, type SendInput } from './compose'
 import { beginIdempotent, type StoredResponse } from './idempotency'
 import { buildMessage } from './mime'
 
-export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast'
+export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast' | 'dsn'
 
 export interface AcceptContext {
   source: MessageSource
@@ -63,12 +63,13 @@ const statements = preparedFor((db) => {
         number,
         number,
         number | null,
+        string | null,
         number | null,
         string | null,
       ]
     >(
-      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id, scheduled_at, sent_html)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id, envelope_from, scheduled_at, sent_html)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertRecipient: c.prepare<never, [string, string, string, string, RecipientState, number | null, string | null, number, number, number | null]>(
       `INSERT INTO message_recipients (message_id, address, domain, kind, state, next_attempt_at, suppression, created_at, updated_at, finished_at)
@@ -100,10 +101,12 @@ export interface PreparedMessage {
   domainId: number | null
   poolId: number | null
   template: { id: number; version_id: number } | null
-  /** When to send (ms); null: at once. */
-  scheduledAt: number | null
+  /** SMTP submission: the client's MAIL FROM, where DSNs go. */
+  envelopeFrom?: string | null
+  /** When to send (ms); absent or null: at once. */
+  scheduledAt?: number | null
   /** The HTML as the caller sent it, kept only when tracking rewrote it (the raw holds the tracked one). */
-  sentHtml: string | null
+  sentHtml?: string | null
 }
 
 /** The sending domain that signs mail from `fromDomain`, or null when unsigned mail is allowed; else 403. */
@@ -171,7 +174,7 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     countBridge(deps.db, bridgeId, 'accepted')
   }
   // A time that has come by the commit sends at once.
-  const scheduled = p.scheduledAt !== null && p.scheduledAt > now
+  const scheduled = p.scheduledAt != null && p.scheduledAt > now
   st.insertMessage.run(
     p.id,
     ctx.apiKeyId,
@@ -190,8 +193,9 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     p.raw.length,
     now,
     bridgeId,
-    scheduled ? p.scheduledAt : null,
-    p.sentHtml,
+    p.envelopeFrom ?? null,
+    scheduled ? p.scheduledAt! : null,
+    p.sentHtml ?? null,
   )
   // Inside the transaction: a suppression added a moment ago is seen, and the decision is stored with the rows.
   const decisions = checkRecipients(
@@ -203,7 +207,7 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     const d = decisions[i]!
     if (d.allowed) {
       if (scheduled) {
-        st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'scheduled', p.scheduledAt, null, now, now, null)
+        st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'scheduled', p.scheduledAt!, null, now, now, null)
         const data = { kind: r.kind, scheduled_at: toIso(p.scheduledAt) }
         emitPrepared(deps.db, now, { kind: 'message.scheduled', message_id: p.id, recipient: r.address, bridge_id: bridgeId, data })
       } else {
@@ -229,6 +233,14 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     queued: p.recipients.length - suppressed.length,
     suppressed,
   }
+}
+
+/**
+ * Queues a message the server itself writes (a DSN): the same rows, events and suppression
+ * check as accepted mail, written inside the caller's transaction (no bridge, no API key).
+ */
+export function queueOwnMessage(deps: Deps, p: PreparedMessage, source: MessageSource, now: number): AcceptedMessage {
+  return write(deps, p, { source, apiKeyId: null }, now)
 }
 
 /**
@@ -365,10 +377,19 @@ export interface RecipientRow {
   last_class: string | null
   last_ip: string | null
   last_mx: string | null
+  last_tls: string | null
   suppression: string | null
   created_at: number
   updated_at: number
   finished_at: number | null
+}
+
+/** What the view says of an attempt's TLS (delivery/smtp-client.ts TlsInfo). */
+interface TlsView {
+  version: string | null
+  cipher: string | null
+  verified: boolean
+  verify_error: string | null
 }
 
 /** The message's state as one word: the least advanced of its recipients' states. */
@@ -409,6 +430,7 @@ export function getMessage(deps: Deps, id: string) {
           : { code: r.last_code, enhanced_code: r.last_enhanced, text: r.last_response, rule: r.last_class },
       mx: r.last_mx,
       source_ip: r.last_ip,
+      tls: r.last_tls ? (JSON.parse(r.last_tls) as TlsView) : null,
       suppression: r.suppression ? (JSON.parse(r.suppression) as Record<string, unknown>) : null,
       updated_at: toIso(r.updated_at)!,
       finished_at: toIso(r.finished_at),

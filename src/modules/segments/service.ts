@@ -74,6 +74,11 @@ function compileSaved(deps: Deps, segment: Row): CompiledRules {
   return result
 }
 
+/** A saved segment's rules as one SQL condition over `contacts` (for broadcast audiences); 404 / 409 as GET count. */
+export function compiledSegment(deps: Deps, id: number): CompiledRules {
+  return compileSaved(deps, findSegment(deps, id))
+}
+
 function findSegment(deps: Deps, id: number): Row {
   return findById(deps.db, segments, id, 'segment')
 }

@@ -15,6 +15,9 @@ export const WEBHOOK_EVENT_KINDS = [
   'broadcast.sent',
   'broadcast.opened',
   'broadcast.clicked',
+  'broadcast.started',
+  'broadcast.paused',
+  'broadcast.finished',
   'message.queued',
   'message.sent',
   'message.deferred',
@@ -24,6 +27,7 @@ export const WEBHOOK_EVENT_KINDS = [
   'message.suppressed',
   'message.complained',
   'webhook.disabled',
+  'deliverability.alert',
 ] as const
 
 /** What each kind means, for people choosing what to subscribe to (the console's checkboxes). */
@@ -32,9 +36,12 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[num
   'contact.unsubscribed': 'A contact left a list.',
   'contact.bounced': "A contact's address bounced permanently.",
   'contact.complained': 'A contact marked a message as spam.',
-  'broadcast.sent': 'A broadcast finished sending.',
+  'broadcast.sent': 'A broadcast message was sent to a recipient.',
   'broadcast.opened': 'A broadcast message was opened.',
   'broadcast.clicked': 'A link in a broadcast message was clicked.',
+  'broadcast.started': 'A broadcast started: its recipients were snapshotted and sending began.',
+  'broadcast.paused': 'A broadcast was paused, by a person or automatically (the reason says which).',
+  'broadcast.finished': 'A broadcast finished: every recipient was sent to, skipped or failed.',
   'message.queued': 'A message was accepted for delivery.',
   'message.sent': "The recipient's server accepted a message.",
   'message.deferred': 'A delivery attempt failed temporarily; it will be retried.',
@@ -44,6 +51,7 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[num
   'message.suppressed': 'A message was not sent because the address is suppressed.',
   'message.complained': 'A recipient marked a message as spam.',
   'webhook.disabled': 'A webhook was switched off after repeated failures.',
+  'deliverability.alert': 'A provider/IP pair was suspended after a block reply, or broadcasts were auto-paused (bounce or complaint rate, listed IP).',
 }
 
 export const EventKindSchema = t.Object({ kind: t.String(), description: t.String() })

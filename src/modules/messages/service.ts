@@ -375,6 +375,7 @@ export interface RecipientRow {
   last_enhanced: string | null
   last_response: string | null
   last_class: string | null
+  last_reason: string | null
   last_ip: string | null
   last_mx: string | null
   last_tls: string | null
@@ -428,6 +429,7 @@ export function getMessage(deps: Deps, id: string) {
         r.last_code === null && r.last_response === null
           ? null
           : { code: r.last_code, enhanced_code: r.last_enhanced, text: r.last_response, rule: r.last_class },
+      reason: r.last_reason,
       mx: r.last_mx,
       source_ip: r.last_ip,
       tls: r.last_tls ? (JSON.parse(r.last_tls) as TlsView) : null,

@@ -27,6 +27,8 @@ export interface AcceptContext {
    * tracking defaults apply, its quotas are taken and its counters kept in the commit.
    */
   bridge?: BridgeIdentity | null
+  /** The broadcast (issue 15) these messages are recipients' copies of (messages.broadcast_id). */
+  broadcastId?: number | null
 }
 
 export interface AcceptedMessage {
@@ -65,11 +67,12 @@ const statements = preparedFor((db) => {
         number | null,
         string | null,
         number | null,
+        number | null,
         string | null,
       ]
     >(
-      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id, envelope_from, scheduled_at, sent_html)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id, envelope_from, broadcast_id, scheduled_at, sent_html)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertRecipient: c.prepare<never, [string, string, string, string, RecipientState, number | null, string | null, number, number, number | null]>(
       `INSERT INTO message_recipients (message_id, address, domain, kind, state, next_attempt_at, suppression, created_at, updated_at, finished_at)
@@ -194,6 +197,7 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     now,
     bridgeId,
     p.envelopeFrom ?? null,
+    ctx.broadcastId ?? null,
     scheduled ? p.scheduledAt! : null,
     p.sentHtml ?? null,
   )
@@ -307,6 +311,11 @@ export interface AcceptRequest {
   /** The answer for the accepted messages; stored with them when there is a key, for replays. */
   respond: (accepted: AcceptedMessage[]) => StoredResponse
   idempotency?: IdempotencyRequest
+  /**
+   * More writes in the same transaction as the messages (a broadcast marks its recipient
+   * rows queued with them); throwing rolls the whole request back.
+   */
+  within?: (accepted: AcceptedMessage[], now: number) => void
 }
 
 export type AcceptResult =
@@ -334,6 +343,7 @@ export async function acceptMessages(deps: Deps, request: AcceptRequest): Promis
     const result = await deps.commits.run(() => {
       const now = deps.clock.now()
       const accepted = prepared.map((p) => write(deps, p, request.ctx, now))
+      request.within?.(accepted, now)
       const response = request.respond(accepted)
       claim?.record(deps.db, response, now)
       return { replayed: false as const, response, accepted }

@@ -6,6 +6,8 @@ import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
 import { requires } from '../../http/schemas'
 import { AppError } from '../../lib/errors'
+import type { ImportRunner } from '../imports/runner'
+import { resendSdkRoutes } from '../resend'
 import type { SendInput } from './compose'
 import { sendOverHttp } from './http'
 import { RESEND_PREFIX, resendError } from './resend-errors'
@@ -233,7 +235,7 @@ const ListQuery = t.Object({
 })
 
 /** The Resend-compatible routes under /compat/resend: emails (send, batch, get, list, update, cancel). */
-export function resendRoutes(deps: Deps, authOf: AuthOf) {
+export function resendRoutes(deps: Deps, authOf: AuthOf, imports?: ImportRunner) {
   const tags = ['resend-compatible']
   const idOnly = (a: AcceptedMessage) => ({ id: a.id })
   /**
@@ -369,5 +371,7 @@ export function resendRoutes(deps: Deps, authOf: AuthOf) {
           detail: requires('transactional.send', 'Cancel a scheduled email (Resend-compatible)', { tags }),
         },
       )
+      // Every other Resend method group (src/modules/resend/).
+      .use(resendSdkRoutes(deps, authOf, imports))
   )
 }

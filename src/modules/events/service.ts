@@ -76,6 +76,8 @@ export function emitPrepared(
  */
 export const EVENT_KINDS = [
   { kind: 'message.queued', emitted: true },
+  { kind: 'message.scheduled', emitted: true },
+  { kind: 'message.canceled', emitted: true },
   { kind: 'message.sent', emitted: true },
   { kind: 'message.deferred', emitted: true },
   { kind: 'message.delayed', emitted: true },

@@ -17,6 +17,7 @@ import {
   LayoutDashboardIcon,
   ListIcon,
   MailIcon,
+  MegaphoneIcon,
   NetworkIcon,
   SendIcon,
   ServerIcon,
@@ -37,6 +38,7 @@ import { SegmentsPage } from './pages/audience/segments'
 import { SuppressionsPage } from './pages/audience/suppressions'
 import { ActivityPage } from './pages/activity'
 import { ApiKeysPage } from './pages/api-keys'
+import { BroadcastsPage } from './pages/broadcasts'
 import { DashboardPage } from './pages/dashboard'
 import { MessagesPage } from './pages/messages'
 import { RolesPage } from './pages/roles'
@@ -150,6 +152,14 @@ export const NAV: NavEntry[] = [
         component: SuppressionsPage,
       },
     ],
+  },
+  {
+    path: '/broadcasts',
+    label: 'Broadcasts',
+    icon: MegaphoneIcon,
+    permission: 'broadcasts.read',
+    description: 'Mailings to lists and segments: schedule, progress and results.',
+    component: BroadcastsPage,
   },
   {
     path: '/templates',

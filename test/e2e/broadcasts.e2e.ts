@@ -93,7 +93,11 @@ afterAll(async () => {
   await dns?.close()
 })
 
-const signedIn = (view: Viewport = {}) => openSignedIn(browser, server.base, EMAIL, PASSWORD, view)
+const signedIn = async (view: Viewport = {}) => {
+  const s = await openSignedIn(browser, server.base, EMAIL, PASSWORD, view)
+  s.page.setDefaultTimeout(25_000)
+  return s
+}
 
 /** Picks an option of a Radix select found by its accessible name. */
 async function choose(page: Page, select: string | RegExp, option: string): Promise<void> {

@@ -88,7 +88,8 @@ function ProgressCard({ b }: { b: Broadcast }) {
       </CardHeader>
       <CardContent className="grid gap-4">
         <Progress
-          value={started ? pct : b.status === 'scheduled' ? 0 : null}
+          // Indeterminate (a pulsing bar) only while the engine is taking the recipient list.
+          value={started ? pct : b.status === 'preparing' || b.status === 'sending' ? null : 0}
           aria-label="Sending progress"
           aria-valuetext={started ? `${pct}%` : 'not started'}
           className="h-3"

@@ -184,12 +184,17 @@ export function SendProgress({ b, className }: { b: Pick<Broadcast, 'counts' | '
   return (
     <div className={className}>
       <Progress
-        value={b.counts.total === 0 ? null : Math.round(b.progress * 100)}
+        // Indeterminate (a pulsing bar) only while the engine is taking the recipient list.
+        value={b.counts.total > 0 ? Math.round(b.progress * 100) : b.status === 'preparing' || b.status === 'sending' ? null : 0}
         aria-label={`Progress of ${b.name}`}
         aria-valuetext={`${formatNumber(done)} of ${formatNumber(b.counts.total)} done`}
       />
       <p className="mt-1 text-xs text-muted-foreground tabular-nums">
-        {b.counts.total === 0 ? 'Preparing the recipients…' : `${formatNumber(b.counts.sent)} sent of ${formatNumber(b.counts.total)}`}
+        {b.counts.total === 0
+          ? b.status === 'preparing' || b.status === 'sending'
+            ? 'Preparing the recipients…'
+            : 'Not started'
+          : `${formatNumber(b.counts.sent)} sent of ${formatNumber(b.counts.total)}`}
       </p>
     </div>
   )

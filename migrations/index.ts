@@ -13,6 +13,11 @@ import m10 from './0010_contact_insert_counts.sql' with { type: 'text' }
 import m11 from './0011_template_sender.sql' with { type: 'text' }
 import m12 from './0012_admins.sql' with { type: 'text' }
 import m13 from './0013_broadcasts.sql' with { type: 'text' }
+import m14 from './0014_last_tls.sql' with { type: 'text' }
+import m15 from './0015_dsn.sql' with { type: 'text' }
+import m16 from './0016_shaping.sql' with { type: 'text' }
+import m17 from './0017_bounce_reason.sql' with { type: 'text' }
+import m18 from './0018_broadcast_split_decide.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -35,4 +40,9 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0011_template_sender', createdAt: 1795555265978, sql: m11 },
   { tag: '0012_admins', createdAt: 1795556918996, sql: m12 },
   { tag: '0013_broadcasts', createdAt: 1795564430788, sql: m13 },
+  { tag: '0014_last_tls', createdAt: 1795564838173, sql: m14 },
+  { tag: '0015_dsn', createdAt: 1795565640838, sql: m15 },
+  { tag: '0016_shaping', createdAt: 1795566700496, sql: m16 },
+  { tag: '0017_bounce_reason', createdAt: 1795566911943, sql: m17 },
+  { tag: '0018_broadcast_split_decide', createdAt: 1795567102192, sql: m18 },
 ]

@@ -23,6 +23,7 @@ import { feedbackLoopRoutes } from './modules/feedback-loops'
 import { importRoutes } from './modules/imports'
 import { ipPoolRoutes } from './modules/ip-pools'
 import { ipRoutes } from './modules/ips'
+import { deliverabilityRoutes } from './modules/deliverability'
 import { createImportRunner } from './modules/imports/runner'
 import { suppressionReasons } from './modules/imports/suppressed'
 import { listRoutes } from './modules/lists'
@@ -108,6 +109,8 @@ export function buildApp(deps: Deps) {
     .use(ipPoolRoutes(deps, auth.authOf))
     .use(sendingDomainRoutes(deps, auth.authOf))
     .use(sendingNodeRoutes(deps, auth.authOf))
+    // queue view and IP warm-up (issue 17)
+    .use(deliverabilityRoutes(deps))
     // messages: sends, message reads, Resend-compatible surface (issue 4)
     .use(messageRoutes(deps, auth.authOf))
     .use(resendRoutes(deps, auth.authOf))

@@ -1,32 +1,59 @@
 import { availableParallelism } from 'node:os'
+import type { DeliveryTimeouts } from '../config'
 import type { Deps } from '../deps'
 import { createResolver } from '../lib/dns'
+import { checkGuardrails } from './guardrails'
 import { createIpRotation } from './ip-rotation'
+import { createMtaStsCache } from './mta-sts'
 import { createDeliveryEngine, type EngineParts } from './scheduler'
+import { createShaper } from './shaping'
 import { createSignerPool } from './signer-pool'
-import { createTransport } from './transport'
+import { createTransport, type TransportOptions } from './transport'
+
+/** The configured timeouts (seconds) as the transport's options (milliseconds). */
+export function transportTimeouts(t: DeliveryTimeouts): Pick<TransportOptions, 'connectTimeoutMs' | 'timeouts'> {
+  const ms = (s: number) => Math.round(s * 1000)
+  return {
+    connectTimeoutMs: ms(t.connect),
+    timeouts: { greetingMs: ms(t.greeting), mailMs: ms(t.mail), rcptMs: ms(t.rcpt), dataMs: ms(t.data), dataBlockMs: ms(t.data_block), dotMs: ms(t.dot) },
+  }
+}
 
 /**
  * Assembles the delivery engine from its real parts: the DNS resolver of `dns_servers`, the
  * SMTP transport with the configured limits, DKIM signing in worker threads (one per core,
- * so signing never sits on the thread that serves HTTP) and the IP pool rotation.
+ * so signing never sits on the thread that serves HTTP), the IP pool rotation, traffic
+ * shaping and warm-up (shaping.ts), and the guardrails' auto-pause check once a minute.
  */
 export function startDelivery(deps: Deps, overrides: Partial<EngineParts> = {}) {
+  const resolver = createResolver(deps.config.dns_servers)
   const transport = createTransport({
-    resolver: createResolver(deps.config.dns_servers),
+    resolver,
     mxPort: deps.config.mx_port,
     totalConcurrency: deps.config.delivery_concurrency,
     destinationConcurrency: deps.config.destination_concurrency,
     log: deps.log,
     ehlo: deps.config.hostname,
+    ...transportTimeouts(deps.config.delivery_timeouts),
+    requireTlsDomains: deps.config.delivery_require_tls,
+    mtaSts: deps.config.delivery_mta_sts ? createMtaStsCache({ resolver, now: () => deps.clock.now(), log: deps.log }) : undefined,
   })
   const signer = createSignerPool({ size: Math.max(1, availableParallelism()) })
-  const engine = createDeliveryEngine(deps, { transport, signer, rotation: createIpRotation(deps), commits: deps.commits, ...overrides })
+  const shaper = createShaper(deps, { mxHosts: (domain) => transport.mxHosts(domain) })
+  const engine = createDeliveryEngine(deps, { transport, signer, rotation: createIpRotation(deps), commits: deps.commits, shaper, ...overrides })
   deps.doorbell.attach(engine)
   engine.start()
+  const guard = setInterval(() => {
+    try {
+      checkGuardrails(deps)
+    } catch (e) {
+      deps.log.error('guardrails check failed', { error: e instanceof Error ? e.message : String(e) })
+    }
+  }, 60_000)
   return {
     engine,
     async stop(): Promise<void> {
+      clearInterval(guard)
       await engine.stop()
       await transport.close()
       await signer.close()

@@ -4,11 +4,15 @@ import type { Deps } from '../deps'
 import { countBridge } from '../modules/bridges/quotas'
 import { emitPrepared } from '../modules/events/service'
 import { purgeIdempotencyKeys } from '../modules/messages/idempotency'
+import { queueOwnMessage } from '../modules/messages/service'
 import { resolveNode } from '../modules/sending-nodes/service'
 import { suppressForFeedback } from '../modules/suppressions/feedback'
 import { serverSecret } from '../modules/system/secrets'
 import { nextCapWindow, takeNodeCapacity } from './node-caps'
+import { downgradeTo7bit } from './downgrade'
+import { buildDsn, dsnStatus, type DsnRecipient } from './dsn'
 import { envelopeSender } from './return-path'
+import { rotationCandidates, type Shaper } from './shaping'
 import type { DeliveryJob, RecipientResult } from './transport'
 
 /**
@@ -38,6 +42,8 @@ export interface EngineParts {
   leaseMs?: number
   /** Most recipients being delivered at once. */
   maxInFlight?: number
+  /** Traffic shaping and warm-up (shaping.ts); absent: every source may send at any pace. */
+  shaper?: Shaper
 }
 
 interface Claimed {
@@ -58,6 +64,10 @@ interface MessageRow {
   node_id: number | null
   /** The bridge the message came through (issue 5), whose delivered/bounced counts it feeds. */
   bridge_id: number | null
+  source: string
+  /** SMTP submission's MAIL FROM: where a DSN goes. */
+  envelope_from: string | null
+  created_at: number
 }
 
 const statements = preparedFor((db) => {
@@ -75,18 +85,27 @@ const statements = preparedFor((db) => {
     requeueExpired: c.prepare<never, [number]>(
       `UPDATE message_recipients SET state = 'queued', lease_until = NULL, next_attempt_at = ?1, updated_at = ?1 WHERE state = 'sending' AND lease_until < ?1`,
     ),
+    sendDsn: c.prepare<{ send_dsn: number }, [number]>('SELECT send_dsn FROM bridges WHERE id = ?'),
     nextDue: c.prepare<{ at: number | null }, []>(`SELECT MIN(next_attempt_at) AS at FROM message_recipients WHERE state IN ('queued', 'deferred')`),
-    message: c.prepare<MessageRow, [string]>('SELECT mail_from, raw, domain_id, pool_id, node_id, bridge_id FROM messages WHERE id = ?'),
+    message: c.prepare<MessageRow, [string]>(
+      'SELECT mail_from, raw, domain_id, pool_id, node_id, bridge_id, source, envelope_from, created_at FROM messages WHERE id = ?',
+    ),
     domainKey: c.prepare<{ name: string; dkim_selector: string; dkim_private_key: string; return_path_host: string }, [number]>(
       `SELECT name, dkim_selector, dkim_private_key, return_path_host FROM sending_domains WHERE id = ? AND status = 'verified'`,
     ),
-    finish: c.prepare<never, [string, number | null, string | null, string | null, string, string | null, string | null, number, number]>(
+    finish: c.prepare<
+      never,
+      [string, number | null, string | null, string | null, string, string | null, string | null, number, number, string | null, string | null]
+    >(
       `UPDATE message_recipients SET state = ?1, last_code = ?2, last_enhanced = ?3, last_response = ?4, last_class = ?5, last_mx = ?6, last_ip = ?7,
-         lease_until = NULL, next_attempt_at = NULL, updated_at = ?8, finished_at = ?8 WHERE id = ?9`,
+         last_tls = ?10, last_reason = ?11, lease_until = NULL, next_attempt_at = NULL, updated_at = ?8, finished_at = ?8 WHERE id = ?9`,
     ),
-    defer: c.prepare<never, [number | null, string | null, string | null, string, string | null, string | null, number, number, number]>(
+    defer: c.prepare<
+      never,
+      [number | null, string | null, string | null, string, string | null, string | null, number, number, number, string | null, string | null]
+    >(
       `UPDATE message_recipients SET state = 'deferred', last_code = ?1, last_enhanced = ?2, last_response = ?3, last_class = ?4, last_mx = ?5, last_ip = ?6,
-         lease_until = NULL, next_attempt_at = ?7, updated_at = ?8 WHERE id = ?9`,
+         last_tls = ?10, last_reason = ?11, lease_until = NULL, next_attempt_at = ?7, updated_at = ?8 WHERE id = ?9`,
     ),
     // A cap deferral is not an attempt: give the attempt back.
     postpone: c.prepare<never, [number, number, number]>(
@@ -97,7 +116,7 @@ const statements = preparedFor((db) => {
 
 /** A deferral decided by the engine itself rather than by a reply (the next attempt follows the usual backoff). */
 function deferral(address: string, rule: string, response: string, sourceIp: string | null = null): RecipientResult {
-  return { address, outcome: 'deferred', suppress: false, rule, code: null, enhanced: null, response, mx: null, source_ip: sourceIp }
+  return { address, outcome: 'deferred', suppress: false, rule, reason: null, code: null, enhanced: null, response, mx: null, source_ip: sourceIp, tls: null }
 }
 
 /** Retry delay after the n-th failed attempt: 1, 2, 4 ... minutes, at most 6 hours, with +-20 % jitter (so retries of one outage spread out). */
@@ -128,13 +147,16 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
 
   type DomainKey = NonNullable<ReturnType<typeof st.domainKey.get>>
 
-  function signedRaw(messageId: string, m: MessageRow, key: DomainKey | null): Promise<Buffer> {
-    const raw = Buffer.from(m.raw.buffer, m.raw.byteOffset, m.raw.byteLength)
+  /** The message signed, or with `sevenBit` first converted to 7 bits (downgrade.ts) and then signed, so the signature covers the bytes sent. */
+  function signedRaw(messageId: string, m: MessageRow, key: DomainKey | null, sevenBit = false): Promise<Buffer> {
+    const stored = Buffer.from(m.raw.buffer, m.raw.byteOffset, m.raw.byteLength)
+    const raw = sevenBit ? downgradeTo7bit(stored) : stored
     if (!key) return Promise.resolve(raw)
-    let p = signed.get(messageId)
+    const cacheKey = sevenBit ? `${messageId} 7bit` : messageId
+    let p = signed.get(cacheKey)
     if (!p) {
       p = parts.signer.sign(raw, { domain: key.name, selector: key.dkim_selector, privateKey: deps.secrets.open(key.dkim_private_key) })
-      signed.set(messageId, p)
+      signed.set(cacheKey, p)
       if (signed.size > 1000) signed.delete(signed.keys().next().value!)
     }
     return p
@@ -152,7 +174,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         messageId,
         rows,
         rows.map((r) => deferral(r.address, 'node_inactive', why)),
-        m.bridge_id,
+        m,
       )
       return
     }
@@ -170,6 +192,24 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       }
     }
     const poolId = node?.kind === 'direct' && node.pool_id !== null ? node.pool_id : m.pool_id
+    let source: { address: string; hostname: string } | null = null
+    let shaped: { group: string; ip: string; perConnection: number } | null = null
+    if (node?.kind !== 'relay' && parts.shaper) {
+      // Shaping picks the IP (spilling over capped or held ones) and may hold some or all rows back.
+      const group = await parts.shaper.groupOf(deliverable[0]!.domain)
+      const choice = await parts.shaper.choose(group, poolId, rotationCandidates(parts.rotation, poolId), deliverable.length)
+      const held = choice.kind === 'wait' ? deliverable : deliverable.slice(choice.admit)
+      if (held.length > 0) {
+        const at = choice.kind === 'wait' ? choice.until : deps.clock.now()
+        await parts.commits.run(() => {
+          for (const r of held) st.postpone.run(at, deps.clock.now(), r.id)
+        })
+      }
+      if (choice.kind === 'wait') return
+      deliverable = deliverable.slice(0, choice.admit)
+      source = choice.source
+      shaped = { group, ip: choice.source?.address ?? '', perConnection: choice.limits.messages_per_connection }
+    } else if (node?.kind !== 'relay') source = parts.rotation.next(poolId)
     // Signed mail gets a signed return path (return-path.ts), so a bounce proves which
     // message, and for a one-recipient transaction which recipient, it is about.
     const domain = m.domain_id === null ? null : st.domainKey.get(m.domain_id)
@@ -180,7 +220,6 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       domain ?? null,
       m.mail_from,
     )
-    const source = node?.kind === 'relay' ? null : parts.rotation.next(poolId)
     let results: RecipientResult[]
     try {
       const raw = await signedRaw(messageId, m, domain)
@@ -189,12 +228,14 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         mailFrom,
         recipients: deliverable.map((r) => r.address),
         raw,
+        raw7bit: () => signedRaw(messageId, m, domain, true),
         source,
         ehlo: source?.hostname ?? deps.config.hostname,
         route:
           node?.kind === 'relay' && node.relay
             ? { kind: 'relay', ...node.relay, username: node.relay.username ?? undefined, password: node.relay.password ?? undefined }
             : undefined,
+        maxMessagesPerConnection: shaped?.perConnection,
       })
     } catch (e) {
       // The transport reports SMTP and network failures as results; an exception is a bug.
@@ -202,39 +243,82 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       deps.log.error('delivery failed unexpectedly', { message_id: messageId, error: e instanceof Error ? (e.stack ?? e.message) : String(e) })
       results = deliverable.map((r) => deferral(r.address, 'internal_error', 'internal error in the delivery engine', source?.address ?? null))
     }
-    await record(messageId, deliverable, results, m.bridge_id)
+    if (shaped) await parts.shaper!.finish(shaped.group, shaped.ip, results)
+    await record(messageId, deliverable, results, m)
   }
 
-  function record(messageId: string, rows: Claimed[], results: RecipientResult[], bridgeId: number | null): Promise<void> {
+  /** Whether a final failure of this message gets a DSN: SMTP-submitted mail through a bridge that sends them (dsn.ts has the rest of the rules). */
+  function wantsDsn(m: MessageRow): boolean {
+    if (m.source !== 'smtp' || !m.envelope_from || m.bridge_id === null) return false
+    return st.sendDsn.get(m.bridge_id)?.send_dsn === 1
+  }
+
+  function record(messageId: string, rows: Claimed[], results: RecipientResult[], m: MessageRow): Promise<void> {
     const byAddress = new Map(results.map((r) => [r.address, r]))
-    return parts.commits.run(() => {
+    const bridgeId = m.bridge_id
+    let dsnQueued = false
+    const committed = parts.commits.run(() => {
       const now = deps.clock.now()
       let delivered = 0
       let bounced = 0
+      const failed: DsnRecipient[] = []
+      const fail = (r: RecipientResult, expired: boolean) =>
+        failed.push({
+          address: r.address,
+          status: dsnStatus(r.enhanced, expired),
+          diagnostic: expired ? `delivery time expired: ${r.response}` : r.response,
+          remote: r.code !== null,
+          mx: r.mx,
+        })
       for (const row of rows) {
         const r = byAddress.get(row.address) ?? deferral(row.address, 'no_result', 'the transport gave no result for this recipient')
-        const detail = { code: r.code, enhanced_code: r.enhanced, response: r.response, rule: r.rule, mx: r.mx, source_ip: r.source_ip, attempt: row.attempts }
+        // tls: version, cipher and certificate verification of the session, null for plaintext.
+        const detail = {
+          code: r.code,
+          enhanced_code: r.enhanced,
+          response: r.response,
+          rule: r.rule,
+          ...(r.reason ? { reason: r.reason } : {}),
+          mx: r.mx,
+          source_ip: r.source_ip,
+          tls: r.tls,
+          attempt: row.attempts,
+        }
+        const tls = r.tls ? JSON.stringify(r.tls) : null
         const event = (kind: string, extra: Record<string, unknown> = {}) =>
           emitPrepared(deps.db, now, { kind, message_id: messageId, recipient: row.address, bridge_id: bridgeId, data: { ...detail, ...extra } })
         if (r.outcome === 'sent') {
-          st.finish.run('sent', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id)
+          st.finish.run('sent', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls, null)
           event('message.sent')
           delivered++
         } else if (r.outcome === 'bounced') {
-          st.finish.run('bounced', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id)
+          st.finish.run('bounced', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls, r.reason ?? 'other')
           // A hard bounce (bad mailbox): never again, and the contacts are marked (docs/api.md "Bounces").
           if (r.suppress) suppressForFeedback(deps.db, now, { address: row.address, cause: 'hard_bounce', messageId, data: detail })
           event('message.bounced', { suppressed: r.suppress })
+          fail(r, false)
           bounced++
         } else {
-          const retryAt = now + backoffMs(row.attempts, random())
-          if (retryAt - row.created_at > maxAge) {
-            st.finish.run('failed', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id)
+          // Retried until the maximum age has passed, the last attempt at the limit itself
+          // (RFC 5321 4.5.4.1: give up after the retry period, not before it has run out).
+          const deadline = row.created_at + maxAge
+          const retryAt = Math.min(now + backoffMs(row.attempts, random()), deadline)
+          if (now >= deadline) {
+            st.finish.run('failed', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls, 'expired')
             event('message.failed', { reason: 'expired', max_age_seconds: deps.config.max_message_age_seconds })
+            fail(r, true)
           } else {
-            st.defer.run(r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, retryAt, now, row.id)
+            st.defer.run(r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, retryAt, now, row.id, tls, r.reason)
             event('message.deferred', { next_attempt_at: new Date(retryAt).toISOString() })
           }
+        }
+      }
+      // RFC 5321 6.1: the DSN is queued in the same transaction as the outcomes it reports.
+      if (failed.length && wantsDsn(m)) {
+        const dsn = buildDsn(deps.config.hostname, now, { id: messageId, raw: m.raw, envelopeFrom: m.envelope_from, createdAt: m.created_at }, failed)
+        if (dsn) {
+          queueOwnMessage(deps, dsn, 'dsn', now)
+          dsnQueued = true
         }
       }
       // The bridge's per-recipient totals, in the same transaction as the outcomes.
@@ -242,6 +326,9 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         countBridge(deps.db, bridgeId, 'delivered', delivered)
         countBridge(deps.db, bridgeId, 'bounced', bounced)
       }
+    })
+    return committed.then(() => {
+      if (dsnQueued) deps.doorbell.ring()
     })
   }
 

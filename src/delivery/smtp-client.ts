@@ -27,8 +27,48 @@ export interface SessionOptions {
   /** Verify the server certificate (relay modes only; opportunistic TLS never verifies). */
   verifyTls: boolean
   auth?: { user: string; pass: string }
+  /** TCP connect only; the greeting has its own timeout (RFC 5321 4.5.3.2.1). */
   connectTimeoutMs: number
+  /** Inactivity limit for the commands without an RFC timeout of their own (EHLO, STARTTLS, AUTH, RSET, QUIT). */
   socketTimeoutMs: number
+  /** The per-command timeouts of RFC 5321 4.5.3.2; missing ones take the RFC's values. */
+  timeouts?: Partial<CommandTimeouts>
+}
+
+/**
+ * RFC 5321 4.5.3.2 client timeouts, in milliseconds: initial 220 greeting (4.5.3.2.1),
+ * MAIL (.2), RCPT (.3), DATA initiation (.4), each data block written (.5), and the reply to
+ * the final dot (.6). A server is slow rather than dead for minutes; shorter timeouts make an
+ * MTA send duplicates (a dot answered after we gave up) or never reach a slow MX.
+ */
+export interface CommandTimeouts {
+  greetingMs: number
+  mailMs: number
+  rcptMs: number
+  dataMs: number
+  dataBlockMs: number
+  dotMs: number
+}
+
+/** The RFC 5321 4.5.3.2 minimums (Postfix uses the same). */
+export const RFC_TIMEOUTS: CommandTimeouts = {
+  greetingMs: 300_000,
+  mailMs: 300_000,
+  rcptMs: 300_000,
+  dataMs: 120_000,
+  dataBlockMs: 180_000,
+  dotMs: 600_000,
+}
+
+/** What a session's TLS was: recorded per delivery attempt (issue 17). */
+export interface TlsInfo {
+  /** e.g. 'TLSv1.3' */
+  version: string | null
+  cipher: string | null
+  /** The certificate chains to a trusted root and names the host (RFC 6125); opportunistic TLS does not require it. */
+  verified: boolean
+  /** Why it did not verify (OpenSSL's code), null when it did. */
+  verify_error: string | null
 }
 
 /** The answer for one recipient of a transaction. */
@@ -52,6 +92,10 @@ export interface TransactionResult {
 export interface SmtpSession {
   readonly id: string
   readonly secure: boolean
+  /** The TLS of the session, null for plaintext. */
+  readonly tls: TlsInfo | null
+  /** The server offered 8BITMIME (RFC 6152) in its last EHLO answer. */
+  readonly eightBitMime: boolean
   readonly localAddress: string | null
   readonly remoteAddress: string
   closed(): boolean
@@ -133,7 +177,7 @@ function connectionOptions(opts: SessionOptions): SMTPConnection.Options {
     localAddress: opts.localAddress,
     servername: opts.servername,
     connectionTimeout: opts.connectTimeoutMs,
-    greetingTimeout: opts.connectTimeoutMs,
+    greetingTimeout: { ...RFC_TIMEOUTS, ...opts.timeouts }.greetingMs,
     socketTimeout: opts.socketTimeoutMs,
     // Do not wait 5 s for a peer to close its side when we end a session.
     socketCloseTimeout: 1000,
@@ -157,6 +201,7 @@ function connectionOptions(opts: SessionOptions): SMTPConnection.Options {
 /** Opens a session: connect, greeting, EHLO, STARTTLS per the TLS mode, AUTH when credentials are given. */
 export function openSession(opts: SessionOptions): Promise<OpenResult> {
   const conn = new SMTPConnection(connectionOptions(opts))
+  applyTimeouts(conn, { ...RFC_TIMEOUTS, ...opts.timeouts }, opts.socketTimeoutMs)
   return new Promise<OpenResult>((resolve) => {
     let settled = false
     const fail = (err: NodemailerError) => {
@@ -188,6 +233,68 @@ export function openSession(opts: SessionOptions): Promise<OpenResult> {
   })
 }
 
+type Internals = {
+  _socket: import('node:net').Socket
+  _remainingSetupTime(): number
+  _sendCommand(str: string, logStr?: string): void
+  _createSendStream(callback: unknown): import('node:stream').Writable
+}
+
+/**
+ * Gives nodemailer's connection the RFC 5321 4.5.3.2 timeouts. nodemailer has one connect
+ * deadline that also bounds the greeting and a single inactivity timeout for everything
+ * after it, so: the greeting (and a STARTTLS handshake, Postfix smtp_starttls_timeout) get
+ * their own time after the TCP connect, and the socket's inactivity timeout is set per
+ * command as it is written, per data block while the message streams, and for the final dot.
+ */
+function applyTimeouts(conn: SMTPConnection, t: CommandTimeouts, otherMs: number): void {
+  const c = conn as unknown as Internals
+  c._remainingSetupTime = () => t.greetingMs
+  // The timeouts of the commands written and not yet answered, oldest first: with PIPELINING
+  // (RFC 2920) MAIL and RCPT leave in one batch, and the wait is for the oldest reply.
+  const pending: number[] = []
+  const arm = (ms: number) => c._socket?.setTimeout(ms)
+  const sendCommand = c._sendCommand.bind(conn)
+  c._sendCommand = (str, logStr) => {
+    const verb = /^(MAIL FROM|RCPT TO|DATA)\b/i.exec(str)?.[1]?.toUpperCase()
+    pending.push(verb === 'MAIL FROM' ? t.mailMs : verb === 'RCPT TO' ? t.rcptMs : verb === 'DATA' ? t.dataMs : otherMs)
+    arm(pending[0]!)
+    sendCommand(str, logStr)
+  }
+  // nodemailer stores every complete reply here before acting on it: one answered command.
+  let last: string | undefined
+  Object.defineProperty(conn, 'lastServerResponse', {
+    configurable: true,
+    get: () => last,
+    set(value: string) {
+      last = value
+      pending.shift()
+      arm(pending[0] ?? otherMs)
+    },
+  })
+  const createSendStream = c._createSendStream.bind(conn)
+  c._createSendStream = (callback) => {
+    const stream = createSendStream(callback)
+    arm(t.dataBlockMs)
+    // The stream ends after the final dot was written: from then on we wait for its reply.
+    stream.once('end', () => arm(t.dotMs))
+    return stream
+  }
+}
+
+/** Version, cipher and verification of a session's TLS socket; null for plaintext. */
+function tlsInfoOf(socket: import('node:net').Socket | undefined, secure: boolean): TlsInfo | null {
+  if (!secure || !socket) return null
+  const s = socket as import('node:tls').TLSSocket
+  const error = s.authorizationError as unknown
+  return {
+    version: s.getProtocol?.() ?? null,
+    cipher: s.getCipher?.()?.name ?? null,
+    verified: s.authorized === true,
+    verify_error: s.authorized ? null : error instanceof Error ? ((error as NodeJS.ErrnoException).code ?? error.message) : error ? String(error) : null,
+  }
+}
+
 function wrap(conn: SMTPConnection): SmtpSession {
   // After STARTTLS this is the TLS socket, whose 'close' follows the underlying one.
   const socket = (conn as unknown as { _socket: import('node:net').Socket })._socket
@@ -206,6 +313,8 @@ function wrap(conn: SMTPConnection): SmtpSession {
   return {
     id: conn.id,
     secure: conn.secure,
+    tls: tlsInfoOf(socket, conn.secure),
+    eightBitMime: ((conn as unknown as { _supportedExtensions?: string[] })._supportedExtensions ?? []).includes('8BITMIME'),
     localAddress,
     remoteAddress,
     closed: () => ended || conn.destroyed,

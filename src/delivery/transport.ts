@@ -24,6 +24,10 @@
  * - Direct delivery uses opportunistic STARTTLS without certificate checks (RFC 7435; RFC 3207).
  *   If the TLS handshake itself fails, the same address is tried once more in plaintext, as
  *   MTAs do at the "may" security level: an MX with a broken TLS stack still gets its mail.
+ *   Two exceptions never fall back to plaintext: a domain whose MTA-STS policy (RFC 8461,
+ *   mta-sts.ts) is in enforce mode gets STARTTLS with a certificate valid for the MX host, and
+ *   only to the policy's MX hosts; a domain in `requireTlsDomains` gets STARTTLS (certificate
+ *   not checked). Either is deferred when that cannot be had.
  *   Relay routes use the configured TLS mode ('starttls' is required, 'tls' is implicit, both
  *   verify the certificate unless `verifyTls: false`) and AUTH when credentials are given.
  * - After a transaction the connection goes back to the pool (RSET before its next use when
@@ -36,14 +40,16 @@
  * - close() refuses new jobs, answers waiting ones with a deferral, QUITs idle connections and
  *   closes busy ones when their transaction ends.
  */
+import { isAscii } from 'node:buffer'
 import { isIP, isIPv4, isIPv6 } from 'node:net'
 import type { DnsResolver } from '../lib/dns'
 import type { Logger } from '../lib/logger'
-import type { Outcome } from '../lib/smtp-replies'
+import type { BounceReason, Outcome } from '../lib/smtp-replies'
 import { classify, type ReplyInput } from './classify'
 import { createConnectionPool, type Grant, type PooledConnection, type Slot } from './connection-pool'
+import { mxAllowed, type MtaStsLookup, type StsPolicy } from './mta-sts'
 import { createDestinationCache, type MxHost } from './mx'
-import { openSession, type RecipientReply, type SessionOptions, type SmtpSession, type TlsMode } from './smtp-client'
+import { openSession, type CommandTimeouts, type RecipientReply, type SessionOptions, type SmtpSession, type TlsInfo, type TlsMode } from './smtp-client'
 
 export interface RelayRoute {
   kind: 'relay'
@@ -64,12 +70,19 @@ export interface DeliveryJob {
   recipients: string[]
   /** The final message bytes, already signed. */
   raw: Buffer
+  /**
+   * The message converted to 7 bits and signed, for a server that does not offer 8BITMIME
+   * when `raw` has 8-bit bytes (RFC 6152 section 3). Absent: such a recipient bounces.
+   */
+  raw7bit?: () => Promise<Buffer>
   /** Source address and its EHLO name; null: the OS chooses the source and the transport's default EHLO name is used. */
   source: { address: string; hostname: string } | null
   /** EHLO name overriding source.hostname. */
   ehlo?: string
   /** Absent: direct to the recipient's MX. */
   route?: RelayRoute
+  /** Close the connection after this many messages (the provider group's limit, shaping.ts); absent: the transport's. */
+  maxMessagesPerConnection?: number
 }
 
 export interface RecipientResult {
@@ -77,12 +90,16 @@ export interface RecipientResult {
   outcome: Outcome
   suppress: boolean
   rule: string
+  /** Why it failed or was deferred (BOUNCE_REASONS); null when sent or when the engine decided. */
+  reason: BounceReason | null
   code: number | null
   enhanced: string | null
   response: string
   /** The MX (or relay) host name that answered, null when none was reached. */
   mx: string | null
   source_ip: string | null
+  /** The TLS of the session that carried the attempt; null for plaintext or when no session was opened. */
+  tls: TlsInfo | null
 }
 
 export interface TransportOptions {
@@ -94,12 +111,18 @@ export interface TransportOptions {
   /** EHLO name for jobs without a source: pass the `hostname` setting. Default: nodemailer's (the machine name when it is a FQDN, else [127.0.0.1]). */
   ehlo?: string
   connectTimeoutMs?: number
-  /** Inactivity limit inside a session (RFC 5321 4.5.3.2 suggests minutes). */
+  /** Inactivity limit for commands without an RFC 5321 4.5.3.2 timeout of their own (EHLO, STARTTLS, AUTH, RSET). */
   socketTimeoutMs?: number
+  /** RFC 5321 4.5.3.2 per-command timeouts (greeting, MAIL, RCPT, DATA, data block, final dot); RFC values by default. */
+  timeouts?: Partial<CommandTimeouts>
   idleTimeoutMs?: number
   maxMessagesPerConnection?: number
   /** Monotonic milliseconds for the DNS cache (default performance.now). */
   now?: () => number
+  /** Recipient domains whose mail goes only over STARTTLS (the certificate is not checked): deferred rather than sent in plaintext. */
+  requireTlsDomains?: readonly string[]
+  /** MTA-STS policies (RFC 8461); absent: not consulted. */
+  mtaSts?: MtaStsLookup
 }
 
 export interface Transport {
@@ -107,6 +130,8 @@ export interface Transport {
   close(): Promise<void>
   /** Open connections per destination, for tests and metrics. */
   stats(): { open: number; idle: number; waiting: number }
+  /** The MX host names of a domain from the transport's DNS cache ([] when it has none or the lookup failed): the shaper's provider groups. */
+  mxHosts(domain: string): Promise<string[]>
 }
 
 /** Postfix smtp_mx_address_limit: addresses tried for one delivery before giving up. */
@@ -125,6 +150,8 @@ interface Target {
   port: number
   auth?: { user: string; pass: string }
   relay: RelayRoute | undefined
+  /** An MTA-STS policy in enforce mode: only its MX hosts, over verified TLS. */
+  sts: StsPolicy | null
 }
 
 /** Creates the delivery transport (see the module comment for the connection lifecycle). */
@@ -140,20 +167,35 @@ export function createTransport(opts: TransportOptions): Transport {
     maxMessagesPerConnection: opts.maxMessagesPerConnection ?? 100,
   })
 
-  function targetOf(job: DeliveryJob): Target {
+  const requireTls = new Set((opts.requireTlsDomains ?? []).map((d) => d.toLowerCase()))
+
+  /**
+   * Where and how a job connects. Direct delivery is opportunistic STARTTLS (RFC 7435) unless
+   * the domain publishes an MTA-STS policy in enforce mode (RFC 8461 4.2: STARTTLS with a
+   * certificate valid for the MX host name, only to the policy's MX hosts, else defer) or is
+   * configured to require TLS (STARTTLS or defer, never plaintext). The TLS requirement is
+   * part of the identity, so a connection opened under a weaker rule is never reused for it.
+   */
+  async function targetOf(job: DeliveryJob): Promise<Target> {
     const source = job.source?.address
     const ehlo = job.ehlo ?? job.source?.hostname ?? opts.ehlo
     const route = job.route
     if (!route) {
+      const domain = job.domain.toLowerCase()
+      const policy = opts.mtaSts ? await opts.mtaSts.policyFor(domain) : null
+      const sts = policy?.mode === 'enforce' ? policy : null
+      const tls: TlsMode = sts || requireTls.has(domain) ? 'starttls' : 'opportunistic'
+      const verifyTls = sts !== null
       return {
-        destKey: job.domain.toLowerCase(),
-        identity: `${source ?? '*'} ${ehlo ?? ''}`,
+        destKey: domain,
+        identity: `${source ?? '*'} ${ehlo ?? ''} ${tls} ${verifyTls}`,
         source,
         ehlo,
-        tls: 'opportunistic',
-        verifyTls: false,
+        tls,
+        verifyTls,
         port: opts.mxPort,
         relay: undefined,
+        sts,
       }
     }
     const auth = route.username !== undefined ? { user: route.username, pass: route.password ?? '' } : undefined
@@ -169,6 +211,7 @@ export function createTransport(opts: TransportOptions): Transport {
       port: route.port,
       auth,
       relay: route,
+      sts: null,
     }
   }
 
@@ -201,6 +244,7 @@ export function createTransport(opts: TransportOptions): Transport {
           auth: t.auth,
           connectTimeoutMs,
           socketTimeoutMs,
+          timeouts: opts.timeouts,
         }
         let r = await openSession(base)
         if (!r.ok && r.tlsFailed && t.tls === 'opportunistic') {
@@ -219,7 +263,7 @@ export function createTransport(opts: TransportOptions): Transport {
     return last
   }
 
-  function resultsFor(job: DeliveryJob, replies: RecipientReply[], mx: string | null, sourceIp: string | null): RecipientResult[] {
+  function resultsFor(job: DeliveryJob, replies: RecipientReply[], mx: string | null, sourceIp: string | null, tls: TlsInfo | null = null): RecipientResult[] {
     return replies.map(({ address, reply, response }) => ({
       address,
       ...classify(reply),
@@ -228,14 +272,18 @@ export function createTransport(opts: TransportOptions): Transport {
       response,
       mx,
       source_ip: sourceIp,
+      tls,
     }))
   }
+
+  const release = (conn: Conn) => pool.release(conn)
+  const needs7bit = (raw: Buffer, session: SmtpSession) => !session.eightBitMime && !isAscii(raw)
 
   const everyone = (job: DeliveryJob, reply: ReplyInput, response: string): RecipientReply[] => job.recipients.map((address) => ({ address, reply, response }))
 
   async function deliver(job: DeliveryJob): Promise<RecipientResult[]> {
     if (job.recipients.length === 0) return []
-    const t = targetOf(job)
+    const t = await targetOf(job)
     const shutdown = () =>
       resultsFor(job, everyone(job, { code: null, enhanced: null, text: 'transport closed', failure: 'connect' }, 'transport closed'), null, t.source ?? null)
     if (pool.closing()) return shutdown()
@@ -251,8 +299,11 @@ export function createTransport(opts: TransportOptions): Transport {
       }
       const found = await dns.resolve(job.domain)
       if (found.kind === 'hosts') {
-        hosts = found.hosts
-        return null
+        hosts = t.sts ? found.hosts.filter((h) => mxAllowed(t.sts!, h.host)) : found.hosts
+        if (hosts.length > 0) return null
+        // RFC 8461 5.1: no MX host that the enforced policy names: not delivered, retried later.
+        const text = `no MX host of ${job.domain} matches its MTA-STS policy (mx: ${t.sts!.mx.join(', ')})`
+        return resultsFor(job, everyone(job, { code: null, enhanced: '4.7.5', text, failure: 'tls' }, text), null, t.source ?? null)
       }
       const reply: ReplyInput = found.permanent
         ? { code: null, enhanced: found.enhanced, text: found.reason }
@@ -293,7 +344,14 @@ export function createTransport(opts: TransportOptions): Transport {
         fresh++
       }
 
-      const tx = await conn.session.send(job.mailFrom, job.recipients, job.raw)
+      const raw = needs7bit(job.raw, conn.session) ? await job.raw7bit?.() : job.raw
+      if (!raw) {
+        // RFC 6152 section 3: without a 7-bit form the message must not go to this server.
+        release(conn)
+        const text = 'the message has 8-bit data and the server does not offer 8BITMIME (RFC 6152)'
+        return resultsFor(job, everyone(job, { code: null, enhanced: '5.6.3', text }, text), conn.host, conn.session.localAddress ?? t.source ?? null)
+      }
+      const tx = await conn.session.send(job.mailFrom, job.recipients, raw)
       conn.messages++
       const sourceIp = conn.session.localAddress ?? t.source ?? null
       if (!tx.answered && grant.kind === 'idle' && fresh === 0) {
@@ -304,11 +362,16 @@ export function createTransport(opts: TransportOptions): Transport {
         continue
       }
       conn.needsReset = tx.needsReset
-      if (!tx.reusable) pool.retire(conn)
+      if (!tx.reusable || (job.maxMessagesPerConnection !== undefined && conn.messages >= job.maxMessagesPerConnection)) pool.retire(conn)
       else pool.release(conn)
-      return resultsFor(job, tx.recipients, conn.host, sourceIp)
+      return resultsFor(job, tx.recipients, conn.host, sourceIp, conn.session.tls)
     }
   }
 
-  return { deliver, close: () => pool.close(), stats: () => pool.stats() }
+  async function mxHosts(domain: string): Promise<string[]> {
+    const found = await dns.resolve(domain)
+    return found.kind === 'hosts' ? found.hosts.map((h) => h.host) : []
+  }
+
+  return { deliver, close: () => pool.close(), stats: () => pool.stats(), mxHosts }
 }

@@ -134,6 +134,11 @@ describe('delivery', () => {
       ['policy@example.net', 'bounced', '5.7.1'],
       ['tempfail@example.net', 'deferred', '4.3.0'],
     ])
+    // Why, on each row (docs/api.md "Bounce reasons"): a reputation block is not a dead address.
+    const reasons = t.deps.db.$client.query('SELECT last_reason FROM message_recipients WHERE message_id = ? ORDER BY id').all(id) as Array<{
+      last_reason: string | null
+    }>
+    expect(reasons.map((r) => r.last_reason)).toEqual([null, 'user_unknown', 'spam_block', 'other'])
     // Backoff after attempt 1: 60 s with the jitter source at its middle.
     expect(rows[3]!.next_attempt_at).toBe(t.deps.clock.now() + 60_000)
     expect(sink.messages.map((m) => m.rcptTo)).toEqual([['ok@example.net']])
@@ -162,7 +167,7 @@ describe('delivery', () => {
       ['sent', 2],
     ])
     expect(t.state(id)[0]!.next_attempt_at).toBe(t.deps.clock.now() + 120_000)
-    for (let i = 0; i < 5; i++) {
+    while (t.state(id)[0]!.state === 'deferred') {
       t.deps.clock.advance(t.state(id)[0]!.next_attempt_at! - t.deps.clock.now())
       await t.engine.drain()
     }
@@ -173,8 +178,29 @@ describe('delivery', () => {
       'message.deferred',
       'message.sent',
       'message.deferred',
+      'message.deferred',
       'message.failed',
     ])
+    await t.close()
+  })
+
+  test('a deferred recipient is retried until the maximum age has passed, with a last attempt at the limit', async () => {
+    const t = await setup({ allow_unverified_domains: true, max_message_age_seconds: 600 })
+    const start = t.deps.clock.now()
+    const id = await t.send({ to: ['tempfail@example.net'] })
+    const attemptsAt: number[] = []
+    await t.engine.drain()
+    attemptsAt.push(t.deps.clock.now() - start)
+    while (t.state(id)[0]!.state === 'deferred') {
+      t.deps.clock.advance(t.state(id)[0]!.next_attempt_at! - t.deps.clock.now())
+      await t.engine.drain()
+      attemptsAt.push(t.deps.clock.now() - start)
+    }
+    // Backoff 1, 2, 4 minutes; the next (8 minutes) would pass the limit, so it is moved to it.
+    expect(attemptsAt).toEqual([0, 60_000, 180_000, 420_000, 600_000])
+    expect(t.state(id)[0]).toMatchObject({ state: 'failed', attempts: 5 })
+    const failed = t.deps.db.$client.query(`SELECT data FROM events WHERE message_id = ? AND kind = 'message.failed'`).get(id) as { data: string }
+    expect(JSON.parse(failed.data)).toMatchObject({ reason: 'expired', max_age_seconds: 600, attempt: 5 })
     await t.close()
   })
 
@@ -225,6 +251,11 @@ describe('delivery', () => {
       mx: expect.any(String),
     })
     expect(r.body.data.events.map((e: { kind: string }) => e.kind)).toEqual(['message.queued', 'message.queued', 'message.sent', 'message.bounced'])
+    // The sink offers STARTTLS with a self-signed certificate: encrypted, not verified, and said so.
+    const tls = { version: expect.stringMatching(/^TLSv1\.[23]$/), cipher: expect.any(String), verified: false, verify_error: expect.any(String) }
+    expect(r.body.data.recipients[0].tls).toMatchObject(tls)
+    expect(r.body.data.events[2].data.tls).toMatchObject(tls)
+    expect([r.body.data.events[2].data.tls.version]).toEqual([sink.messages[0]!.tlsProtocol])
     await t.close()
   })
 

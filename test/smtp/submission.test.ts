@@ -3,6 +3,8 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify'
 import { connect, type Socket } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
 import nodemailer from 'nodemailer'
+import { isAscii } from 'node:buffer'
+import { simpleParser } from 'mailparser'
 import { createTransport } from '../../src/delivery/transport'
 import { createDeliveryEngine } from '../../src/delivery/scheduler'
 import { createResolver } from '../../src/lib/dns'
@@ -11,6 +13,7 @@ import { queryDns } from '../../src/modules/sending-domains/dns-query'
 import { AUTH_FAILURE_LIMIT, AUTH_FAILURE_WINDOW_MS, startSubmissionListener, type SubmissionListener } from '../../src/smtp/submission/server'
 import { testApp } from '../support/app'
 import { useMailWorld } from '../support/mail-world'
+import { startScriptedSmtp } from '../support/scripted-smtp'
 
 /**
  * The submission listener through real sockets: nodemailer (a real SMTP client) submits with
@@ -327,6 +330,18 @@ describe('smtp submission', () => {
     expect(await say('MAIL FROM:<orders@example.com>')).toStartWith('250')
   })
 
+  test('SMTPUTF8 is not offered, and its parameter is refused (555), as UTF-8 local parts are not supported', async () => {
+    const t = await setup({ smtp_plain_auth_loopback: true })
+    const s = await rawSession(t.port)
+    const ehlo = await s.send('EHLO client.test')
+    expect(ehlo.code).toBe(250)
+    expect(JSON.stringify(ehlo)).not.toContain('SMTPUTF8')
+    expect(JSON.stringify(ehlo)).toContain('8BITMIME')
+    expect((await s.send(`AUTH PLAIN ${Buffer.from(`\0${t.bridge.smtp.username}\0${t.bridge.smtp.password}`).toString('base64')}`)).code).toBe(235)
+    expect(await s.send('MAIL FROM:<orders@example.com> SMTPUTF8')).toEqual({ code: 555, text: '555 5.5.4 SMTPUTF8 is not supported here' })
+    expect((await s.send('MAIL FROM:<orders@example.com>')).code).toBe(250)
+  })
+
   // Each variant would end the message early at a lenient later hop and turn the rest into
   // a second, forged transaction. They must all be refused whole, with nothing queued.
   const SMUGGLED = 'MAIL FROM:<ceo@example.com>\r\nRCPT TO:<victim@example.net>\r\nDATA\r\nFrom: ceo@example.com\r\nSubject: forged\r\n\r\nPay now\r\n'
@@ -355,6 +370,126 @@ describe('smtp submission', () => {
     s.write(`${HEAD}fine\r\n.\r\n`)
     expect((await s.read()).text).toMatch(/^250 2\.6\.0 Queued as /)
     expect(t.messages().map((m) => m.subject)).toEqual(['Raw'])
+  })
+
+  test('an 8-bit body goes to an MX without 8BITMIME as quoted-printable, signed after the conversion (RFC 6152 section 3)', async () => {
+    const t = await setup({ smtp_plain_auth_loopback: true })
+    const s = await rawData(t.port, t.bridge.smtp.username, t.bridge.smtp.password)
+    const body = 'Grüße aus Köln\r\n'
+    s.write(
+      Buffer.from(`From: orders@example.com\r\nTo: ada@example.net\r\nSubject: Raw\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${body}.\r\n`).toString(
+        'latin1',
+      ),
+    )
+    expect((await s.read()).text).toMatch(/^250 2\.6\.0 Queued as /)
+    const mx = await startScriptedSmtp({ extensions: ['PIPELINING'] })
+    open.push(mx)
+    const transport = createTransport({
+      resolver: createResolver(t.deps.config.dns_servers),
+      mxPort: mx.port,
+      totalConcurrency: 4,
+      destinationConcurrency: 4,
+      log: t.deps.log,
+      ehlo: t.deps.config.hostname,
+    })
+    const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.deps.commits, random: () => 0.5 })
+    await engine.drain()
+    await transport.close()
+    const [got] = mx.transactions
+    expect(isAscii(got!.data)).toBe(true)
+    expect(got!.data.toString()).toContain('Content-Transfer-Encoding: quoted-printable')
+    expect((await simpleParser(got!.data)).text).toBe('Grüße aus Köln\n')
+    const verified = await dkimVerify(got!.data, { resolver: ((name: string) => queryDns([world.zone.server], name, 'TXT')) as never })
+    expect(verified.results.map((r) => r.status?.result)).toEqual(['pass'])
+  })
+
+  describe('DSNs for submitted mail (RFC 3464, RFC 5321 6.1)', () => {
+    /** Submits one message over SMTP (envelope sender orders@example.com) and runs the engine until nothing is due. */
+    async function submitAndDeliver(t: Awaited<ReturnType<typeof setup>>, to: string[]) {
+      await t.client().sendMail({ ...mail({ to, subject: 'Order 42' }), envelope: { from: 'orders@example.com', to } })
+      const transport = createTransport({
+        resolver: createResolver(t.deps.config.dns_servers),
+        mxPort: world.sink.port,
+        totalConcurrency: 4,
+        destinationConcurrency: 4,
+        log: t.deps.log,
+        ehlo: t.deps.config.hostname,
+      })
+      const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.deps.commits, random: () => 0.5 })
+      return {
+        engine,
+        drain: async () => {
+          await engine.drain()
+        },
+        close: () => transport.close(),
+      }
+    }
+    const dsns = (t: Awaited<ReturnType<typeof setup>>) =>
+      t.deps.db.$client.query(`SELECT id, mail_from, raw FROM messages WHERE source = 'dsn' ORDER BY created_at`).all() as Array<{
+        id: string
+        mail_from: string
+        raw: Uint8Array
+      }>
+
+    test('a bounced recipient gets a DSN to the envelope sender, sent with the null reverse-path', async () => {
+      const t = await setup()
+      // The DSN's own destination: example.com's MX is the sink.
+      world.zone.setZone('example.com', { MX: [{ exchange: 'mx.example.net', priority: 10 }] })
+      const run = await submitAndDeliver(t, ['ada@example.net', 'permfail@example.net'])
+      await run.drain()
+      await run.close()
+      const [dsn] = dsns(t)
+      expect(dsn!.mail_from).toBe('')
+      const delivered = world.sink.messages.find((m) => m.rcptTo.includes('orders@example.com'))!
+      expect(delivered.mailFrom).toBe('')
+      const parsed = await simpleParser(delivered.raw)
+      expect(parsed.headers.get('auto-submitted')).toBe('auto-replied')
+      expect(String(parsed.headers.get('content-type') && (parsed.headers.get('content-type') as { value: string }).value)).toBe('multipart/report')
+      const raw = delivered.raw.toString()
+      expect(raw).toContain('report-type=delivery-status')
+      expect(raw).toContain(
+        'Final-Recipient: rfc822; permfail@example.net\r\nAction: failed\r\nStatus: 5.1.1\r\nRemote-MTA: dns; mx.example.net\r\nDiagnostic-Code: smtp; 550',
+      )
+      expect(raw).not.toContain('Final-Recipient: rfc822; ada@example.net')
+      expect(raw).toMatch(/Content-Type: text\/rfc822-headers[\s\S]*Subject: Order 42/)
+    })
+
+    test('a DSN that cannot be delivered produces no DSN of its own (loop protection)', async () => {
+      const t = await setup()
+      world.zone.setZone('example.com', undefined) // NXDOMAIN: the DSN itself bounces
+      const run = await submitAndDeliver(t, ['permfail@example.net'])
+      await run.drain()
+      await run.close()
+      expect(dsns(t)).toHaveLength(1)
+      const states = t.deps.db.$client.query(`SELECT state FROM message_recipients WHERE message_id = ?`).all(dsns(t)[0]!.id) as Array<{ state: string }>
+      expect(states.map((r) => r.state)).toEqual(['bounced'])
+    })
+
+    test('an expired recipient gets a DSN with its last status', async () => {
+      const t = await setup({ max_message_age_seconds: 120 })
+      world.zone.setZone('example.com', undefined)
+      const run = await submitAndDeliver(t, ['tempfail@example.net'])
+      for (let i = 0; i < 4 && dsns(t).length === 0; i++) {
+        await run.drain()
+        t.deps.clock.advance(60_000)
+      }
+      await run.close()
+      const raw = Buffer.from(dsns(t)[0]!.raw).toString()
+      expect(raw).toContain('Final-Recipient: rfc822; tempfail@example.net\r\nAction: failed\r\nStatus: 4.3.0')
+      expect(raw).toContain('delivery time expired')
+    })
+
+    test('none when the bridge has send_dsn off, and none for API mail', async () => {
+      const t = await setup({}, { send_dsn: false })
+      expect(t.bridge).toMatchObject({ send_dsn: false })
+      const run = await submitAndDeliver(t, ['permfail@example.net'])
+      const api = await t.call('POST', '/v1/emails', { from: 'orders@example.com', to: ['permfail@example.net'], subject: 'API', text: 'x' })
+      expect(api.status, JSON.stringify(api.body)).toBe(202)
+      await run.drain()
+      await run.close()
+      expect(t.deps.db.$client.query(`SELECT count(*) AS n FROM message_recipients WHERE state = 'bounced'`).get()).toEqual({ n: 2 })
+      expect(dsns(t)).toHaveLength(0)
+    })
   })
 
   test('Idempotency-Key: a resubmission (new Date and Message-ID) answers the first id and queues nothing new; other content with the key is refused', async () => {

@@ -10,6 +10,7 @@ import {
   CableIcon,
   ContactIcon,
   FileTextIcon,
+  GaugeIcon,
   FilterIcon,
   GlobeIcon,
   HistoryIcon,
@@ -47,6 +48,7 @@ import { SendingBridgesPage } from './pages/sending-bridges'
 import { SendingDomainsPage } from './pages/sending-domains'
 import { SendingIpsPage } from './pages/sending-ips'
 import { SendingNodesPage } from './pages/sending-nodes'
+import { SendingQueuePage } from './pages/sending-queue'
 import { TemplatesPage } from './pages/templates'
 import { WebhooksPage } from './pages/webhooks'
 
@@ -197,6 +199,14 @@ export const NAV: NavEntry[] = [
         permission: 'sending_nodes.read',
         description: 'The machines that deliver mail.',
         component: SendingNodesPage,
+      },
+      {
+        path: '/sending/queue',
+        label: 'Queue',
+        icon: GaugeIcon,
+        permission: 'ips.read',
+        description: 'Mail waiting per provider and IP, throttles, suspensions and IP warm-up.',
+        component: SendingQueuePage,
       },
       {
         path: '/sending/bridges',

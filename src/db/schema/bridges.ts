@@ -29,6 +29,8 @@ export const bridges = sqliteTable('bridges', {
   track_opens: flag('track_opens', false),
   track_clicks: flag('track_clicks', false),
   active: flag('active', true),
+  /** Mail submitted over SMTP that bounces or expires gets a DSN to its envelope sender (RFC 5321 6.1, RFC 3464). */
+  send_dsn: flag('send_dsn', true),
   ...timestamps(),
 })
 

@@ -135,7 +135,7 @@ export const sendingNodeUsage = hourlyUsageTable('sending_node_usage', 'node_id'
 // Messages and the per-recipient delivery queue.
 // ---------------------------------------------------------------------------------------
 
-export const MESSAGE_SOURCES = ['api', 'template', 'resend', 'smtp', 'broadcast'] as const
+export const MESSAGE_SOURCES = ['api', 'template', 'resend', 'smtp', 'broadcast', 'dsn'] as const
 
 /**
  * One accepted message. `raw` is the complete RFC 5322 message as accepted (CRLF line ends,
@@ -150,6 +150,8 @@ export const messages = sqliteTable(
     source: text('source', { enum: MESSAGE_SOURCES }).notNull(),
     /** RFC 5321 MAIL FROM (the return path). */
     mail_from: text('mail_from').notNull(),
+    /** SMTP submission: the MAIL FROM the client gave, where DSNs go (mail_from may be our own return path). */
+    envelope_from: text('envelope_from'),
     /** The From header's address. */
     from_address: text('from_address').notNull(),
     subject: text('subject').notNull(),
@@ -213,9 +215,13 @@ export const messageRecipients = sqliteTable(
     last_response: text('last_response'),
     /** Rule name from the classification table that decided the last outcome. */
     last_class: text('last_class'),
+    /** Why the last attempt or bounce report failed: one of BOUNCE_REASONS (src/lib/smtp-replies.ts); null when sent. */
+    last_reason: text('last_reason'),
     /** The IP and MX host of the last attempt. */
     last_ip: text('last_ip'),
     last_mx: text('last_mx'),
+    /** The TLS of the last attempt's session (version, cipher, verified), null for plaintext (issue 17). */
+    last_tls: text('last_tls', { mode: 'json' }).$type<Record<string, unknown>>(),
     /** For `suppressed`: which suppression matched (id, scope, reason). */
     suppression: text('suppression', { mode: 'json' }).$type<Record<string, unknown>>(),
     ...timestamps(),

@@ -23,6 +23,9 @@ export const BridgeSchema = t.Object({
   track_opens: t.Boolean(),
   track_clicks: t.Boolean(),
   active: t.Boolean({ description: 'An inactive bridge refuses SMTP AUTH and sends (403).' }),
+  send_dsn: t.Boolean({
+    description: 'Mail submitted over SMTP that bounces or expires gets a delivery status notification (RFC 3464) to its envelope sender.',
+  }),
   counts: BridgeCountsSchema,
   usage: t.Object({ this_hour: t.Integer(), today: t.Integer() }, { description: 'Messages counted against the quotas.' }),
   ...Timestamps,
@@ -72,6 +75,7 @@ const BridgeFields = {
   track_opens: t.Optional(t.Boolean()),
   track_clicks: t.Optional(t.Boolean()),
   active: t.Optional(t.Boolean({ description: 'Default true.' })),
+  send_dsn: t.Optional(t.Boolean({ description: 'Default true: SMTP-submitted mail that bounces or expires gets a DSN to its envelope sender.' })),
 }
 
 export const CreateBridgeBody = t.Object(BridgeFields)

@@ -46,7 +46,7 @@ function toView(deps: Deps, r: Row): BridgeView {
   return {
     ...columnsOf(r, ['id', 'name', 'smtp_username', 'api_key_id']),
     api_key_prefix: prefixOf(deps, r.api_key_id),
-    ...columnsOf(r, ['domains', 'pool_id', 'node_id', 'hourly_quota', 'daily_quota', 'allowed_ips', 'track_opens', 'track_clicks', 'active']),
+    ...columnsOf(r, ['domains', 'pool_id', 'node_id', 'hourly_quota', 'daily_quota', 'allowed_ips', 'track_opens', 'track_clicks', 'active', 'send_dsn']),
     counts: bridgeCounts(deps.db, r.id),
     usage: bridgeUsage(deps, r.id),
     ...timestampsOf(r),
@@ -195,6 +195,7 @@ export function createBridge(deps: Deps, actor: Actor, input: BridgeInput): { br
         track_opens: input.track_opens ?? false,
         track_clicks: input.track_clicks ?? false,
         active: input.active ?? true,
+        send_dsn: input.send_dsn ?? true,
         created_at: now,
         updated_at: now,
       })
@@ -236,6 +237,7 @@ export function updateBridge(deps: Deps, id: number, input: Partial<BridgeInput>
   if (input.track_opens !== undefined) patch.track_opens = input.track_opens
   if (input.track_clicks !== undefined) patch.track_clicks = input.track_clicks
   if (input.active !== undefined) patch.active = input.active
+  if (input.send_dsn !== undefined) patch.send_dsn = input.send_dsn
   deps.db.$client.transaction(() => {
     deps.db.update(bridges).set(patch).where(eq(bridges.id, id)).run()
     syncKey(deps, current.api_key_id, { name: patch.name, allowed_ips: patch.allowed_ips })

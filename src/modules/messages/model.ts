@@ -105,8 +105,20 @@ export const MessageSchema = t.Object({
       last_response: t.Nullable(
         t.Object({ code: t.Nullable(t.Integer()), enhanced_code: t.Nullable(t.String()), text: t.Nullable(t.String()), rule: t.Nullable(t.String()) }),
       ),
+      reason: t.Nullable(t.String({ description: 'Why the last attempt or bounce report failed: one of the bounce reasons of docs/api.md; null when sent.' })),
       mx: t.Nullable(t.String()),
       source_ip: t.Nullable(t.String()),
+      tls: t.Nullable(
+        t.Object(
+          {
+            version: t.Nullable(t.String({ description: "e.g. 'TLSv1.3'" })),
+            cipher: t.Nullable(t.String()),
+            verified: t.Boolean({ description: 'The certificate chains to a trusted root and names the MX host.' }),
+            verify_error: t.Nullable(t.String({ description: 'Why it did not verify, e.g. DEPTH_ZERO_SELF_SIGNED_CERT.' })),
+          },
+          { description: 'The TLS of the last attempt (STARTTLS); null when it went in plaintext or no session was opened.' },
+        ),
+      ),
       suppression: t.Nullable(t.Record(t.String(), t.Unknown())),
       updated_at: t.String(),
       finished_at: t.Nullable(t.String()),

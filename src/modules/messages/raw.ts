@@ -169,6 +169,7 @@ export function prepareRawMessage(deps: Deps, sub: RawSubmission): PreparedRaw {
       domainId: domain?.id ?? null,
       poolId: poolId ?? domain?.pool_id ?? null,
       template: null,
+      envelopeFrom: sub.mailFrom || null,
     },
     idempotencyKey,
     nodeId: sub.nodeId ?? null,

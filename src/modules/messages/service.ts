@@ -14,7 +14,7 @@ import { checkMessage, senderDomain, type SendInput } from './compose'
 import { beginIdempotent, type StoredResponse } from './idempotency'
 import { buildMessage } from './mime'
 
-export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast'
+export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast' | 'dsn'
 
 export interface AcceptContext {
   source: MessageSource
@@ -27,6 +27,8 @@ export interface AcceptContext {
    * tracking defaults apply, its quotas are taken and its counters kept in the commit.
    */
   bridge?: BridgeIdentity | null
+  /** The broadcast (issue 15) these messages are recipients' copies of (messages.broadcast_id). */
+  broadcastId?: number | null
 }
 
 export interface AcceptedMessage {
@@ -60,10 +62,12 @@ const statements = preparedFor((db) => {
         number,
         number,
         number | null,
+        string | null,
+        number | null,
       ]
     >(
-      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id, envelope_from, broadcast_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertRecipient: c.prepare<never, [string, string, string, string, RecipientState, number | null, string | null, number, number, number | null]>(
       `INSERT INTO message_recipients (message_id, address, domain, kind, state, next_attempt_at, suppression, created_at, updated_at, finished_at)
@@ -95,6 +99,8 @@ export interface PreparedMessage {
   domainId: number | null
   poolId: number | null
   template: { id: number; version_id: number } | null
+  /** SMTP submission: the client's MAIL FROM, where DSNs go. */
+  envelopeFrom?: string | null
 }
 
 /** The sending domain that signs mail from `fromDomain`, or null when unsigned mail is allowed; else 403. */
@@ -176,6 +182,8 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     p.raw.length,
     now,
     bridgeId,
+    p.envelopeFrom ?? null,
+    ctx.broadcastId ?? null,
   )
   // Inside the transaction: a suppression added a moment ago is seen, and the decision is stored with the rows.
   const decisions = checkRecipients(
@@ -201,6 +209,14 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     }
   })
   return { id: p.id, status: 'queued', queued: p.recipients.length - suppressed.length, suppressed }
+}
+
+/**
+ * Queues a message the server itself writes (a DSN): the same rows, events and suppression
+ * check as accepted mail, written inside the caller's transaction (no bridge, no API key).
+ */
+export function queueOwnMessage(deps: Deps, p: PreparedMessage, source: MessageSource, now: number): AcceptedMessage {
+  return write(deps, p, { source, apiKeyId: null }, now)
 }
 
 /**
@@ -267,6 +283,11 @@ export interface AcceptRequest {
   /** The answer for the accepted messages; stored with them when there is a key, for replays. */
   respond: (accepted: AcceptedMessage[]) => StoredResponse
   idempotency?: IdempotencyRequest
+  /**
+   * More writes in the same transaction as the messages (a broadcast marks its recipient
+   * rows queued with them); throwing rolls the whole request back.
+   */
+  within?: (accepted: AcceptedMessage[], now: number) => void
 }
 
 export type AcceptResult =
@@ -294,6 +315,7 @@ export async function acceptMessages(deps: Deps, request: AcceptRequest): Promis
     const result = await deps.commits.run(() => {
       const now = deps.clock.now()
       const accepted = prepared.map((p) => write(deps, p, request.ctx, now))
+      request.within?.(accepted, now)
       const response = request.respond(accepted)
       claim?.record(deps.db, response, now)
       return { replayed: false as const, response, accepted }
@@ -334,12 +356,22 @@ export interface RecipientRow {
   last_enhanced: string | null
   last_response: string | null
   last_class: string | null
+  last_reason: string | null
   last_ip: string | null
   last_mx: string | null
+  last_tls: string | null
   suppression: string | null
   created_at: number
   updated_at: number
   finished_at: number | null
+}
+
+/** What the view says of an attempt's TLS (delivery/smtp-client.ts TlsInfo). */
+interface TlsView {
+  version: string | null
+  cipher: string | null
+  verified: boolean
+  verify_error: string | null
 }
 
 /** The message's state as one word: the least advanced of its recipients' states. */
@@ -377,8 +409,10 @@ export function getMessage(deps: Deps, id: string) {
         r.last_code === null && r.last_response === null
           ? null
           : { code: r.last_code, enhanced_code: r.last_enhanced, text: r.last_response, rule: r.last_class },
+      reason: r.last_reason,
       mx: r.last_mx,
       source_ip: r.last_ip,
+      tls: r.last_tls ? (JSON.parse(r.last_tls) as TlsView) : null,
       suppression: r.suppression ? (JSON.parse(r.suppression) as Record<string, unknown>) : null,
       updated_at: toIso(r.updated_at)!,
       finished_at: toIso(r.finished_at),

@@ -27,6 +27,7 @@ export const WEBHOOK_EVENT_KINDS = [
   'message.suppressed',
   'message.complained',
   'webhook.disabled',
+  'deliverability.alert',
 ] as const
 
 /** What each kind means, for people choosing what to subscribe to (the console's checkboxes). */
@@ -50,6 +51,7 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[num
   'message.suppressed': 'A message was not sent because the address is suppressed.',
   'message.complained': 'A recipient marked a message as spam.',
   'webhook.disabled': 'A webhook was switched off after repeated failures.',
+  'deliverability.alert': 'A provider/IP pair was suspended after a block reply, or broadcasts were auto-paused (bounce or complaint rate, listed IP).',
 }
 
 export const EventKindSchema = t.Object({ kind: t.String(), description: t.String() })

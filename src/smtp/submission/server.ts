@@ -78,6 +78,8 @@ const REPLIES = {
   nullSender: r(550, '5.7.1 A null reverse-path (MAIL FROM:<>) is not accepted for submission'),
   // RFC 8689 section 5: a server that does not support REQUIRETLS answers 555 to the parameter.
   requireTls: r(555, '5.5.4 REQUIRETLS is not supported here'),
+  // RFC 5321 4.1.1.11 / RFC 6531 3.4: SMTPUTF8 is not offered, so its parameter is refused.
+  smtpUtf8: r(555, '5.5.4 SMTPUTF8 is not supported here'),
   badRecipient: r(501, '5.1.3 Bad recipient address syntax'),
   bareLineEnding: r(554, '5.6.0 Bare CR or LF in message data is not allowed; use CRLF line endings (RFC 5321 section 2.3.8)'),
   tooBig: (max: number) => r(552, `5.3.4 Message exceeds the maximum size of ${max} bytes`),
@@ -219,6 +221,7 @@ export async function startSubmissionListener(deps: Deps, opts: SubmissionOption
       // RFC 8689: REQUIRETLS asks every later hop to use verified TLS. The delivery engine
       // does not enforce that, so the message must not be accepted with the flag.
       if (address.args && (address.args as Record<string, unknown>).REQUIRETLS !== undefined) return callback(replyError(REPLIES.requireTls))
+      if (address.args && (address.args as Record<string, unknown>).SMTPUTF8 !== undefined) return callback(replyError(REPLIES.smtpUtf8))
       if (!address.address) return callback(replyError(REPLIES.nullSender))
       const checked = checkEmail(address.address)
       if (!checked.ok || !bridge.domains.includes(domainOf(checked.email))) return callback(replyError(REPLIES.senderDomain))
@@ -320,9 +323,12 @@ export async function startSubmissionListener(deps: Deps, opts: SubmissionOption
     rejectOversized: true,
     maxRecipients: config.smtp_max_recipients,
     hideENHANCEDSTATUSCODES: false,
-    // Not offered: DSN (the engine does not send success notifications) and REQUIRETLS (not enforced).
+    // Not offered: DSN (the engine does not send success notifications), REQUIRETLS (not
+    // enforced) and SMTPUTF8 (RFC 6531): UTF-8 local parts are not accepted by the API,
+    // stored or delivered, so a client must downgrade (or be told) before it sends.
     hideDSN: true,
     hideREQUIRETLS: true,
+    hideSMTPUTF8: true,
     disableReverseLookup: true,
     logger: false,
   }

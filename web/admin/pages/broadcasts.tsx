@@ -125,22 +125,25 @@ function BroadcastList() {
     actionsColumn((b) => {
       const a = allowedActions(b)
       return (
-        <RowActions
-          name={b.name}
-          actions={[
-            { label: a.edit ? 'Edit' : 'View settings', icon: PencilIcon, onSelect: () => navigate(`/${b.id}/edit`), hidden: !mayUpdate && a.edit },
-            { label: 'Pause', icon: PauseIcon, onSelect: () => transition.mutate({ id: b.id, action: 'pause' }), hidden: !maySend || !a.pause },
-            { label: 'Resume', icon: PlayIcon, onSelect: () => transition.mutate({ id: b.id, action: 'resume' }), hidden: !maySend || !a.resume },
-            {
-              label: 'Duplicate',
-              icon: CopyIcon,
-              onSelect: () => transition.mutate({ id: b.id, action: 'duplicate' }),
-              hidden: !can(admin, 'broadcasts.create'),
-            },
-            { label: 'Cancel', icon: XCircleIcon, onSelect: () => setCancelling(b), hidden: !maySend || !a.cancel, destructive: true },
-            { label: 'Delete', icon: Trash2Icon, onSelect: () => setDeleting([b]), hidden: !mayDelete || !a.delete, destructive: true },
-          ]}
-        />
+        // The row opens the broadcast on a click: the menu's clicks (they bubble through its portal) must not.
+        <span onClick={(e) => e.stopPropagation()} className="inline-flex">
+          <RowActions
+            name={b.name}
+            actions={[
+              { label: a.edit ? 'Edit' : 'View settings', icon: PencilIcon, onSelect: () => navigate(`/${b.id}/edit`), hidden: !mayUpdate && a.edit },
+              { label: 'Pause', icon: PauseIcon, onSelect: () => transition.mutate({ id: b.id, action: 'pause' }), hidden: !maySend || !a.pause },
+              { label: 'Resume', icon: PlayIcon, onSelect: () => transition.mutate({ id: b.id, action: 'resume' }), hidden: !maySend || !a.resume },
+              {
+                label: 'Duplicate',
+                icon: CopyIcon,
+                onSelect: () => transition.mutate({ id: b.id, action: 'duplicate' }),
+                hidden: !can(admin, 'broadcasts.create'),
+              },
+              { label: 'Cancel', icon: XCircleIcon, onSelect: () => setCancelling(b), hidden: !maySend || !a.cancel, destructive: true },
+              { label: 'Delete', icon: Trash2Icon, onSelect: () => setDeleting([b]), hidden: !mayDelete || !a.delete, destructive: true },
+            ]}
+          />
+        </span>
       )
     }),
   ]

@@ -4,7 +4,7 @@
  * the results per version (the split-test winner marked) and per link, and the recipients
  * (filter by state and version, each linked to its message).
  */
-import { useQuery } from '@tanstack/react-query'
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import {
   CopyIcon,
   ExternalLinkIcon,
@@ -31,7 +31,7 @@ import { Button } from '../../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../../components/ui/card'
 import { Progress } from '../../components/ui/progress'
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from '../../components/ui/table'
-import { Tabs, TabsList, TabsTrigger } from '../../components/ui/tabs'
+import { Tabs, TabsContent, TabsList, TabsTrigger } from '../../components/ui/tabs'
 import { api } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { useUrlQuery } from '../../lib/url-query'
@@ -140,10 +140,11 @@ function ProgressCard({ b }: { b: Broadcast }) {
 }
 
 function ResultsCard({ b, versions }: { b: Broadcast; versions: Version[] }) {
+  // Read again whenever the polled record moves (its status or its counters), so the results follow the progress.
   const stats = useQuery({
-    queryKey: ['broadcasts', b.id, 'stats'],
+    queryKey: ['broadcasts', b.id, 'stats', b.status, b.counts],
     queryFn: () => api<Stats>('GET', `/api/v2/broadcasts/${b.id}/stats`),
-    refetchInterval: MOVING.has(b.status) ? POLL_MS * 2 : false,
+    placeholderData: keepPreviousData,
   })
   if (stats.isPending) return <LoadingState rows={4} label="Loading the results" />
   if (stats.isError) return <ErrorState title="The results could not be loaded" error={stats.error} onRetry={() => stats.refetch()} />
@@ -462,15 +463,14 @@ export function BroadcastReport() {
               <TabsTrigger value="overview">Overview</TabsTrigger>
               <TabsTrigger value="recipients">Recipients</TabsTrigger>
             </TabsList>
-          </Tabs>
-          {tab === 'overview' ? (
-            <>
+            <TabsContent value="overview" className="mt-4 grid gap-6">
               <ProgressCard b={b} />
               <ResultsCard b={b} versions={versions.data ?? []} />
-            </>
-          ) : (
-            <RecipientsTable b={b} versions={versions.data ?? []} />
-          )}
+            </TabsContent>
+            <TabsContent value="recipients" className="mt-4">
+              <RecipientsTable b={b} versions={versions.data ?? []} />
+            </TabsContent>
+          </Tabs>
         </>
       )}
       <ConfirmDialog

@@ -174,6 +174,7 @@ test(
     await page.getByLabel('Time zone').fill('Europe/Paris')
     await page.getByRole('button', { name: 'Save', exact: true }).click()
     await page.getByText('Broadcast saved').waitFor()
+    await page.getByText('Broadcast saved').waitFor({ state: 'detached' })
     await shot(page, 'broadcast-editor', { theme: 'light' })
     await shot(page, 'broadcast-editor', { theme: 'dark' })
 

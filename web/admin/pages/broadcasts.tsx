@@ -90,7 +90,8 @@ function BroadcastList() {
       header: 'Progress',
       className: 'hidden w-48 md:table-cell',
       cell: (b) => {
-        if (b.status === 'draft' || (b.status === 'scheduled' && b.counts.total === 0)) return <span className="text-muted-foreground">—</span>
+        // Nothing to show until the engine has taken the recipient list.
+        if (b.counts.total === 0 && b.status !== 'preparing' && b.status !== 'sending') return <span className="text-muted-foreground">—</span>
         return <SendProgress b={b} />
       },
     },

@@ -650,6 +650,7 @@ function EditorForm({ broadcast }: { broadcast: Broadcast | null }) {
                     value={d.fromDomain || undefined}
                     onValueChange={(v) => set('fromDomain', v)}
                     placeholder={domains.isPending ? 'Loading…' : domainOptions.length ? 'Choose a domain' : 'No sending domains'}
+                    className="w-full min-w-0"
                     options={domainOptions}
                     disabled={readOnly}
                   />

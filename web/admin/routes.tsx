@@ -18,6 +18,7 @@ import {
   LayoutDashboardIcon,
   ListIcon,
   MailIcon,
+  MegaphoneIcon,
   NetworkIcon,
   SendIcon,
   ServerIcon,
@@ -39,6 +40,7 @@ import { SegmentsPage } from './pages/audience/segments'
 import { SuppressionsPage } from './pages/audience/suppressions'
 import { ActivityPage } from './pages/activity'
 import { ApiKeysPage } from './pages/api-keys'
+import { BroadcastsPage } from './pages/broadcasts'
 import { DashboardPage } from './pages/dashboard'
 import { DeliverabilityPage } from './pages/deliverability'
 import { MessagesPage } from './pages/messages'
@@ -154,6 +156,14 @@ export const NAV: NavEntry[] = [
         component: SuppressionsPage,
       },
     ],
+  },
+  {
+    path: '/broadcasts',
+    label: 'Broadcasts',
+    icon: MegaphoneIcon,
+    permission: 'broadcasts.read',
+    description: 'Mailings to lists and segments: schedule, progress and results.',
+    component: BroadcastsPage,
   },
   {
     path: '/templates',

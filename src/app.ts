@@ -44,6 +44,7 @@ import { statsRoutes } from './modules/stats'
 import { templateRoutes } from './modules/templates'
 import { trackingRoutes } from './modules/tracking'
 import { webhookRoutes } from './modules/webhooks'
+import { webFormPublicRoutes, webFormRoutes } from './modules/web-forms'
 
 /** The route table the auth layer consults, read from each route's `detail`. */
 function routeTableOf(app: { routes: Array<{ method: string; path: string; hooks?: { detail?: Record<string, unknown> } }> }): RouteTable {
@@ -130,6 +131,9 @@ export function buildApp(deps: Deps) {
     // broadcasts and their public archive (issue 15)
     .use(broadcastRoutes(deps, auth.authOf))
     .use(broadcastArchiveRoutes(deps))
+    // web forms, their hosted pages and double opt-in (issue 16)
+    .use(webFormRoutes(deps, auth.authOf))
+    .use(webFormPublicRoutes(deps))
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

@@ -98,6 +98,18 @@ describe('web forms API', () => {
     expect(Object.keys(r.body.error.details).sort()).toEqual(['allowed_origins.0', 'confirmation_from', 'fields.0.key', 'fields.1.key', 'list_ids'])
   })
 
+  test('preview renders the draft as the hosted page, saving nothing', async () => {
+    const t = setup()
+    const r = await t.call('POST', '/api/v2/web-forms/preview', {
+      key: t.key,
+      body: { name: 'Draft <b>', fields: [{ key: 'last_name', label: 'Surname' }], consent_text: 'Yes please' },
+    })
+    expect(r.status).toBe(200)
+    expect(r.body.data.html).toContain('<h1>Draft &#60;b&#62;</h1>')
+    expect(r.body.data.html).toContain('Surname <span class="mr-optional">(optional)</span>')
+    expect((await t.call('GET', '/api/v2/web-forms', { key: t.key })).body.meta.total).toBe(0)
+  })
+
   test('needs the web_forms permissions', async () => {
     const t = setup()
     const { key } = t.makeKey({ permissions: ['lists.read'] })

@@ -22,6 +22,7 @@ import {
   SendIcon,
   ServerIcon,
   SettingsIcon,
+  TextCursorInputIcon,
   ShieldCheckIcon,
   ShieldIcon,
   UploadIcon,
@@ -49,6 +50,7 @@ import { SendingNodesPage } from './pages/sending-nodes'
 import { SendingQueuePage } from './pages/sending-queue'
 import { TemplatesPage } from './pages/templates'
 import { WebhooksPage } from './pages/webhooks'
+import { WebFormsPage } from './pages/web-forms'
 
 /** One page of the console. */
 export interface PageDef {
@@ -152,6 +154,14 @@ export const NAV: NavEntry[] = [
         component: SuppressionsPage,
       },
     ],
+  },
+  {
+    path: '/web-forms',
+    label: 'Web forms',
+    icon: TextCursorInputIcon,
+    permission: 'web_forms.read',
+    description: 'Sign-up forms, hosted or embedded, with double opt-in.',
+    component: WebFormsPage,
   },
   {
     path: '/templates',

@@ -2,11 +2,11 @@ import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
 import { clientAddress, type AuthOf } from '../../http/auth'
 import { crudRoutes } from '../../http/crud'
-import { ok, publicRoute } from '../../http/schemas'
+import { commonErrors, Envelope, ok, publicRoute, requires } from '../../http/schemas'
 import { AppError } from '../../lib/errors'
 import { createRateLimiter } from '../../lib/rate-limit'
 import { checkChallenge, CHALLENGE_FIELD, newChallenge } from './challenge'
-import { ConfirmParams, CreateWebFormBody, PublicIdParams, SubmissionBody, UpdateWebFormBody, WebFormSchema } from './model'
+import { ConfirmParams, CreateWebFormBody, PreviewBody, PreviewSchema, PublicIdParams, SubmissionBody, UpdateWebFormBody, WebFormSchema } from './model'
 import { confirmButton, HONEYPOT_FIELD, hostedPage, page, para, problemList } from './pages'
 import {
   confirmState,
@@ -17,6 +17,7 @@ import {
   formDefinitions,
   getWebForm,
   listWebForms,
+  previewPage,
   submitForm,
   updateWebForm,
   type ClientInfo,
@@ -39,6 +40,13 @@ export function webFormRoutes(deps: Deps, authOf: AuthOf) {
     },
     remove: { summary: 'Delete a web form', description: 'Its pending submissions go with it; recorded consents stay.' },
     bulkDelete: { summary: 'Delete several web forms', handle: (ids) => deleteWebForms(deps, ids) },
+  }).post('/preview', ({ body }) => ok({ html: previewPage(deps, body) }), {
+    body: PreviewBody,
+    response: { 200: Envelope(PreviewSchema), ...commonErrors },
+    detail: requires('web_forms.read', 'Preview a web form', {
+      tags: ['web forms'],
+      description: "The hosted page of a form as being edited (the console builder's live preview); nothing is saved.",
+    }),
   })
 }
 

@@ -71,3 +71,11 @@ export const ConfirmParams = t.Object({ token: t.String({ minLength: 1, maxLengt
 
 /** A form post: email, the asked fields by key, consent, the solved challenge (altcha); form-encoded or JSON. */
 export const SubmissionBody = t.Optional(t.Record(t.String(), t.Unknown(), { description: 'email, the asked fields by key, consent, altcha.' }))
+
+/** The builder's live preview: the fields of a form as being edited. */
+export const PreviewBody = t.Object({
+  name: t.String({ maxLength: 200 }),
+  fields: t.Optional(t.Array(FieldSchema, { maxItems: 50 })),
+  consent_text: t.String({ maxLength: 2000 }),
+})
+export const PreviewSchema = t.Object({ html: t.String({ description: 'The hosted page as it would look (scripts off).' }) })

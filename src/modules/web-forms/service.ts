@@ -11,7 +11,7 @@ import { emit } from '../events/service'
 import { mailboxProblem } from '../messages/compose'
 import { acceptMessages, prepareMessages, type AcceptContext } from '../messages/service'
 import { RESERVED_INPUTS, type WebFormInput, type WebFormPatch, type WebFormView } from './model'
-import { confirmationMail, embedSnippet } from './pages'
+import { confirmationMail, embedSnippet, hostedPage } from './pages'
 import { signConfirmToken, verifyConfirmToken } from './tokens'
 
 type Row = typeof webForms.$inferSelect
@@ -421,4 +421,10 @@ export function confirmSubmission(deps: Deps, token: string, client: ClientInfo)
 /** The consents recorded for a contact, newest first. */
 export function consentsOf(deps: Deps, contactId: number) {
   return deps.db.select().from(consents).where(eq(consents.contact_id, contactId)).all().reverse()
+}
+
+/** The hosted page of a form being edited, without a challenge (the preview runs no script). */
+export function previewPage(deps: Deps, draft: { name: string; fields?: WebFormInput['fields']; consent_text: string }): string {
+  const form = { public_id: 'preview', name: draft.name.trim() || 'Untitled form', fields: fieldsOf(draft.fields), consent_text: draft.consent_text }
+  return hostedPage(deps.config.public_url, form, fieldDefinitions(deps), '{}')
 }

@@ -7,6 +7,7 @@
  * nothing stored). The built binary runs from an empty directory on loopback ports.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { createServer } from 'node:net'
 import type { Browser } from 'playwright-core'
 import { startDnsServer, type DnsServer } from '../support/dns-server'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
@@ -32,13 +33,27 @@ async function call(method: string, path: string, body?: unknown): Promise<{ sta
   return { status: res.status, body: await res.json() }
 }
 
+/** A free loopback port: the hosted links and confirmation mails carry public_url, which port 0 cannot make. */
+async function freePort(): Promise<number> {
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const port = (probe.address() as { port: number }).port
+  await new Promise((resolve) => probe.close(resolve))
+  return port
+}
+
 beforeAll(async () => {
+  const port = await freePort()
   sink = await startSmtpSink({ host: '127.0.0.1' })
   dns = await startDnsServer({
     zones: { 'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] }, 'mx.example.net': { A: ['127.0.0.1'] } },
   })
   server = await startConsole({
     flags: [
+      '--http-listen',
+      `127.0.0.1:${port}`,
+      '--public-url',
+      `http://127.0.0.1:${port}`,
       '--hostname',
       'mail.example.com',
       '--mx-port',
@@ -70,7 +85,7 @@ test(
   async () => {
     const { page, close } = await openSignedIn(browser, server.base, EMAIL, PASSWORD)
     await page.getByRole('link', { name: 'Web forms' }).first().click()
-    await page.getByRole('heading', { name: 'Web forms' }).waitFor()
+    await page.getByRole('heading', { name: 'Web forms', exact: true }).waitFor()
     await page.getByText('No web forms yet').waitFor()
     await page.getByRole('link', { name: 'New web form' }).first().click()
     await page.getByRole('heading', { name: 'New web form' }).waitFor()
@@ -82,11 +97,12 @@ test(
     await preview.getByRole('heading', { name: 'Acme newsletter' }).waitFor()
     await preview.getByText('Yes, send me the Acme newsletter.').waitFor()
     await page.getByRole('button', { name: 'Create form' }).click()
-    await page.getByRole('heading', { name: 'Acme newsletter' }).waitFor()
-    await page.getByLabel('Hosted link').waitFor()
-    const hosted = await page.getByLabel('Hosted link').inputValue()
+    await page.getByRole('heading', { name: 'Acme newsletter', exact: true }).waitFor()
+    const hostedField = page.getByRole('textbox', { name: 'Hosted link' })
+    await hostedField.waitFor()
+    const hosted = await hostedField.inputValue()
     expect(hosted).toMatch(new RegExp(`^${server.base}/f/[A-Za-z0-9_-]{16}$`))
-    expect(await page.getByLabel('Embed snippet').inputValue()).toContain(`action="${hosted}"`)
+    expect(await page.getByRole('textbox', { name: 'Embed snippet' }).inputValue()).toContain(`action="${hosted}"`)
     await shot(page, 'web-forms-builder')
     await shot(page, 'web-forms-builder', { theme: 'dark' })
     await page.getByRole('link', { name: 'All web forms' }).click()

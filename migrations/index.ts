@@ -16,7 +16,9 @@ import m13 from './0013_broadcasts.sql' with { type: 'text' }
 import m14 from './0014_last_tls.sql' with { type: 'text' }
 import m15 from './0015_dsn.sql' with { type: 'text' }
 import m16 from './0016_shaping.sql' with { type: 'text' }
-import m17 from './0017_web_forms.sql' with { type: 'text' }
+import m17 from './0017_bounce_reason.sql' with { type: 'text' }
+import m18 from './0018_broadcast_split_decide.sql' with { type: 'text' }
+import m19 from './0019_web_forms.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -42,5 +44,7 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0014_last_tls', createdAt: 1795564838173, sql: m14 },
   { tag: '0015_dsn', createdAt: 1795565640838, sql: m15 },
   { tag: '0016_shaping', createdAt: 1795566700496, sql: m16 },
-  { tag: '0017_web_forms', createdAt: 1795566873988, sql: m17 },
+  { tag: '0017_bounce_reason', createdAt: 1795566911943, sql: m17 },
+  { tag: '0018_broadcast_split_decide', createdAt: 1795567102192, sql: m18 },
+  { tag: '0019_web_forms', createdAt: 1795567698300, sql: m19 },
 ]

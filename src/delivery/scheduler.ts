@@ -93,13 +93,19 @@ const statements = preparedFor((db) => {
     domainKey: c.prepare<{ name: string; dkim_selector: string; dkim_private_key: string; return_path_host: string }, [number]>(
       `SELECT name, dkim_selector, dkim_private_key, return_path_host FROM sending_domains WHERE id = ? AND status = 'verified'`,
     ),
-    finish: c.prepare<never, [string, number | null, string | null, string | null, string, string | null, string | null, number, number, string | null]>(
+    finish: c.prepare<
+      never,
+      [string, number | null, string | null, string | null, string, string | null, string | null, number, number, string | null, string | null]
+    >(
       `UPDATE message_recipients SET state = ?1, last_code = ?2, last_enhanced = ?3, last_response = ?4, last_class = ?5, last_mx = ?6, last_ip = ?7,
-         last_tls = ?10, lease_until = NULL, next_attempt_at = NULL, updated_at = ?8, finished_at = ?8 WHERE id = ?9`,
+         last_tls = ?10, last_reason = ?11, lease_until = NULL, next_attempt_at = NULL, updated_at = ?8, finished_at = ?8 WHERE id = ?9`,
     ),
-    defer: c.prepare<never, [number | null, string | null, string | null, string, string | null, string | null, number, number, number, string | null]>(
+    defer: c.prepare<
+      never,
+      [number | null, string | null, string | null, string, string | null, string | null, number, number, number, string | null, string | null]
+    >(
       `UPDATE message_recipients SET state = 'deferred', last_code = ?1, last_enhanced = ?2, last_response = ?3, last_class = ?4, last_mx = ?5, last_ip = ?6,
-         last_tls = ?10, lease_until = NULL, next_attempt_at = ?7, updated_at = ?8 WHERE id = ?9`,
+         last_tls = ?10, last_reason = ?11, lease_until = NULL, next_attempt_at = ?7, updated_at = ?8 WHERE id = ?9`,
     ),
     // A cap deferral is not an attempt: give the attempt back.
     postpone: c.prepare<never, [number, number, number]>(
@@ -110,7 +116,7 @@ const statements = preparedFor((db) => {
 
 /** A deferral decided by the engine itself rather than by a reply (the next attempt follows the usual backoff). */
 function deferral(address: string, rule: string, response: string, sourceIp: string | null = null): RecipientResult {
-  return { address, outcome: 'deferred', suppress: false, rule, code: null, enhanced: null, response, mx: null, source_ip: sourceIp, tls: null }
+  return { address, outcome: 'deferred', suppress: false, rule, reason: null, code: null, enhanced: null, response, mx: null, source_ip: sourceIp, tls: null }
 }
 
 /** Retry delay after the n-th failed attempt: 1, 2, 4 ... minutes, at most 6 hours, with +-20 % jitter (so retries of one outage spread out). */
@@ -272,6 +278,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
           enhanced_code: r.enhanced,
           response: r.response,
           rule: r.rule,
+          ...(r.reason ? { reason: r.reason } : {}),
           mx: r.mx,
           source_ip: r.source_ip,
           tls: r.tls,
@@ -281,11 +288,11 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         const event = (kind: string, extra: Record<string, unknown> = {}) =>
           emitPrepared(deps.db, now, { kind, message_id: messageId, recipient: row.address, bridge_id: bridgeId, data: { ...detail, ...extra } })
         if (r.outcome === 'sent') {
-          st.finish.run('sent', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls)
+          st.finish.run('sent', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls, null)
           event('message.sent')
           delivered++
         } else if (r.outcome === 'bounced') {
-          st.finish.run('bounced', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls)
+          st.finish.run('bounced', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls, r.reason ?? 'other')
           // A hard bounce (bad mailbox): never again, and the contacts are marked (docs/api.md "Bounces").
           if (r.suppress) suppressForFeedback(deps.db, now, { address: row.address, cause: 'hard_bounce', messageId, data: detail })
           event('message.bounced', { suppressed: r.suppress })
@@ -297,11 +304,11 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
           const deadline = row.created_at + maxAge
           const retryAt = Math.min(now + backoffMs(row.attempts, random()), deadline)
           if (now >= deadline) {
-            st.finish.run('failed', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls)
+            st.finish.run('failed', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls, 'expired')
             event('message.failed', { reason: 'expired', max_age_seconds: deps.config.max_message_age_seconds })
             fail(r, true)
           } else {
-            st.defer.run(r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, retryAt, now, row.id, tls)
+            st.defer.run(r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, retryAt, now, row.id, tls, r.reason)
             event('message.deferred', { next_attempt_at: new Date(retryAt).toISOString() })
           }
         }

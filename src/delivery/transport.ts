@@ -44,7 +44,7 @@ import { isAscii } from 'node:buffer'
 import { isIP, isIPv4, isIPv6 } from 'node:net'
 import type { DnsResolver } from '../lib/dns'
 import type { Logger } from '../lib/logger'
-import type { Outcome } from '../lib/smtp-replies'
+import type { BounceReason, Outcome } from '../lib/smtp-replies'
 import { classify, type ReplyInput } from './classify'
 import { createConnectionPool, type Grant, type PooledConnection, type Slot } from './connection-pool'
 import { mxAllowed, type MtaStsLookup, type StsPolicy } from './mta-sts'
@@ -90,6 +90,8 @@ export interface RecipientResult {
   outcome: Outcome
   suppress: boolean
   rule: string
+  /** Why it failed or was deferred (BOUNCE_REASONS); null when sent or when the engine decided. */
+  reason: BounceReason | null
   code: number | null
   enhanced: string | null
   response: string

@@ -91,13 +91,12 @@ export const EVENT_KINDS = [
   { kind: 'contact.unsubscribed', emitted: true },
   { kind: 'contact.bounced', emitted: true },
   { kind: 'contact.complained', emitted: true },
-  { kind: 'broadcast.sent', emitted: false },
-  { kind: 'broadcast.opened', emitted: false },
-  { kind: 'broadcast.clicked', emitted: false },
-  // The engine emits started and finished; paused comes from the API's pause (and the engine's auto-pause).
-  { kind: 'broadcast.started', emitted: false },
+  { kind: 'broadcast.sent', emitted: true },
+  { kind: 'broadcast.opened', emitted: true },
+  { kind: 'broadcast.clicked', emitted: true },
+  { kind: 'broadcast.started', emitted: true },
   { kind: 'broadcast.paused', emitted: true },
-  { kind: 'broadcast.finished', emitted: false },
+  { kind: 'broadcast.finished', emitted: true },
   { kind: 'webhook.disabled', emitted: true },
   { kind: 'deliverability.alert', emitted: true },
 ] as const

@@ -11,7 +11,18 @@ import { createServer } from 'node:net'
 import type { Browser } from 'playwright-core'
 import { startDnsServer, type DnsServer } from '../support/dns-server'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
-import { createAdmin, createApiKey, launchBrowser, openPage, openSignedIn, shot, startConsole, type ConsoleServer } from './support/console'
+import {
+  accessibilityFindings,
+  axeViolations,
+  createAdmin,
+  createApiKey,
+  launchBrowser,
+  openPage,
+  openSignedIn,
+  shot,
+  startConsole,
+  type ConsoleServer,
+} from './support/console'
 
 const EMAIL = 'ops@example.com'
 const PASSWORD = 'correct horse battery'
@@ -162,6 +173,26 @@ test(
     const events = await call('GET', '/api/v2/events?kind=contact.confirmed')
     expect(events.body.data).toHaveLength(1)
     await context.close()
+  },
+  STEP_MS,
+)
+
+test(
+  'accessibility: the console pages and the public pages of a form have no serious or critical axe findings',
+  async () => {
+    const form = (await call('GET', '/api/v2/web-forms')).body.data[0]
+    const pages = [
+      { path: '/admin/web-forms', heading: 'Web forms' },
+      { path: '/admin/web-forms/new', heading: 'New web form' },
+      { path: `/admin/web-forms/${form.id}`, heading: form.name },
+    ]
+    const found = await accessibilityFindings(server.base, pages, (theme) => openSignedIn(browser, server.base, EMAIL, PASSWORD, { theme }))
+    const { page, context } = await openPage(browser)
+    await page.goto(form.hosted_url)
+    await page.locator('form[data-mailroom-ready]').waitFor()
+    for (const v of await axeViolations(page)) found.push(`hosted page: ${v.id} (${v.impact}) ${v.help} at ${v.nodes.slice(0, 3).join(', ')}`)
+    await context.close()
+    expect(found).toEqual([])
   },
   STEP_MS,
 )

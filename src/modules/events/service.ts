@@ -97,6 +97,9 @@ export const EVENT_KINDS = [
   { kind: 'broadcast.started', emitted: true },
   { kind: 'broadcast.paused', emitted: true },
   { kind: 'broadcast.finished', emitted: true },
+  { kind: 'domain.created', emitted: true },
+  { kind: 'domain.updated', emitted: true },
+  { kind: 'domain.deleted', emitted: true },
   { kind: 'webhook.disabled', emitted: true },
   { kind: 'deliverability.alert', emitted: true },
 ] as const

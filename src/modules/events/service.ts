@@ -89,6 +89,7 @@ export const EVENT_KINDS = [
   { kind: 'message.clicked', emitted: true },
   { kind: 'message.unsubscribed', emitted: true },
   { kind: 'contact.subscribed', emitted: true },
+  { kind: 'contact.confirmed', emitted: true },
   { kind: 'contact.unsubscribed', emitted: true },
   { kind: 'contact.bounced', emitted: true },
   { kind: 'contact.complained', emitted: true },

@@ -218,7 +218,14 @@ interface BroadcastRun {
   counts: Record<string, number>
 }
 
-async function broadcast(call: ReturnType<typeof apiClient>, sink: Sink, listId: number, n: number, timeoutS: number): Promise<BroadcastRun> {
+async function broadcast(
+  call: ReturnType<typeof apiClient>,
+  sink: Sink,
+  listId: number,
+  n: number,
+  timeoutS: number,
+  rssMiB: () => string,
+): Promise<BroadcastRun> {
   const created = await call('POST', '/api/v2/broadcasts', 201, {
     json: {
       name: 'benchmark broadcast',
@@ -256,7 +263,7 @@ async function broadcast(call: ReturnType<typeof apiClient>, sink: Sink, listId:
       lastNote = now
       const c = await sink.count()
       process.stdout.write(
-        `  ${((now - t0) / 1000).toFixed(0).padStart(5)} s  ${b.status.padEnd(9)} rows ${fmtInt(b.counts.total)}  sent ${fmtInt(b.counts.sent)}  at the sink ${fmtInt(c.messages)}\n`,
+        `  ${((now - t0) / 1000).toFixed(0).padStart(5)} s  ${b.status.padEnd(9)} rows ${fmtInt(b.counts.total)}  sent ${fmtInt(b.counts.sent)}  at the sink ${fmtInt(c.messages)}  server RSS ${rssMiB()} MiB\n`,
       )
     }
     await Bun.sleep(rowsS === null ? POLL_MS : SENDING_POLL_MS)
@@ -359,7 +366,7 @@ export async function run(argv: string[], command = 'bun bench/broadcast.ts'): P
     const txPeak = readProcMemory(server.pid)
     const before = dbSize(dataDir)
     cpu0 = cpu()
-    const bc = await broadcast(call, sink, listId, contacts, timeoutS)
+    const bc = await broadcast(call, sink, listId, contacts, timeoutS, () => fmtMiB(sampler.last?.vmRssKiB ?? 0))
     const bcCpuMs = (cpu() - cpu0) / contacts
     const peak = readProcMemory(server.pid)
     const sampled = sampler.stop()

@@ -19,6 +19,8 @@ import { broadcastArchiveRoutes, broadcastRoutes } from './modules/broadcasts'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
 import { dmarcRoutes } from './modules/dmarc'
+import { doctorRoutes } from './modules/doctor'
+import { pauseForListedIp } from './delivery/guardrails'
 import { feedbackLoopRoutes } from './modules/feedback-loops'
 import { importRoutes } from './modules/imports'
 import { ipPoolRoutes } from './modules/ip-pools'
@@ -113,7 +115,7 @@ export function buildApp(deps: Deps) {
     .use(deliverabilityRoutes(deps))
     // messages: sends, message reads, Resend-compatible surface (issue 4)
     .use(messageRoutes(deps, auth.authOf))
-    .use(resendRoutes(deps, auth.authOf))
+    .use(resendRoutes(deps, auth.authOf, imports))
     .use(messageReadRoutes(deps))
     // open and click tracking, one-click unsubscribe: public links in sent mail (issue 6)
     .use(trackingRoutes(deps))
@@ -130,6 +132,8 @@ export function buildApp(deps: Deps) {
     // broadcasts and their public archive (issue 15)
     .use(broadcastRoutes(deps, auth.authOf))
     .use(broadcastArchiveRoutes(deps))
+    // deliverability doctor (issue 17)
+    .use(doctorRoutes(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) }))
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

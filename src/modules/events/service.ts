@@ -76,6 +76,8 @@ export function emitPrepared(
  */
 export const EVENT_KINDS = [
   { kind: 'message.queued', emitted: true },
+  { kind: 'message.scheduled', emitted: true },
+  { kind: 'message.canceled', emitted: true },
   { kind: 'message.sent', emitted: true },
   { kind: 'message.deferred', emitted: true },
   { kind: 'message.delayed', emitted: true },
@@ -96,8 +98,12 @@ export const EVENT_KINDS = [
   { kind: 'broadcast.started', emitted: true },
   { kind: 'broadcast.paused', emitted: true },
   { kind: 'broadcast.finished', emitted: true },
+  { kind: 'domain.created', emitted: true },
+  { kind: 'domain.updated', emitted: true },
+  { kind: 'domain.deleted', emitted: true },
   { kind: 'webhook.disabled', emitted: true },
   { kind: 'deliverability.alert', emitted: true },
+  { kind: 'doctor.changed', emitted: true },
 ] as const
 
 export type EventKind = (typeof EVENT_KINDS)[number]['kind']

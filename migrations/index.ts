@@ -15,6 +15,7 @@ import m12 from './0012_admins.sql' with { type: 'text' }
 import m13 from './0013_broadcasts.sql' with { type: 'text' }
 import m14 from './0014_last_tls.sql' with { type: 'text' }
 import m15 from './0015_dsn.sql' with { type: 'text' }
+import m16 from './0016_automations.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -39,4 +40,5 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0013_broadcasts', createdAt: 1795564430788, sql: m13 },
   { tag: '0014_last_tls', createdAt: 1795564838173, sql: m14 },
   { tag: '0015_dsn', createdAt: 1795565640838, sql: m15 },
+  { tag: '0016_automations', createdAt: 1795566611913, sql: m16 },
 ]

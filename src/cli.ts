@@ -28,6 +28,7 @@ import { consoleDevRoutes } from './http/web'
 import { loadSmtpCertificate } from './smtp/tls'
 import { VERSION } from './version'
 import { startWebhooks } from './modules/webhooks/dispatcher'
+import { createAutomationRunner } from './modules/automations/runner'
 
 export const USAGE = `mailroom ${VERSION}: self-hosted email platform in one binary
 
@@ -498,6 +499,9 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   // Background jobs of issue 6 (webhook dispatch, statistics rollups): start here, stop below
   const webhooks = startWebhooks(deps)
   const statsRollup = startStatsRollup(deps)
+  // Drips and triggers (issue 16): polls the wake-up table and the event log
+  const automations = createAutomationRunner(deps)
+  automations.start()
 
   const flusher = setInterval(() => {
     try {
@@ -515,6 +519,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   await inbound?.close()
   await feedbackLoops.stop()
   await statsRollup.stop()
+  await automations.stop()
   await webhooks.stop()
   await delivery.stop()
   await imports.stop()

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { simpleParser } from 'mailparser'
 import { createAutomationRunner } from '../../src/modules/automations/runner'
 import { testApp } from '../support/app'
+import { startWebhookReceiver } from '../support/webhook-receiver'
 
 /**
  * Drips, triggers and custom events (issue 16) through HTTP on a loopback socket, with the
@@ -13,7 +14,7 @@ afterAll(() => servers.forEach((s) => s.stop()))
 const DAY = 86_400_000
 
 function world() {
-  const t = testApp({ allow_unverified_domains: true })
+  const t = testApp({ allow_unverified_domains: true, webhooks_allow_private: true })
   const admin = t.makeKey()
   const server = t.app.listen({ hostname: '127.0.0.1', port: 0 })
   servers.push(server)
@@ -435,5 +436,60 @@ describe('graphs, versions and deletes', () => {
     expect((await w.api('GET', `/api/v2/triggers/${t1}`)).status).toBe(200)
     expect((await w.api('POST', '/api/v2/triggers/bulk-delete', { ids: [t1] })).body.data).toEqual({ deleted: [t1], not_found: [] })
     expect((await w.api('GET', `/api/v2/drips/${d1}`)).status).toBe(404)
+  })
+})
+
+describe('contact, list and webhook steps', () => {
+  test('update contact, add to and remove from lists, and a signed webhook call, each recorded on the run', async () => {
+    const w = world()
+    const rx = await startWebhookReceiver({ now: () => w.clock.now() })
+    try {
+      await w.api('POST', '/api/v2/custom-fields', { key: 'stage', name: 'Stage', type: 'text' })
+      const leads = await w.list('leads')
+      const customers = await w.list('customers')
+      const hook = (await w.api('POST', '/api/v2/webhooks', { endpoint: rx.url, events: ['contact.subscribed'] })).body.data
+      rx.secrets.push(hook.secret)
+      const trigger = (
+        await w.api('POST', '/api/v2/triggers', {
+          name: 'Convert',
+          status: 'active',
+          event_name: 'order.completed',
+          graph: {
+            steps: [
+              { id: 'mark', kind: 'update_contact', settings: { first_name: 'Buyer', fields: { stage: 'customer' } }, edges: { next: 'join' } },
+              { id: 'join', kind: 'add_to_list', settings: { list_id: customers }, edges: { next: 'leave' } },
+              { id: 'leave', kind: 'remove_from_list', settings: { list_id: leads }, edges: { next: 'tell' } },
+              { id: 'tell', kind: 'webhook', settings: { webhook_id: hook.id }, edges: { next: 'done' } },
+              { id: 'done', kind: 'exit' },
+            ],
+          },
+        })
+      ).body.data
+      const contactId = await w.contact(leads, 'lead@example.net', 'Lee')
+      await w.api('POST', '/api/v2/track', { event: 'order.completed', email: 'lead@example.net', properties: { order_id: 'X9' } })
+      await w.runner.tick()
+
+      const lead = (await w.api('GET', `/api/v2/contacts/${contactId}`)).body.data
+      expect(lead).toMatchObject({ first_name: 'Buyer', status: 'unsubscribed', fields: { stage: 'customer' } })
+      const onCustomers = (await w.api('GET', `/api/v2/contacts?list_id=${customers}`)).body.data
+      expect(onCustomers.map((c: any) => [c.email, c.status, c.first_name])).toEqual([['lead@example.net', 'subscribed', 'Buyer']])
+
+      const call = rx.received.find((r) => r.payload.type === 'automation.step')!
+      expect(call.verified).toBe(true)
+      expect(call.id).toBe(`auto_${(await w.runsOf('triggers', trigger.id))[0].id}_tell_1`)
+      expect(call.payload.data).toMatchObject({ step_id: 'tell', contact: { email: 'lead@example.net' }, event_properties: { order_id: 'X9' } })
+
+      const [run] = await w.runsOf('triggers', trigger.id)
+      expect(run).toMatchObject({ state: 'exited', step_id: 'done', reason: 'exit step' })
+      expect(run.steps.map((s: any) => [s.step_id, s.outcome, s.detail])).toEqual([
+        ['mark', 'next', null],
+        ['join', 'next', null],
+        ['leave', 'next', null],
+        ['tell', 'next', 'HTTP 204'],
+        ['done', 'exit', null],
+      ])
+    } finally {
+      await rx.close()
+    }
   })
 })

@@ -258,24 +258,26 @@ export function createAutomationRunner(deps: Deps, parts: RunnerParts = {}) {
     })
   }
 
-  /** Walks one claimed run as far as it goes now. */
-  async function advance(id: number, automations: Map<number, AutomationRow>): Promise<void> {
-    const resume = () =>
-      deps.commits.run((): WalkEnd => {
-        const run = readEnrollment(deps.db, id)
-        if (!run) return { kind: 'parked' }
-        if (run.state !== 'active' && run.state !== 'waiting') {
-          dropWakeup(deps.db, id)
-          return { kind: 'parked' }
-        }
-        const a = automations.get(run.automation_id)
-        if (!a || a.status !== 'active') {
-          releaseWakeup(deps.db, id)
-          return { kind: 'parked' }
-        }
-        return resumeRun(deps, a, run, deps.clock.now())
-      })
-    let end = await resume()
+  /** Moves a claimed run on from where it is, inside the caller's transaction. */
+  const resumeOne = (id: number, automations: Map<number, AutomationRow>): WalkEnd => {
+    const run = readEnrollment(deps.db, id)
+    if (!run) return { kind: 'parked' }
+    if (run.state !== 'active' && run.state !== 'waiting') {
+      dropWakeup(deps.db, id)
+      return { kind: 'parked' }
+    }
+    const a = automations.get(run.automation_id)
+    if (!a || a.status !== 'active') {
+      releaseWakeup(deps.db, id)
+      return { kind: 'parked' }
+    }
+    return resumeRun(deps, a, run, deps.clock.now())
+  }
+
+  /** Takes a run that stopped at a send or webhook step through it and on, until it parks. */
+  async function continueIo(id: number, first: WalkEnd, automations: Map<number, AutomationRow>): Promise<void> {
+    const resume = () => deps.commits.run(() => resumeOne(id, automations))
+    let end = first
     for (let i = 0; end.kind === 'io' && i < 100; i++) {
       const run = readEnrollment(deps.db, id)
       const a = run && automations.get(run.automation_id)
@@ -293,7 +295,12 @@ export function createAutomationRunner(deps: Deps, parts: RunnerParts = {}) {
     if (end.kind === 'io') await deps.commits.run(() => releaseWakeup(deps.db, id))
   }
 
-  /** One turn: reads new events, then walks every due run (in batches of `batch`). Returns the runs walked. */
+  /**
+   * One turn: reads new events, then claims due runs `batch` at a time and walks each in the
+   * claiming transaction (one savepoint per run, so a run that throws is rolled back alone and
+   * stays claimed until the next start instead of being spun on). Runs that reach a send or
+   * webhook step go on asynchronously, their commits grouped. Returns the counts.
+   */
   async function tick(): Promise<{ events: number; runs: number }> {
     let events = 0
     for (;;) {
@@ -302,19 +309,33 @@ export function createAutomationRunner(deps: Deps, parts: RunnerParts = {}) {
       if (n < 1000) break
     }
     let runs = 0
+    const client = deps.db.$client
     for (;;) {
-      const claimed = await deps.commits.run(() => st.claim.all(deps.clock.now(), batch))
-      if (!claimed.length) break
       const automations = loadAutomations(deps.db)
-      const results = await Promise.allSettled(claimed.map((c) => advance(c.enrollment_id, automations)))
-      for (const [i, r] of results.entries()) {
-        if (r.status === 'rejected') {
-          // A bug or a disk error: logged, and the run is left claimed until the next start, never spun on.
-          deps.log.error('automation run failed', { enrollment_id: claimed[i]!.enrollment_id, error: (r.reason as Error)?.message })
-        }
-      }
-      runs += claimed.length
-      if (claimed.length < batch) break
+      const walked = await deps.commits.run(() =>
+        st.claim.all(deps.clock.now(), batch).map(({ enrollment_id: id }) => {
+          client.run('SAVEPOINT automation_run')
+          try {
+            const end = resumeOne(id, automations)
+            client.run('RELEASE automation_run')
+            return { id, end, error: null as unknown }
+          } catch (error) {
+            client.run('ROLLBACK TO automation_run')
+            client.run('RELEASE automation_run')
+            return { id, end: { kind: 'parked' } as WalkEnd, error }
+          }
+        }),
+      )
+      const io = walked.filter((w) => w.end.kind === 'io')
+      const results = await Promise.allSettled(io.map((w) => continueIo(w.id, w.end, automations)))
+      const failures = [
+        ...walked.filter((w) => w.error).map((w) => ({ id: w.id, error: w.error })),
+        ...results.flatMap((r, i) => (r.status === 'rejected' ? [{ id: io[i]!.id, error: r.reason as unknown }] : [])),
+      ]
+      // A bug or a disk error: logged; the run stays claimed until the next start, never spun on.
+      for (const f of failures) deps.log.error('automation run failed', { enrollment_id: f.id, error: (f.error as Error)?.message })
+      runs += walked.length
+      if (walked.length < batch) break
     }
     return { events, runs }
   }

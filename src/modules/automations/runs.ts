@@ -236,6 +236,57 @@ export function enrollContact(
   return row.id
 }
 
+const bulkStatements = preparedFor((db: Db) => {
+  const c = db.$client
+  const insert = (policy: string) =>
+    c.prepare<never, [number, number, string, number, number, number, number]>(
+      `INSERT INTO automation_enrollments (automation_id, version_id, contact_id, email, state, step_id, trigger_event_id, started_at, updated_at)
+       SELECT ?1, ?2, c.id, c.email, 'active', ?3, NULL, ?4, ?4 FROM contacts c
+       WHERE c.list_id = ?5 AND c.status = 'subscribed' AND c.id > ?6 AND c.id <= ?7 ${policy}`,
+    )
+  return {
+    range: c.prepare<{ n: number; hi: number | null }, [number, number, number]>(
+      "SELECT COUNT(*) AS n, MAX(id) AS hi FROM (SELECT id FROM contacts WHERE list_id = ? AND status = 'subscribed' AND id > ? ORDER BY id LIMIT ?)",
+    ),
+    lastRun: c.prepare<{ id: number | null }, []>('SELECT MAX(id) AS id FROM automation_enrollments'),
+    insert: {
+      once: insert('AND NOT EXISTS (SELECT 1 FROM automation_enrollments e WHERE e.automation_id = ?1 AND e.email = c.email)'),
+      after_finish: insert(
+        "AND NOT EXISTS (SELECT 1 FROM automation_enrollments e WHERE e.automation_id = ?1 AND e.email = c.email AND e.state IN ('active', 'waiting'))",
+      ),
+      always: insert(''),
+    } satisfies Record<ReentryPolicy, unknown>,
+    wakeups: c.prepare<never, [number, number, number]>(
+      'INSERT INTO automation_wakeups (enrollment_id, automation_id, due_at, claimed) SELECT id, automation_id, ?3, 0 FROM automation_enrollments WHERE id > ?1 AND automation_id = ?2',
+    ),
+  }
+})
+
+/**
+ * Enrolls the next `limit` subscribed contacts of a list after contact id `after`, as two
+ * INSERT ... SELECT statements (runs, then their wake-ups): the re-entry policy is a NOT
+ * EXISTS in the same statement, nothing is read into memory. Inside a transaction. Returns
+ * how many contacts the chunk covered, how many runs it started, and its last contact id.
+ */
+export function enrollListChunk(
+  deps: Deps,
+  automation: AutomationRow,
+  listId: number,
+  after: number,
+  limit: number,
+  now: number,
+): { scanned: number; enrolled: number; last: number } {
+  const st = bulkStatements(deps.db)
+  const range = st.range.get(listId, after, limit)!
+  if (range.n === 0 || range.hi === null || automation.current_version_id === null) return { scanned: 0, enrolled: 0, last: after }
+  const first = graphOf(deps.db, automation.current_version_id).graph.steps[0]
+  if (!first) return { scanned: range.n, enrolled: 0, last: range.hi }
+  const before = st.lastRun.get()?.id ?? 0
+  const inserted = st.insert[automation.reentry].run(automation.id, automation.current_version_id, first.id, now, listId, after, range.hi)
+  st.wakeups.run(before, automation.id, now)
+  return { scanned: range.n, enrolled: inserted.changes, last: range.hi }
+}
+
 // ---------------------------------------------------------------------------------------
 // The event log: entries, received events, exits and goals
 // ---------------------------------------------------------------------------------------

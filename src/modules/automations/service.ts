@@ -13,7 +13,7 @@ import { fieldDefinitions } from '../custom-fields/service'
 import { createContactWriter } from '../contacts/writer'
 import { checkGraph, isTimeZone, type GraphCatalog } from './graph'
 import type { AutomationInput, AutomationSummary, AutomationView, RunView, StatsView, TrackedView, TrackInput, VersionView } from './model'
-import { enrollContact, loadAutomations, TRACKED_EVENT_KIND } from './runs'
+import { enrollContact, enrollListChunk, loadAutomations, TRACKED_EVENT_KIND } from './runs'
 
 type Row = typeof automations.$inferSelect
 type Counts = AutomationView['runs']
@@ -21,7 +21,7 @@ type Counts = AutomationView['runs']
 /** Largest serialised properties of one custom event. */
 export const MAX_PROPERTIES_BYTES = 32 * 1024
 /** Contacts enrolled per transaction by an enroll of a whole list. */
-const ENROLL_CHUNK = 5000
+const ENROLL_CHUNK = 20_000
 
 const statements = preparedFor((db: Db) => {
   const c = db.$client
@@ -72,9 +72,6 @@ const statements = preparedFor((db: Db) => {
     contactByEmail: c.prepare<{ id: number; email: string; status: string; list_id: number }, [string]>(
       // One index probe per list (contacts_list_email_unique), as the contacts module looks addresses up.
       "SELECT id, email, status, list_id FROM contacts WHERE list_id IN (SELECT id FROM lists) AND email = ? ORDER BY status = 'subscribed' DESC, id LIMIT 1",
-    ),
-    listContacts: c.prepare<{ id: number; email: string }, [number, number, number]>(
-      "SELECT id, email FROM contacts WHERE list_id = ? AND status = 'subscribed' AND id > ? ORDER BY id LIMIT ?",
     ),
     insertEvent: c.prepare<{ id: number }, [string, number | null, string, string, number, string | null, number | null, number]>(
       `INSERT INTO custom_events (name, contact_id, email, properties, occurred_at, idempotency_key, api_key_id, created_at)
@@ -427,13 +424,17 @@ export async function enrollContacts(
     result.skipped += found.length - n
   }
   if (input.list_id !== undefined) {
+    const listId = input.list_id
     for (let after = 0; ;) {
-      const chunk = st.listContacts.all(input.list_id, after, ENROLL_CHUNK)
-      if (!chunk.length) break
-      const n = await enrollBatch(chunk)
-      result.enrolled += n
-      result.skipped += chunk.length - n
-      after = chunk[chunk.length - 1]!.id
+      const chunk = await deps.commits.run(() => {
+        const a = loadAutomations(deps.db).get(id)
+        if (!a) throw notFound('drip', id)
+        return enrollListChunk(deps, a, listId, after, ENROLL_CHUNK, deps.clock.now())
+      })
+      if (!chunk.scanned) break
+      result.enrolled += chunk.enrolled
+      result.skipped += chunk.scanned - chunk.enrolled
+      after = chunk.last
     }
   }
   return result

@@ -20,10 +20,13 @@ import { automationRoutes, trackRoutes } from './modules/automations'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
 import { dmarcRoutes } from './modules/dmarc'
+import { doctorRoutes } from './modules/doctor'
+import { pauseForListedIp } from './delivery/guardrails'
 import { feedbackLoopRoutes } from './modules/feedback-loops'
 import { importRoutes } from './modules/imports'
 import { ipPoolRoutes } from './modules/ip-pools'
 import { ipRoutes } from './modules/ips'
+import { deliverabilityRoutes } from './modules/deliverability'
 import { createImportRunner } from './modules/imports/runner'
 import { suppressionReasons } from './modules/imports/suppressed'
 import { listRoutes } from './modules/lists'
@@ -109,9 +112,11 @@ export function buildApp(deps: Deps) {
     .use(ipPoolRoutes(deps, auth.authOf))
     .use(sendingDomainRoutes(deps, auth.authOf))
     .use(sendingNodeRoutes(deps, auth.authOf))
+    // queue view and IP warm-up (issue 17)
+    .use(deliverabilityRoutes(deps))
     // messages: sends, message reads, Resend-compatible surface (issue 4)
     .use(messageRoutes(deps, auth.authOf))
-    .use(resendRoutes(deps, auth.authOf))
+    .use(resendRoutes(deps, auth.authOf, imports))
     .use(messageReadRoutes(deps))
     // open and click tracking, one-click unsubscribe: public links in sent mail (issue 6)
     .use(trackingRoutes(deps))
@@ -131,6 +136,8 @@ export function buildApp(deps: Deps) {
     // drips, triggers and custom events (issue 16)
     .use(automationRoutes(deps, auth.authOf))
     .use(trackRoutes(deps, auth.authOf))
+    // deliverability doctor (issue 17)
+    .use(doctorRoutes(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) }))
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { isIP } from 'node:net'
 import { LOG_LEVELS, type LogLevel } from './lib/logger'
+import { checkLimitOverrides, type LimitOverrides } from './delivery/providers'
 
 /**
  * The one configuration schema. Precedence: defaults < TOML file (--config) < MAILROOM_*
@@ -32,6 +33,12 @@ export interface Config {
   delivery_timeouts: DeliveryTimeouts
   delivery_mta_sts: boolean
   delivery_require_tls: string[]
+  shaping_limits: LimitOverrides
+  shaping_suspend_minutes: number
+  guardrail_window_minutes: number
+  guardrail_min_sent: number
+  guardrail_bounce_rate: number
+  guardrail_complaint_rate: number
   default_from: string
   smtp_listen: { host: string; port: number } | null
   smtp_tls_listen: { host: string; port: number } | null
@@ -43,6 +50,14 @@ export interface Config {
   mx_listen: { host: string; port: number } | null
   webhooks_allow_private: boolean
   webhook_timeout_ms: number
+  broadcast_max_lateness_seconds: number
+  broadcast_queue_window: number
+  broadcast_max_bounce_rate: number
+  broadcast_max_complaint_rate: number
+  broadcast_threshold_min_sample: number
+  doctor_probe: { host: string; port: number } | null
+  doctor_ip_blocklists: string[]
+  doctor_domain_blocklists: string[]
   secret_key_file: string
   secret_key: string
 }
@@ -161,6 +176,34 @@ function parseDnsServers(text: string): string[] {
     if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) fail(`"${entry}": port must be 1-65535`)
     return entry
   })
+}
+
+/** A comma-separated list of DNS zones (blocklists), or "none". */
+function parseZones(text: string): string[] {
+  const v = text.trim().toLowerCase()
+  if (v === '' || v === 'none') return []
+  return v.split(',').map((part) => {
+    const zone = part.trim().replace(/\.$/, '')
+    if (!/^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/.test(zone)) fail(`"${part.trim()}" is not a DNS zone such as zen.spamhaus.org`)
+    return zone
+  })
+}
+
+function parseLimitOverrides(text: string): LimitOverrides {
+  let value: unknown
+  try {
+    value = JSON.parse(text.trim() === '' ? '{}' : text)
+  } catch {
+    return fail('expected JSON such as {"gmail": {"per_minute": 300}}')
+  }
+  const why = checkLimitOverrides(value)
+  return why ? fail(why) : (value as LimitOverrides)
+}
+
+function parseFraction(text: string): number {
+  const v = Number(text.trim())
+  if (text.trim() === '' || !Number.isFinite(v) || v <= 0 || v > 1) fail('expected a fraction greater than 0 and at most 1, such as 0.05')
+  return v
 }
 
 function parsePort(text: string): number {
@@ -350,6 +393,54 @@ export const SETTINGS = [
     describe: 'Recipient domains (comma-separated) whose mail goes only over STARTTLS: deferred, never sent in plaintext, when the MX does not offer it.',
   }),
   setting({
+    key: 'shaping_limits',
+    env: 'MAILROOM_SHAPING_LIMITS',
+    flag: 'shaping-limits',
+    fallback: '{}',
+    parse: parseLimitOverrides,
+    describe: 'Traffic-shaping limits per provider group ("gmail") or pool and group ("marketing/gmail"), JSON; see "Traffic shaping".',
+  }),
+  setting({
+    key: 'shaping_suspend_minutes',
+    env: 'MAILROOM_SHAPING_SUSPEND_MINUTES',
+    flag: 'shaping-suspend-minutes',
+    fallback: '240',
+    parse: parsePositiveInt,
+    describe: 'How long a provider group/IP pair is suspended after a block reply (5.7.1 listed by Spamhaus and the like).',
+  }),
+  setting({
+    key: 'guardrail_window_minutes',
+    env: 'MAILROOM_GUARDRAIL_WINDOW_MINUTES',
+    flag: 'guardrail-window-minutes',
+    fallback: '60',
+    parse: parsePositiveInt,
+    describe: 'Window over which the bounce and complaint rates of each pool and sending domain are measured for auto-pause.',
+  }),
+  setting({
+    key: 'guardrail_min_sent',
+    env: 'MAILROOM_GUARDRAIL_MIN_SENT',
+    flag: 'guardrail-min-sent',
+    fallback: '100',
+    parse: parsePositiveInt,
+    describe: 'Fewest delivery outcomes in the window before a rate can trigger auto-pause.',
+  }),
+  setting({
+    key: 'guardrail_bounce_rate',
+    env: 'MAILROOM_GUARDRAIL_BOUNCE_RATE',
+    flag: 'guardrail-bounce-rate',
+    fallback: '0.05',
+    parse: parseFraction,
+    describe: 'Bounce share (0-1) of a pool or sending domain in the window that pauses its running broadcasts.',
+  }),
+  setting({
+    key: 'guardrail_complaint_rate',
+    env: 'MAILROOM_GUARDRAIL_COMPLAINT_RATE',
+    flag: 'guardrail-complaint-rate',
+    fallback: '0.003',
+    parse: parseFraction,
+    describe: 'Complaint share (0-1) that pauses running broadcasts; Gmail and Yahoo require staying under 0.3 %.',
+  }),
+  setting({
     key: 'default_from',
     env: 'MAILROOM_DEFAULT_FROM',
     flag: 'default-from',
@@ -442,6 +533,70 @@ export const SETTINGS = [
     describe: 'How long a webhook endpoint has to answer before the attempt counts as failed.',
   }),
   setting({
+    key: 'broadcast_max_lateness_seconds',
+    env: 'MAILROOM_BROADCAST_MAX_LATENESS_SECONDS',
+    flag: 'broadcast-max-lateness-seconds',
+    fallback: '3600',
+    parse: parsePositiveInt,
+    describe: 'A scheduled broadcast found due later than this (the server was down) pauses with the reason instead of sending late.',
+  }),
+  setting({
+    key: 'broadcast_queue_window',
+    env: 'MAILROOM_BROADCAST_QUEUE_WINDOW',
+    flag: 'broadcast-queue-window',
+    fallback: '1000',
+    parse: parsePositiveInt,
+    describe: 'Most messages of one broadcast rendered and queued but not yet delivered; the next are rendered as these finish.',
+  }),
+  setting({
+    key: 'broadcast_max_bounce_rate',
+    env: 'MAILROOM_BROADCAST_MAX_BOUNCE_RATE',
+    flag: 'broadcast-max-bounce-rate',
+    fallback: '0.05',
+    parse: parseFraction,
+    describe: 'A sending broadcast pauses when its bounce rate exceeds this fraction (0-1), unless the broadcast sets its own.',
+  }),
+  setting({
+    key: 'broadcast_max_complaint_rate',
+    env: 'MAILROOM_BROADCAST_MAX_COMPLAINT_RATE',
+    flag: 'broadcast-max-complaint-rate',
+    fallback: '0.003',
+    parse: parseFraction,
+    describe: 'A sending broadcast pauses when its complaint rate exceeds this fraction (0-1), unless the broadcast sets its own.',
+  }),
+  setting({
+    key: 'broadcast_threshold_min_sample',
+    env: 'MAILROOM_BROADCAST_THRESHOLD_MIN_SAMPLE',
+    flag: 'broadcast-threshold-min-sample',
+    fallback: '200',
+    parse: parsePositiveInt,
+    describe: 'Messages with an outcome a broadcast needs before the bounce and complaint thresholds apply.',
+  }),
+  setting({
+    key: 'doctor_probe',
+    env: 'MAILROOM_DOCTOR_PROBE',
+    flag: 'doctor-probe',
+    fallback: 'off',
+    parse: parseOptionalListen,
+    describe: 'HOST:PORT the deliverability doctor connects to to tell whether outbound TCP port 25 is open (an SMTP server you trust), or "off".',
+  }),
+  setting({
+    key: 'doctor_ip_blocklists',
+    env: 'MAILROOM_DOCTOR_IP_BLOCKLISTS',
+    flag: 'doctor-ip-blocklists',
+    fallback: 'zen.spamhaus.org,bl.spamcop.net,b.barracudacentral.org',
+    parse: parseZones,
+    describe: 'DNS blocklist zones the deliverability doctor looks each sending IP up in (comma-separated), or "none".',
+  }),
+  setting({
+    key: 'doctor_domain_blocklists',
+    env: 'MAILROOM_DOCTOR_DOMAIN_BLOCKLISTS',
+    flag: 'doctor-domain-blocklists',
+    fallback: 'dbl.spamhaus.org',
+    parse: parseZones,
+    describe: 'Domain blocklist zones the deliverability doctor looks each sending domain up in (comma-separated), or "none".',
+  }),
+  setting({
     key: 'secret_key_file',
     env: 'MAILROOM_SECRET_KEY_FILE',
     flag: 'secret-key-file',
@@ -498,7 +653,8 @@ export function resolveConfig(sources: ConfigSources): { config: Readonly<Config
     let raw: string
     if (flags[s.flag] !== undefined) [source, raw] = [`--${s.flag}`, flags[s.flag]!]
     else if (env[s.env] !== undefined && env[s.env] !== '') [source, raw] = [s.env, env[s.env]!]
-    else if (file[s.key] !== undefined) [source, raw] = [`config file "${s.key}"`, String(file[s.key])]
+    else if (file[s.key] !== undefined)
+      [source, raw] = [`config file "${s.key}"`, typeof file[s.key] === 'object' ? JSON.stringify(file[s.key]) : String(file[s.key])]
     else [source, raw] = ['default', typeof s.fallback === 'function' ? s.fallback(out) : s.fallback]
     try {
       ;(out as Record<string, unknown>)[s.key] = s.parse(raw)

@@ -8,7 +8,7 @@
  * the recipient's server) followed by the reply rules of src/lib/smtp-replies.ts, which the
  * inbound DSN reader shares. The first matching rule wins, so it is read top to bottom.
  */
-import { REPLY_RULES, replyMatches, type Classification, type ReplyRule, type SmtpReply } from '../lib/smtp-replies'
+import { decided, REPLY_RULES, replyMatches, type Classification, type ReplyRule, type SmtpReply } from '../lib/smtp-replies'
 
 /** What went wrong below the SMTP reply level, when no usable reply was received. */
 export type FailureKind =
@@ -62,5 +62,7 @@ function matches(rule: Rule, input: ReplyInput): boolean {
 /** Classifies one reply or failure with the first matching rule of RULES. */
 export function classify(input: ReplyInput): Classification {
   const rule = RULES.find((r) => matches(r, input)) ?? RULES[RULES.length - 1]!
-  return { outcome: rule.outcome, suppress: rule.suppress, rule: rule.name }
+  // Below the reply level the remote server said nothing about the address or the message.
+  if (rule.failure) return { outcome: rule.outcome, suppress: false, rule: rule.name, reason: rule.outcome === 'bounced' ? 'other' : null }
+  return decided(rule, input)
 }

@@ -2,9 +2,11 @@ import { availableParallelism } from 'node:os'
 import type { DeliveryTimeouts } from '../config'
 import type { Deps } from '../deps'
 import { createResolver } from '../lib/dns'
+import { checkGuardrails } from './guardrails'
 import { createIpRotation } from './ip-rotation'
 import { createMtaStsCache } from './mta-sts'
 import { createDeliveryEngine, type EngineParts } from './scheduler'
+import { createShaper } from './shaping'
 import { createSignerPool } from './signer-pool'
 import { createTransport, type TransportOptions } from './transport'
 
@@ -20,7 +22,8 @@ export function transportTimeouts(t: DeliveryTimeouts): Pick<TransportOptions, '
 /**
  * Assembles the delivery engine from its real parts: the DNS resolver of `dns_servers`, the
  * SMTP transport with the configured limits, DKIM signing in worker threads (one per core,
- * so signing never sits on the thread that serves HTTP) and the IP pool rotation.
+ * so signing never sits on the thread that serves HTTP), the IP pool rotation, traffic
+ * shaping and warm-up (shaping.ts), and the guardrails' auto-pause check once a minute.
  */
 export function startDelivery(deps: Deps, overrides: Partial<EngineParts> = {}) {
   const resolver = createResolver(deps.config.dns_servers)
@@ -36,12 +39,21 @@ export function startDelivery(deps: Deps, overrides: Partial<EngineParts> = {}) 
     mtaSts: deps.config.delivery_mta_sts ? createMtaStsCache({ resolver, now: () => deps.clock.now(), log: deps.log }) : undefined,
   })
   const signer = createSignerPool({ size: Math.max(1, availableParallelism()) })
-  const engine = createDeliveryEngine(deps, { transport, signer, rotation: createIpRotation(deps), commits: deps.commits, ...overrides })
+  const shaper = createShaper(deps, { mxHosts: (domain) => transport.mxHosts(domain) })
+  const engine = createDeliveryEngine(deps, { transport, signer, rotation: createIpRotation(deps), commits: deps.commits, shaper, ...overrides })
   deps.doorbell.attach(engine)
   engine.start()
+  const guard = setInterval(() => {
+    try {
+      checkGuardrails(deps)
+    } catch (e) {
+      deps.log.error('guardrails check failed', { error: e instanceof Error ? e.message : String(e) })
+    }
+  }, 60_000)
   return {
     engine,
     async stop(): Promise<void> {
+      clearInterval(guard)
       await engine.stop()
       await transport.close()
       await signer.close()

@@ -12,6 +12,7 @@ import { nextCapWindow, takeNodeCapacity } from './node-caps'
 import { downgradeTo7bit } from './downgrade'
 import { buildDsn, dsnStatus, type DsnRecipient } from './dsn'
 import { envelopeSender } from './return-path'
+import { rotationCandidates, type Shaper } from './shaping'
 import type { DeliveryJob, RecipientResult } from './transport'
 
 /**
@@ -41,6 +42,8 @@ export interface EngineParts {
   leaseMs?: number
   /** Most recipients being delivered at once. */
   maxInFlight?: number
+  /** Traffic shaping and warm-up (shaping.ts); absent: every source may send at any pace. */
+  shaper?: Shaper
 }
 
 interface Claimed {
@@ -90,13 +93,19 @@ const statements = preparedFor((db) => {
     domainKey: c.prepare<{ name: string; dkim_selector: string; dkim_private_key: string; return_path_host: string }, [number]>(
       `SELECT name, dkim_selector, dkim_private_key, return_path_host FROM sending_domains WHERE id = ? AND status = 'verified'`,
     ),
-    finish: c.prepare<never, [string, number | null, string | null, string | null, string, string | null, string | null, number, number, string | null]>(
+    finish: c.prepare<
+      never,
+      [string, number | null, string | null, string | null, string, string | null, string | null, number, number, string | null, string | null]
+    >(
       `UPDATE message_recipients SET state = ?1, last_code = ?2, last_enhanced = ?3, last_response = ?4, last_class = ?5, last_mx = ?6, last_ip = ?7,
-         last_tls = ?10, lease_until = NULL, next_attempt_at = NULL, updated_at = ?8, finished_at = ?8 WHERE id = ?9`,
+         last_tls = ?10, last_reason = ?11, lease_until = NULL, next_attempt_at = NULL, updated_at = ?8, finished_at = ?8 WHERE id = ?9`,
     ),
-    defer: c.prepare<never, [number | null, string | null, string | null, string, string | null, string | null, number, number, number, string | null]>(
+    defer: c.prepare<
+      never,
+      [number | null, string | null, string | null, string, string | null, string | null, number, number, number, string | null, string | null]
+    >(
       `UPDATE message_recipients SET state = 'deferred', last_code = ?1, last_enhanced = ?2, last_response = ?3, last_class = ?4, last_mx = ?5, last_ip = ?6,
-         last_tls = ?10, lease_until = NULL, next_attempt_at = ?7, updated_at = ?8 WHERE id = ?9`,
+         last_tls = ?10, last_reason = ?11, lease_until = NULL, next_attempt_at = ?7, updated_at = ?8 WHERE id = ?9`,
     ),
     // A cap deferral is not an attempt: give the attempt back.
     postpone: c.prepare<never, [number, number, number]>(
@@ -107,7 +116,7 @@ const statements = preparedFor((db) => {
 
 /** A deferral decided by the engine itself rather than by a reply (the next attempt follows the usual backoff). */
 function deferral(address: string, rule: string, response: string, sourceIp: string | null = null): RecipientResult {
-  return { address, outcome: 'deferred', suppress: false, rule, code: null, enhanced: null, response, mx: null, source_ip: sourceIp, tls: null }
+  return { address, outcome: 'deferred', suppress: false, rule, reason: null, code: null, enhanced: null, response, mx: null, source_ip: sourceIp, tls: null }
 }
 
 /** Retry delay after the n-th failed attempt: 1, 2, 4 ... minutes, at most 6 hours, with +-20 % jitter (so retries of one outage spread out). */
@@ -183,6 +192,24 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       }
     }
     const poolId = node?.kind === 'direct' && node.pool_id !== null ? node.pool_id : m.pool_id
+    let source: { address: string; hostname: string } | null = null
+    let shaped: { group: string; ip: string; perConnection: number } | null = null
+    if (node?.kind !== 'relay' && parts.shaper) {
+      // Shaping picks the IP (spilling over capped or held ones) and may hold some or all rows back.
+      const group = await parts.shaper.groupOf(deliverable[0]!.domain)
+      const choice = await parts.shaper.choose(group, poolId, rotationCandidates(parts.rotation, poolId), deliverable.length)
+      const held = choice.kind === 'wait' ? deliverable : deliverable.slice(choice.admit)
+      if (held.length > 0) {
+        const at = choice.kind === 'wait' ? choice.until : deps.clock.now()
+        await parts.commits.run(() => {
+          for (const r of held) st.postpone.run(at, deps.clock.now(), r.id)
+        })
+      }
+      if (choice.kind === 'wait') return
+      deliverable = deliverable.slice(0, choice.admit)
+      source = choice.source
+      shaped = { group, ip: choice.source?.address ?? '', perConnection: choice.limits.messages_per_connection }
+    } else if (node?.kind !== 'relay') source = parts.rotation.next(poolId)
     // Signed mail gets a signed return path (return-path.ts), so a bounce proves which
     // message, and for a one-recipient transaction which recipient, it is about.
     const domain = m.domain_id === null ? null : st.domainKey.get(m.domain_id)
@@ -193,7 +220,6 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       domain ?? null,
       m.mail_from,
     )
-    const source = node?.kind === 'relay' ? null : parts.rotation.next(poolId)
     let results: RecipientResult[]
     try {
       const raw = await signedRaw(messageId, m, domain)
@@ -209,6 +235,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
           node?.kind === 'relay' && node.relay
             ? { kind: 'relay', ...node.relay, username: node.relay.username ?? undefined, password: node.relay.password ?? undefined }
             : undefined,
+        maxMessagesPerConnection: shaped?.perConnection,
       })
     } catch (e) {
       // The transport reports SMTP and network failures as results; an exception is a bug.
@@ -216,6 +243,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
       deps.log.error('delivery failed unexpectedly', { message_id: messageId, error: e instanceof Error ? (e.stack ?? e.message) : String(e) })
       results = deliverable.map((r) => deferral(r.address, 'internal_error', 'internal error in the delivery engine', source?.address ?? null))
     }
+    if (shaped) await parts.shaper!.finish(shaped.group, shaped.ip, results)
     await record(messageId, deliverable, results, m)
   }
 
@@ -250,6 +278,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
           enhanced_code: r.enhanced,
           response: r.response,
           rule: r.rule,
+          ...(r.reason ? { reason: r.reason } : {}),
           mx: r.mx,
           source_ip: r.source_ip,
           tls: r.tls,
@@ -259,11 +288,11 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         const event = (kind: string, extra: Record<string, unknown> = {}) =>
           emitPrepared(deps.db, now, { kind, message_id: messageId, recipient: row.address, bridge_id: bridgeId, data: { ...detail, ...extra } })
         if (r.outcome === 'sent') {
-          st.finish.run('sent', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls)
+          st.finish.run('sent', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls, null)
           event('message.sent')
           delivered++
         } else if (r.outcome === 'bounced') {
-          st.finish.run('bounced', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls)
+          st.finish.run('bounced', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls, r.reason ?? 'other')
           // A hard bounce (bad mailbox): never again, and the contacts are marked (docs/api.md "Bounces").
           if (r.suppress) suppressForFeedback(deps.db, now, { address: row.address, cause: 'hard_bounce', messageId, data: detail })
           event('message.bounced', { suppressed: r.suppress })
@@ -275,11 +304,11 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
           const deadline = row.created_at + maxAge
           const retryAt = Math.min(now + backoffMs(row.attempts, random()), deadline)
           if (now >= deadline) {
-            st.finish.run('failed', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls)
+            st.finish.run('failed', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls, 'expired')
             event('message.failed', { reason: 'expired', max_age_seconds: deps.config.max_message_age_seconds })
             fail(r, true)
           } else {
-            st.defer.run(r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, retryAt, now, row.id, tls)
+            st.defer.run(r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, retryAt, now, row.id, tls, r.reason)
             event('message.deferred', { next_attempt_at: new Date(retryAt).toISOString() })
           }
         }

@@ -44,7 +44,7 @@ import { isAscii } from 'node:buffer'
 import { isIP, isIPv4, isIPv6 } from 'node:net'
 import type { DnsResolver } from '../lib/dns'
 import type { Logger } from '../lib/logger'
-import type { Outcome } from '../lib/smtp-replies'
+import type { BounceReason, Outcome } from '../lib/smtp-replies'
 import { classify, type ReplyInput } from './classify'
 import { createConnectionPool, type Grant, type PooledConnection, type Slot } from './connection-pool'
 import { mxAllowed, type MtaStsLookup, type StsPolicy } from './mta-sts'
@@ -81,6 +81,8 @@ export interface DeliveryJob {
   ehlo?: string
   /** Absent: direct to the recipient's MX. */
   route?: RelayRoute
+  /** Close the connection after this many messages (the provider group's limit, shaping.ts); absent: the transport's. */
+  maxMessagesPerConnection?: number
 }
 
 export interface RecipientResult {
@@ -88,6 +90,8 @@ export interface RecipientResult {
   outcome: Outcome
   suppress: boolean
   rule: string
+  /** Why it failed or was deferred (BOUNCE_REASONS); null when sent or when the engine decided. */
+  reason: BounceReason | null
   code: number | null
   enhanced: string | null
   response: string
@@ -126,6 +130,8 @@ export interface Transport {
   close(): Promise<void>
   /** Open connections per destination, for tests and metrics. */
   stats(): { open: number; idle: number; waiting: number }
+  /** The MX host names of a domain from the transport's DNS cache ([] when it has none or the lookup failed): the shaper's provider groups. */
+  mxHosts(domain: string): Promise<string[]>
 }
 
 /** Postfix smtp_mx_address_limit: addresses tried for one delivery before giving up. */
@@ -356,11 +362,16 @@ export function createTransport(opts: TransportOptions): Transport {
         continue
       }
       conn.needsReset = tx.needsReset
-      if (!tx.reusable) pool.retire(conn)
+      if (!tx.reusable || (job.maxMessagesPerConnection !== undefined && conn.messages >= job.maxMessagesPerConnection)) pool.retire(conn)
       else pool.release(conn)
       return resultsFor(job, tx.recipients, conn.host, sourceIp, conn.session.tls)
     }
   }
 
-  return { deliver, close: () => pool.close(), stats: () => pool.stats() }
+  async function mxHosts(domain: string): Promise<string[]> {
+    const found = await dns.resolve(domain)
+    return found.kind === 'hosts' ? found.hosts.map((h) => h.host) : []
+  }
+
+  return { deliver, close: () => pool.close(), stats: () => pool.stats(), mxHosts }
 }

@@ -134,6 +134,11 @@ describe('delivery', () => {
       ['policy@example.net', 'bounced', '5.7.1'],
       ['tempfail@example.net', 'deferred', '4.3.0'],
     ])
+    // Why, on each row (docs/api.md "Bounce reasons"): a reputation block is not a dead address.
+    const reasons = t.deps.db.$client.query('SELECT last_reason FROM message_recipients WHERE message_id = ? ORDER BY id').all(id) as Array<{
+      last_reason: string | null
+    }>
+    expect(reasons.map((r) => r.last_reason)).toEqual([null, 'user_unknown', 'spam_block', 'other'])
     // Backoff after attempt 1: 60 s with the jitter source at its middle.
     expect(rows[3]!.next_attempt_at).toBe(t.deps.clock.now() + 60_000)
     expect(sink.messages.map((m) => m.rcptTo)).toEqual([['ok@example.net']])

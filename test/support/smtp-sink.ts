@@ -9,6 +9,8 @@
  *   permfail@...   550 5.1.1 at RCPT (bad mailbox: the engine bounces and suppresses)
  *   greylist@...   450 4.7.1 the first time a (client ip, sender, recipient) is seen, then accepted
  *   policy@...     550 5.7.1 at RCPT (a reputation/policy block, which is not a bad address)
+ *   ratelimit@...  421 4.7.28 at RCPT, Gmail's "unusual rate" text (a slow-down reply: the shaper throttles)
+ *   listed@...     554 5.7.1 at RCPT, "blocked using zen.spamhaus.org" (a block reply: the shaper suspends)
  *   disconnect@... the socket is destroyed during DATA, after some bytes arrived, with no reply
  *   anything else  accepted
  *
@@ -102,6 +104,8 @@ const TEMPFAIL: Reply = { code: 451, message: '4.3.0 Temporary local problem, tr
 const PERMFAIL: Reply = { code: 550, message: '5.1.1 The email account that you tried to reach does not exist' }
 const GREYLIST: Reply = { code: 450, message: '4.7.1 Greylisted, please try again later' }
 const POLICY: Reply = { code: 550, message: '5.7.1 Message rejected due to the sending IP reputation (policy)' }
+const RATELIMIT: Reply = { code: 421, message: '4.7.28 Our system has detected an unusual rate of unsolicited mail originating from your IP address' }
+const LISTED: Reply = { code: 554, message: '5.7.1 Service unavailable; Client host blocked using zen.spamhaus.org' }
 
 // Generated once per process: RSA key generation costs ~100-200 ms and every sink in a test
 // run can share one throwaway certificate. node:crypto can make keys but not X.509
@@ -221,6 +225,10 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
         return PERMFAIL
       case 'policy':
         return POLICY
+      case 'ratelimit':
+        return RATELIMIT
+      case 'listed':
+        return LISTED
       case 'greylist': {
         // The classic greylisting triplet: client IP, envelope sender, recipient.
         const key = [session.remoteAddress, mailFromOf(session).toLowerCase(), rcpt.toLowerCase()].join('\n')

@@ -10,6 +10,7 @@ import {
   CableIcon,
   ContactIcon,
   FileTextIcon,
+  GaugeIcon,
   FilterIcon,
   GlobeIcon,
   HistoryIcon,
@@ -21,6 +22,7 @@ import {
   SendIcon,
   ServerIcon,
   SettingsIcon,
+  StethoscopeIcon,
   ShieldCheckIcon,
   ShieldIcon,
   UploadIcon,
@@ -38,6 +40,7 @@ import { SuppressionsPage } from './pages/audience/suppressions'
 import { ActivityPage } from './pages/activity'
 import { ApiKeysPage } from './pages/api-keys'
 import { DashboardPage } from './pages/dashboard'
+import { DeliverabilityPage } from './pages/deliverability'
 import { MessagesPage } from './pages/messages'
 import { RolesPage } from './pages/roles'
 import { SettingsPage } from './pages/settings'
@@ -45,6 +48,7 @@ import { SendingBridgesPage } from './pages/sending-bridges'
 import { SendingDomainsPage } from './pages/sending-domains'
 import { SendingIpsPage } from './pages/sending-ips'
 import { SendingNodesPage } from './pages/sending-nodes'
+import { SendingQueuePage } from './pages/sending-queue'
 import { TemplatesPage } from './pages/templates'
 import { WebhooksPage } from './pages/webhooks'
 
@@ -189,12 +193,28 @@ export const NAV: NavEntry[] = [
         component: SendingNodesPage,
       },
       {
+        path: '/sending/queue',
+        label: 'Queue',
+        icon: GaugeIcon,
+        permission: 'ips.read',
+        description: 'Mail waiting per provider and IP, throttles, suspensions and IP warm-up.',
+        component: SendingQueuePage,
+      },
+      {
         path: '/sending/bridges',
         label: 'Bridges',
         icon: CableIcon,
         permission: 'bridges.read',
         description: 'SMTP credentials for applications that cannot call the API.',
         component: SendingBridgesPage,
+      },
+      {
+        path: '/sending/deliverability',
+        label: 'Deliverability',
+        icon: StethoscopeIcon,
+        permission: 'doctor.read',
+        description: 'DNS, reverse DNS, blocklists and bulk-sender rules checked, each problem with its fix.',
+        component: DeliverabilityPage,
       },
     ],
   },

@@ -215,6 +215,8 @@ export const messageRecipients = sqliteTable(
     last_response: text('last_response'),
     /** Rule name from the classification table that decided the last outcome. */
     last_class: text('last_class'),
+    /** Why the last attempt or bounce report failed: one of BOUNCE_REASONS (src/lib/smtp-replies.ts); null when sent. */
+    last_reason: text('last_reason'),
     /** The IP and MX host of the last attempt. */
     last_ip: text('last_ip'),
     last_mx: text('last_mx'),

@@ -92,14 +92,18 @@ export const EVENT_KINDS = [
   { kind: 'contact.complained', emitted: true },
   // A custom event (POST /api/v2/track) on the contact's timeline; the automation engine reads it.
   { kind: 'event.tracked', emitted: true },
-  { kind: 'broadcast.sent', emitted: false },
-  { kind: 'broadcast.opened', emitted: false },
-  { kind: 'broadcast.clicked', emitted: false },
-  // The engine emits started and finished; paused comes from the API's pause (and the engine's auto-pause).
-  { kind: 'broadcast.started', emitted: false },
+  { kind: 'broadcast.sent', emitted: true },
+  { kind: 'broadcast.opened', emitted: true },
+  { kind: 'broadcast.clicked', emitted: true },
+  { kind: 'broadcast.started', emitted: true },
   { kind: 'broadcast.paused', emitted: true },
-  { kind: 'broadcast.finished', emitted: false },
+  { kind: 'broadcast.finished', emitted: true },
+  { kind: 'domain.created', emitted: true },
+  { kind: 'domain.updated', emitted: true },
+  { kind: 'domain.deleted', emitted: true },
   { kind: 'webhook.disabled', emitted: true },
+  { kind: 'deliverability.alert', emitted: true },
+  { kind: 'doctor.changed', emitted: true },
 ] as const
 
 export type EventKind = (typeof EVENT_KINDS)[number]['kind']

@@ -105,6 +105,7 @@ export const MessageSchema = t.Object({
       last_response: t.Nullable(
         t.Object({ code: t.Nullable(t.Integer()), enhanced_code: t.Nullable(t.String()), text: t.Nullable(t.String()), rule: t.Nullable(t.String()) }),
       ),
+      reason: t.Nullable(t.String({ description: 'Why the last attempt or bounce report failed: one of the bounce reasons of docs/api.md; null when sent.' })),
       mx: t.Nullable(t.String()),
       source_ip: t.Nullable(t.String()),
       tls: t.Nullable(

@@ -11,7 +11,12 @@ export const StatsQuerySchema = t.Object({
   ),
   to: t.Optional(t.String({ format: 'date-time', description: 'End (ISO 8601, exclusive), rounded up to its bucket. Default: now.' })),
   bucket: t.Optional(enumOf(STATS_BUCKETS, { description: 'hour, or day (UTC days). Default day.' })),
-  group_by: t.Optional(enumOf(STATS_GROUPS, { description: 'Split the counts by sending domain, IP, pool, bridge, list or broadcast. Default all.' })),
+  group_by: t.Optional(
+    enumOf(STATS_GROUPS, {
+      description:
+        'Split the counts by sending domain, IP, pool, bridge, list, broadcast, or bounce reason (bounced, failed, deferred and delayed events only; docs/api.md "Bounce reasons"). Default all.',
+    }),
+  ),
   kinds: t.Optional(t.String({ maxLength: 1000, description: 'Comma-separated event kinds to count. Default: every kind.' })),
 })
 
@@ -21,7 +26,9 @@ const RatesSchema = t.Object(
   { delivery_rate: Rate, bounce_rate: Rate, complaint_rate: Rate, open_rate: Rate, click_rate: Rate, unsubscribe_rate: Rate },
   { description: 'Fractions from 0 to 1, null when the denominator is 0 (docs/api.md "Statistics").' },
 )
-const Group = t.Union([t.String(), t.Null()], { description: 'The group value (domain name, IP, or pool/bridge/list/broadcast id); null with group_by=all.' })
+const Group = t.Union([t.String(), t.Null()], {
+  description: 'The group value (domain name, IP, pool/bridge/list/broadcast id, or bounce reason); null with group_by=all.',
+})
 
 export const StatsSchema = t.Object({
   from: t.String({ format: 'date-time' }),

@@ -6,7 +6,7 @@ import { DAY_SUFFIX } from './service'
 /**
  * Statistics rollups: tails the event log by id and adds each event to the hourly counters
  * of `stats_hourly`, once per dimension ('all', 'domain', 'ip', 'pool', 'bridge', 'list',
- * 'broadcast'), and to the day counters ('<dim>.day', see DAY_SUFFIX). GET /api/v2/stats
+ * 'broadcast', 'reason'), and to the day counters ('<dim>.day', see DAY_SUFFIX). GET /api/v2/stats
  * reads only those counters, so a query over months of events sums a few thousand rows
  * instead of counting millions.
  *
@@ -57,7 +57,9 @@ const statements = preparedFor((db: Db) => {
           CASE WHEN n.kind = 'direct' AND n.pool_id IS NOT NULL THEN n.pool_id ELSE m.pool_id END AS pool_id,
           coalesce(e.bridge_id, m.bridge_id) AS bridge_id,
           e.list_id AS list_id,
-          e.broadcast_id AS broadcast_id
+          e.broadcast_id AS broadcast_id,
+          -- Why a delivery failed or waits (BOUNCE_REASONS, src/lib/smtp-replies.ts): the 'reason' dimension.
+          CASE WHEN e.kind IN ('message.bounced', 'message.failed', 'message.deferred', 'message.delayed') THEN json_extract(e.data, '$.reason') END AS reason
         FROM (
           SELECT id, kind, created_at, message_id, data, bridge_id, list_id, broadcast_id FROM events WHERE id > ?1 AND id <= ?2
           -- The first open and the first click of a message also count as unique ones (UNIQUE_COUNTERS).
@@ -77,6 +79,7 @@ const statements = preparedFor((db: Db) => {
         UNION ALL SELECT 'bridge', hour, CAST(bridge_id AS TEXT), kind FROM b WHERE bridge_id IS NOT NULL
         UNION ALL SELECT 'list', hour, CAST(list_id AS TEXT), kind FROM b WHERE list_id IS NOT NULL
         UNION ALL SELECT 'broadcast', hour, CAST(broadcast_id AS TEXT), kind FROM b WHERE broadcast_id IS NOT NULL
+        UNION ALL SELECT 'reason', hour, reason, kind FROM b WHERE reason IS NOT NULL AND reason != ''
       )
       INSERT INTO stats_hourly (dim, hour, dim_value, kind, count)
       SELECT dim, hour, dim_value, kind, count(*) FROM (

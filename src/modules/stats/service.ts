@@ -6,7 +6,7 @@ import { invalidField } from '../../lib/errors'
 import { EVENT_KIND_NAMES, parseKinds } from '../events/service'
 
 export const STATS_BUCKETS = ['hour', 'day'] as const
-export const STATS_GROUPS = ['all', 'domain', 'ip', 'pool', 'bridge', 'list', 'broadcast'] as const
+export const STATS_GROUPS = ['all', 'domain', 'ip', 'pool', 'bridge', 'list', 'broadcast', 'reason'] as const
 export type StatsBucket = (typeof STATS_BUCKETS)[number]
 export type StatsGroup = (typeof STATS_GROUPS)[number]
 

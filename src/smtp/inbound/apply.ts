@@ -52,8 +52,8 @@ const statements = preparedFor((db: Db) => {
       'SELECT id, address, state FROM message_recipients WHERE message_id = ? AND address = ? ORDER BY id LIMIT 1',
     ),
     recipientsOf: c.prepare<RecipientRow, [string]>('SELECT id, address, state FROM message_recipients WHERE message_id = ? ORDER BY id LIMIT 2'),
-    bounce: c.prepare<never, [number | null, string, string | null, string, number, number]>(
-      `UPDATE message_recipients SET state = 'bounced', last_code = ?1, last_enhanced = ?2, last_response = ?3, last_class = ?4,
+    bounce: c.prepare<never, [number | null, string, string | null, string, number, number, string | null]>(
+      `UPDATE message_recipients SET state = 'bounced', last_code = ?1, last_enhanced = ?2, last_response = ?3, last_class = ?4, last_reason = ?7,
          lease_until = NULL, next_attempt_at = NULL, updated_at = ?5, finished_at = ?5 WHERE id = ?6`,
     ),
     complainedBefore: c.prepare<{ id: number }, [string, string]>(
@@ -117,12 +117,13 @@ function applyDsn(deps: Deps, report: DsnReport, now: number): Applied {
       status: entry.status,
       class: entry.class,
       rule: entry.rule,
+      reason: entry.reason,
       diagnostic: entry.diagnostic,
       code: entry.smtpCode,
       remote_mta: entry.remoteMta,
       reporting_mta: report.reportingMta,
     }
-    const result = { recipient: row.address, action: entry.action, status: entry.status }
+    const result = { recipient: row.address, action: entry.action, status: entry.status, reason: entry.reason }
     if (entry.action === 'failed') {
       if (row.state === 'suppressed') {
         results.push({ ...result, applied: 'ignored', reason: 'the recipient was suppressed, never sent' })
@@ -131,7 +132,7 @@ function applyDsn(deps: Deps, report: DsnReport, now: number): Applied {
       // A failure report after the receiving MX accepted the message (state sent) wins:
       // the mail was not delivered after all (RFC 3464 section 2.3.3, action failed).
       const already = row.state === 'bounced'
-      if (!already) st.bounce.run(entry.smtpCode, entry.status, entry.diagnostic, `dsn:${entry.rule}`, now, row.id)
+      if (!already) st.bounce.run(entry.smtpCode, entry.status, entry.diagnostic, `dsn:${entry.rule}`, now, row.id, entry.reason)
       const marked = entry.suppress ? suppressForFeedback(deps.db, now, { address: row.address, cause: 'hard_bounce', messageId, data }) : []
       if (already && marked.length === 0) {
         results.push({ ...result, applied: 'duplicate', reason: 'the recipient was already bounced' })

@@ -13,7 +13,7 @@
  *   reply during the SMTP session would be: only a bad address suppresses, a policy block
  *   (5.7.x) does not.
  */
-import { classifyReply, parseReply } from '../../lib/smtp-replies'
+import { type BounceReason, classifyReply, parseReply, replyReason } from '../../lib/smtp-replies'
 import {
   type Field,
   type ParsedMail,
@@ -52,6 +52,8 @@ export interface DsnRecipient {
   suppress: boolean
   /** The rule of src/lib/smtp-replies.ts that decided (or 'delivered'). */
   rule: string
+  /** Why it failed or is delayed (BOUNCE_REASONS); null for delivered, relayed, expanded. */
+  reason: BounceReason | null
   /** The diagnostic text (Diagnostic-Code without its type, or the heuristic's line). */
   diagnostic: string | null
   /** The SMTP reply code in the diagnostic, if any. */
@@ -127,12 +129,19 @@ function buildRecipient(input: {
   const cls = bounceClass(action, status)
   let suppress = false
   let rule = 'delivered'
+  let reason: BounceReason | null = null
   if (cls) {
     // The status field is authoritative for the class; the diagnostic's text refines the rule.
-    const decided = classifyReply({ code: reply.code, enhanced: status, text: reply.text || diagnostic || '' })
+    const input = { code: reply.code, enhanced: status, text: reply.text || diagnostic || '' }
+    const decided = classifyReply(input)
     // A transient status never suppresses, even when the reply code disagrees.
     suppress = cls === 'hard' && decided.suppress
     rule = decided.rule
+    reason = decided.reason ?? replyReason(input)
+    // Failed with a transient status: the reporting MTA gave up retrying (Postfix's
+    // maximal_queue_lifetime, RFC 3464 2.3.3 with a 4.x.x status). Unless the reply says
+    // more (a full mailbox, a rate), that is the message expiring.
+    if (action === 'failed' && cls === 'soft' && reason === 'other') reason = 'expired'
   }
   return {
     recipient,
@@ -143,6 +152,7 @@ function buildRecipient(input: {
     class: cls,
     suppress,
     rule,
+    reason,
     diagnostic,
     smtpCode: reply.code,
     remoteMta: input.remoteMta,
@@ -209,7 +219,7 @@ const DAEMON_LOCAL = /^(mailer-daemon|mailer_daemon|mail-daemon|mailerdaemon|pos
 const COPY_MARKER =
   /^[ \t]*-{2,}[ \t-]*(?:below this line is a copy of the message|(?:this is a )?copy of the (?:original )?message|(?:the )?original message|returned message|message headers? follows?|headers of the original message)|^[ \t]*original message headers:/im
 const PERMANENT_TEXT =
-  /permanent(ly)? (error|failure|fatal)|failed permanently|given up|user unknown|unknown user|no such (user|mailbox|recipient)|does ?n[o']t (exist|have)|not found|could not be delivered|couldn't be delivered|delivery has failed/i
+  /permanent(ly)? (error|failure|fatal)|failed permanently|given up|was not delivered|undeliverable|could not be delivered to the following|user unknown|unknown user|no such (user|mailbox|recipient)|does ?n[o']t (exist|have)|not found|could not be delivered|couldn't be delivered|delivery has failed/i
 const TEMPORARY_TEXT = /temporar(y|ily)|will (retry|continue|keep trying|try again)|still trying|delayed|not (yet )?been delivered yet|deferred/i
 const ADDRESS_RE = /[a-z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+/gi
 const HEADER_LINE = /^(return-path|from|sender|reply-to|message-id|received|dkim-signature|list-[a-z-]+|references|in-reply-to|x-[a-z-]+)\s*:/i
@@ -248,6 +258,17 @@ function findCode(lines: string[]): { status: string | null; code: number | null
     if (b) return { status: null, code: Number(b[1]), line: l.trim() }
   }
   return { status: null, code: null, line: null }
+}
+
+/** The first few non-empty lines from an address on, joined: the prose diagnostic of a notice without codes. */
+function contextOf(lines: string[], start: number): string | null {
+  const text = lines
+    .slice(start, start + 10)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !/^because:?$/i.test(l))
+    .slice(0, 4)
+    .join(' ')
+  return text === '' ? null : text.slice(0, MAX_DIAGNOSTIC)
 }
 
 /**
@@ -296,6 +317,9 @@ export function heuristicDsn(mail: ParsedMail, options: DsnOptions = {}): DsnRep
     }
     // One recipient: the code may sit anywhere in the notice (Exchange puts it in a later section).
     if (!code.status && !code.code && candidates.length === 1) code = findCode(lines)
+    // No code at all (Domino, GroupWise, KDDI, Exim's "Unrouteable address"): the words next to
+    // the address are the diagnostic, so the reply rules can still read "user unknown" from them.
+    if (!code.line && start !== undefined) code.line = contextOf(lines, start)
     found.push({ address, ...code })
   }
   // When some address has a code, the others are mentions (a helpdesk, a forward target), not failures.

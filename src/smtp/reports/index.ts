@@ -11,7 +11,7 @@
 import { arfFromMail, type ArfReport } from './arf'
 import { dmarcFromMail, type DmarcReport } from './dmarc'
 import { dsnFromMail, heuristicDsn, standardDsn, type DsnReport } from './dsn'
-import { contentType, parseMail, type ParsedMail } from './mime'
+import { contentType, findPart, headerSection, parseMail, type ParsedMail } from './mime'
 import { tokenFromAddress } from '../../lib/return-path-token'
 
 export type { ArfReport, FeedbackType } from './arf'
@@ -98,9 +98,30 @@ export async function classifyInbound(raw: Buffer, envelope: InboundEnvelope, op
     const max = options.maxBytes ?? DEFAULT_MAX_BYTES
     const input = raw.length > max ? raw.subarray(0, max) : raw
     const mail = await withTimeout(parseMail(input), options.timeoutMs ?? DEFAULT_TIMEOUT_MS)
-    return classifyParsed(mail, envelope ?? { mailFrom: '', rcptTo: [] }, options)
+    const report = classifyParsed(mail, envelope ?? { mailFrom: '', rcptTo: [] }, options)
+    if (report.kind !== 'unknown') return report
+    const forwarded = await forwardedComplaint(mail, options)
+    return forwarded ?? report
   } catch (e) {
     const reason = e instanceof Timeout ? e.message : `malformed message: ${e instanceof Error ? e.message : String(e)}`
     return { kind: 'unknown', reason: reason.slice(0, 500) }
+  }
+}
+
+/**
+ * A complaint forwarded whole as an attachment: Amazon SES's email feedback forwarding (and
+ * people forwarding a provider's report "as attachment") wrap the provider's
+ * multipart/report; report-type=feedback-report in a message/rfc822 part. One level only,
+ * and only when the attached message's own header says it is a feedback report.
+ */
+async function forwardedComplaint(mail: ParsedMail, options: ClassifyOptions): Promise<ArfReport | null> {
+  const part = findPart(mail, ['message/rfc822'])
+  if (!part || !/report-type\s*=\s*"?feedback-report/i.test(headerSection(part.content))) return null
+  try {
+    const inner = await withTimeout(parseMail(part.content), options.timeoutMs ?? DEFAULT_TIMEOUT_MS)
+    return arfFromMail(inner, options)
+  } catch {
+    // The outer message already came back unknown; a broken attachment does not change that.
+    return null
   }
 }

@@ -89,6 +89,8 @@ interface MessageRecipient {
   attempts: number
   next_attempt_at: string | null
   last_response: LastResponse | null
+  /** Why the last attempt or bounce report failed (docs/api.md "Bounce reasons"). */
+  reason: string | null
   mx: string | null
   source_ip: string | null
   suppression: Record<string, unknown> | null
@@ -347,7 +349,8 @@ function EventDetail({ e }: { e: MessageEvent }) {
   if (e.kind === 'message.failed' && typeof d.max_age_seconds === 'number') facts.push(['Gave up after', `${Math.round(d.max_age_seconds / 3600)} hours`])
   if (str(d.ip)) facts.push(['Reader IP', str(d.ip)!])
   if (str(d.user_agent)) facts.push(['Client', str(d.user_agent)!])
-  if (e.kind === 'message.suppressed' && str(d.reason)) facts.push(['Reason', str(d.reason)!.replace(/_/g, ' ')])
+  if (['message.suppressed', 'message.bounced', 'message.deferred', 'message.delayed', 'message.failed'].includes(e.kind) && str(d.reason))
+    facts.push(['Reason', str(d.reason)!.replace(/_/g, ' ')])
   return (
     <div className="grid gap-2 text-sm">
       {e.kind === 'message.deferred' && str(d.next_attempt_at) ? (
@@ -438,6 +441,12 @@ function RecipientCard({ r }: { r: MessageRecipient }) {
           <>
             <dt className="text-muted-foreground">Finished</dt>
             <dd>{formatDateTime(r.finished_at)}</dd>
+          </>
+        ) : null}
+        {r.reason ? (
+          <>
+            <dt className="text-muted-foreground">Reason</dt>
+            <dd>{r.reason.replace(/_/g, ' ')}</dd>
           </>
         ) : null}
         {r.suppression ? (

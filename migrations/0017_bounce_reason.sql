@@ -1,0 +1,1 @@
+ALTER TABLE `message_recipients` ADD `last_reason` text;

@@ -1,0 +1,134 @@
+/**
+ * Guardrails: running broadcasts are paused (status `paused` with a `status_reason`) when the
+ * pool or sending domain they use shows a bounce or complaint rate over the configured
+ * thresholds in the window, or when one of the pool's IPs is listed (a blocklist reply seen
+ * by the shaper, or the doctor's DNSBL check). Each pause raises `deliverability.alert`,
+ * which webhooks can subscribe to. Automations pause the same way once they exist (issue 17).
+ */
+import type { Deps } from '../deps'
+import { emit } from '../modules/events/service'
+
+export interface AlertResult {
+  /** Broadcasts moved from `sending` to `paused`. */
+  paused: number[]
+}
+
+interface Scope {
+  kind: 'pool' | 'domain'
+  id: number
+  name: string
+}
+
+/** Ids of broadcasts in `sending` that send over a pool (null = the default pool's) or from a sending domain. */
+function runningBroadcasts(deps: Deps, scope: Scope): number[] {
+  const c = deps.db.$client
+  if (scope.kind === 'pool') {
+    const isDefault = (c.query('SELECT is_default FROM ip_pools WHERE id = ?').get(scope.id) as { is_default: number } | null)?.is_default === 1
+    return (
+      c
+        .query(`SELECT id FROM broadcasts WHERE status = 'sending' AND (pool_id = ?1 OR (?2 = 1 AND pool_id IS NULL)) ORDER BY id`)
+        .all(scope.id, isDefault ? 1 : 0) as Array<{ id: number }>
+    ).map((r) => r.id)
+  }
+  // The From domain decides the sending domain (docs/api.md "Broadcasts").
+  return (
+    c
+      .query(
+        `SELECT id FROM broadcasts WHERE status = 'sending' AND lower(rtrim(substr(from_address, instr(from_address, '@') + 1), '> ')) = lower(?) ORDER BY id`,
+      )
+      .all(scope.name) as Array<{ id: number }>
+  ).map((r) => r.id)
+}
+
+/** Pauses the running broadcasts of a scope and raises one `deliverability.alert`; done in one transaction. */
+function pauseScope(deps: Deps, scope: Scope, reason: string, data: Record<string, unknown>): number[] {
+  const now = deps.clock.now()
+  return deps.db.transaction((tx) => {
+    const ids = runningBroadcasts(deps, scope)
+    const update = deps.db.$client.prepare(`UPDATE broadcasts SET status = 'paused', status_reason = ?, updated_at = ? WHERE id = ? AND status = 'sending'`)
+    for (const id of ids) update.run(reason, now, id)
+    emit(tx, now, {
+      kind: 'deliverability.alert',
+      data: { ...data, scope: scope.kind, scope_id: scope.id, scope_name: scope.name, reason, paused_broadcast_ids: ids },
+    })
+    return ids
+  })
+}
+
+/** Pauses the running broadcasts of every pool holding a listed address (called by the shaper on a blocklist reply, and for the doctor's DNSBL findings). */
+export function pauseForListedIp(deps: Deps, address: string, evidence: string): AlertResult {
+  const pools = deps.db.$client
+    .query('SELECT p.id, p.name FROM ip_pool_members m JOIN ips i ON i.id = m.ip_id JOIN ip_pools p ON p.id = m.pool_id WHERE i.address = ? ORDER BY p.id')
+    .all(address) as Array<{ id: number; name: string }>
+  const paused: number[] = []
+  for (const p of pools) {
+    paused.push(
+      ...pauseScope(deps, { kind: 'pool', id: p.id, name: p.name }, `IP ${address} is listed: ${evidence}`.slice(0, 500), {
+        type: 'ip_listed',
+        ip: address,
+        evidence,
+      }),
+    )
+  }
+  return { paused }
+}
+
+interface Rates {
+  id: number
+  name: string
+  outcomes: number
+  bounced: number
+  complained: number
+}
+
+/**
+ * Measures each pool's and sending domain's bounce and complaint rates over the window (from
+ * the event log: message.sent/bounced/complained joined to the message's pool and domain) and
+ * pauses the running broadcasts of those over a threshold. A scope is judged only with at
+ * least `guardrail_min_sent` outcomes, so one early bounce does not stop a campaign.
+ */
+export function checkGuardrails(deps: Deps): AlertResult {
+  const cfg = deps.config
+  const since = deps.clock.now() - cfg.guardrail_window_minutes * 60_000
+  const c = deps.db.$client
+  const measure = (column: 'pool_id' | 'domain_id', table: 'ip_pools' | 'sending_domains') =>
+    c
+      .query(
+        `SELECT s.id AS id, s.name AS name,
+           sum(e.kind IN ('message.sent', 'message.bounced')) AS outcomes,
+           sum(e.kind = 'message.bounced') AS bounced,
+           sum(e.kind = 'message.complained') AS complained
+         FROM events e JOIN messages m ON m.id = e.message_id JOIN ${table} s ON s.id = ${column === 'pool_id' ? 'coalesce(m.pool_id, (SELECT id FROM ip_pools WHERE is_default = 1))' : 'm.domain_id'}
+         WHERE e.kind IN ('message.sent', 'message.bounced', 'message.complained') AND e.created_at >= ?
+         GROUP BY s.id`,
+      )
+      .all(since) as Rates[]
+  const paused: number[] = []
+  for (const [kind, rows] of [
+    ['pool', measure('pool_id', 'ip_pools')],
+    ['domain', measure('domain_id', 'sending_domains')],
+  ] as const) {
+    for (const r of rows) {
+      if (r.outcomes < cfg.guardrail_min_sent) continue
+      const bounceRate = r.bounced / r.outcomes
+      const complaintRate = r.complained / r.outcomes
+      let why: string | null = null
+      if (bounceRate > cfg.guardrail_bounce_rate) why = `bounce rate ${(bounceRate * 100).toFixed(1)} % over ${(cfg.guardrail_bounce_rate * 100).toFixed(1)} %`
+      else if (complaintRate > cfg.guardrail_complaint_rate)
+        why = `complaint rate ${(complaintRate * 100).toFixed(2)} % over ${(cfg.guardrail_complaint_rate * 100).toFixed(2)} %`
+      if (!why) continue
+      const scope: Scope = { kind, id: r.id, name: r.name }
+      if (runningBroadcasts(deps, scope).length === 0) continue // nothing to pause: no alert storm every sweep
+      paused.push(
+        ...pauseScope(deps, scope, `${kind} ${r.name}: ${why} in the last ${cfg.guardrail_window_minutes} minutes`, {
+          type: bounceRate > cfg.guardrail_bounce_rate ? 'bounce_rate' : 'complaint_rate',
+          outcomes: r.outcomes,
+          bounce_rate: bounceRate,
+          complaint_rate: complaintRate,
+          window_minutes: cfg.guardrail_window_minutes,
+        }),
+      )
+    }
+  }
+  return { paused }
+}

@@ -1,0 +1,323 @@
+/**
+ * Traffic shaping: how fast mail may leave each source IP for each provider group
+ * (providers.ts), adapted to what the receivers say.
+ *
+ * - Limits per (group, IP): deliveries in progress (connections), messages per connection,
+ *   messages a minute and an hour (`limitsFor`, overridable by `shaping_limits`).
+ * - Slow-down replies (rules in lib/slowdown-replies.ts) halve the pair's rate and hold it
+ *   for a back-off (1, 2, 4 ... minutes, at most 30); every SUCCESS_STEP accepted messages
+ *   raise the rate by half again, back up to the ceiling, where the pair is `normal` again.
+ * - A block reply (5.7.1 "listed by Spamhaus" and the like) suspends the pair for
+ *   `shaping_suspend_minutes`, raises `deliverability.alert` and pauses the running broadcasts
+ *   of the IP's pools (guardrails.ts). After the suspension the pair resumes throttled.
+ * - Warm-up (warmup.ts): an IP in `ip_warmups` sends at most its schedule's cap per UTC day
+ *   and group; the counts are in `warmup_usage`.
+ *
+ * choose() tries the pool's IPs in rotation order and takes the first that may send now, so
+ * mail over an IP's cap or hold spills to the other IPs of the pool; when none may, the rows
+ * wait (postponed without spending an attempt) until the earliest IP may send again.
+ * Relay routes are not shaped: the relay paces its own deliveries.
+ *
+ * The pair state is written to `shaping_states` on every change of state or rate (rare), so
+ * it survives a restart and the queue view can read it; per-minute counts are in memory.
+ */
+import type { Deps } from '../deps'
+import { emit } from '../modules/events/service'
+import { matchSlowdown } from '../lib/slowdown-replies'
+import { groupOfDomain, groupOfMxHosts, limitsFor, type GroupLimits } from './providers'
+import { pauseForListedIp } from './guardrails'
+import { capFor, dayKey, defaultSchedule, nextDayStart, warmupDay, type WarmupStep } from './warmup'
+import type { RecipientResult } from './transport'
+
+export type PairState = 'normal' | 'throttled' | 'suspended'
+
+/** Accepted messages between two rate increases while throttled. */
+export const SUCCESS_STEP = 10
+/** The rate a throttled pair without a configured ceiling starts from, and 8x it is where it counts as recovered. */
+export const UNLIMITED_THROTTLE_START = 60
+const MAX_BACKOFF_MS = 30 * 60_000
+
+interface Pair {
+  state: PairState
+  /** Messages a minute allowed now; null = the ceiling. */
+  rate: number | null
+  holdUntil: number | null
+  successes: number
+  strikes: number
+  reason: string | null
+  minute: number
+  minuteCount: number
+  hour: number
+  hourCount: number
+  inFlight: number
+  /** The ceiling of the pool this pair was last chosen for; null = none. */
+  ceiling: number | null
+}
+
+export interface Candidate {
+  address: string
+  hostname: string
+}
+
+export type Choice =
+  { kind: 'send'; source: Candidate | null; admit: number; group: string; limits: GroupLimits } | { kind: 'wait'; until: number; reason: string }
+
+export interface Shaper {
+  /** The provider group of a recipient domain (well-known domains, else the MX hosts). */
+  groupOf(domain: string): Promise<string>
+  /** Picks the source for up to `n` messages to `group` among the pool's candidates (in rotation order; [] = the host's default address). */
+  choose(group: string, poolId: number | null, candidates: Candidate[], n: number): Promise<Choice>
+  /** Ends a delivery started by a `send` choice and learns from its results. */
+  finish(group: string, ip: string, results: RecipientResult[]): Promise<void>
+}
+
+type StateRow = { state: PairState; rate_per_minute: number | null; hold_until: number | null; successes: number; reason: string | null }
+
+/** Creates the shaper; `mxHosts` resolves a domain's MX host names (the transport's cache). */
+export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Promise<string[]> }): Shaper {
+  const pairs = new Map<string, Pair>()
+  const learned = new Map<string, string>()
+  const usage = new Map<string, number>()
+  const c = deps.db.$client
+  const readState = c.prepare<StateRow, [string, string]>(
+    'SELECT state, rate_per_minute, hold_until, successes, reason FROM shaping_states WHERE provider = ? AND ip = ?',
+  )
+  const readDomain = c.prepare<{ provider: string }, [string]>('SELECT provider FROM provider_domains WHERE domain = ?')
+  const readPoolName = c.prepare<{ name: string }, [number]>('SELECT name FROM ip_pools WHERE id = ?')
+  const readWarmup = c.prepare<{ started_at: number; schedule: string | null }, [string]>(
+    'SELECT w.started_at, w.schedule FROM ip_warmups w JOIN ips i ON i.id = w.ip_id WHERE i.address = ?',
+  )
+  const readUsage = c.prepare<{ count: number }, [string, string, string]>('SELECT count FROM warmup_usage WHERE ip = ? AND day = ? AND provider = ?')
+
+  const keyOf = (group: string, ip: string) => `${group}\n${ip}`
+
+  function pairOf(group: string, ip: string): Pair {
+    const key = keyOf(group, ip)
+    let p = pairs.get(key)
+    if (!p) {
+      const row = readState.get(group, ip)
+      p = {
+        state: row?.state ?? 'normal',
+        rate: row?.rate_per_minute ?? null,
+        holdUntil: row?.hold_until ?? null,
+        successes: row?.successes ?? 0,
+        strikes: 0,
+        reason: row?.reason ?? null,
+        minute: 0,
+        minuteCount: 0,
+        hour: 0,
+        hourCount: 0,
+        inFlight: 0,
+        ceiling: null,
+      }
+      pairs.set(key, p)
+    }
+    return p
+  }
+
+  function persist(group: string, ip: string, p: Pair): Promise<void> {
+    const now = deps.clock.now()
+    return deps.commits.run(() => {
+      c.prepare(
+        `INSERT INTO shaping_states (provider, ip, state, rate_per_minute, hold_until, successes, reason, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (provider, ip) DO UPDATE SET state = ?3, rate_per_minute = ?4, hold_until = ?5, successes = ?6, reason = ?7, updated_at = ?8`,
+      ).run(group, ip, p.state, p.rate, p.holdUntil, p.successes, p.reason, now)
+    })
+  }
+
+  function poolName(poolId: number | null): string | null {
+    if (poolId === null) return null
+    return readPoolName.get(poolId)?.name ?? null
+  }
+
+  /** Today's remaining warm-up allowance of an IP for a group; null = not warming up (or warm). */
+  function warmupRoom(ip: string, group: string, now: number): number | null {
+    const w = readWarmup.get(ip)
+    if (!w) return null
+    const schedule: WarmupStep[] = w.schedule ? JSON.parse(w.schedule) : defaultSchedule()
+    const cap = capFor(schedule, warmupDay(w.started_at, now), group)
+    if (cap === null) return null
+    return Math.max(0, cap - usedToday(ip, group, now))
+  }
+
+  /** Today's warm-up count of an IP and group: read once from the table, then counted here as deliveries are admitted (before their write commits). */
+  function usedToday(ip: string, group: string, now: number): number {
+    const key = `${ip}\n${dayKey(now)}\n${group}`
+    let n = usage.get(key)
+    if (n === undefined) {
+      if (usage.size > 10_000) usage.clear()
+      n = readUsage.get(ip, dayKey(now), group)?.count ?? 0
+      usage.set(key, n)
+    }
+    return n
+  }
+
+  /** How many of n messages the pair may take now, or when it may next. */
+  function room(group: string, ip: string, limits: GroupLimits, n: number, now: number): { admit: number } | { until: number; reason: string } {
+    const p = pairOf(group, ip)
+    if (p.holdUntil !== null && p.holdUntil > now) return { until: p.holdUntil, reason: `${p.state} (${p.reason ?? 'hold'})` }
+    if (p.state === 'suspended') {
+      // The suspension ran out: resume carefully, throttled at half the ceiling.
+      p.state = 'throttled'
+      p.rate = Math.max(1, Math.floor((limits.per_minute ?? UNLIMITED_THROTTLE_START * 2) / 2))
+      p.holdUntil = null
+      p.successes = 0
+      void persist(group, ip, p)
+    }
+    if (p.inFlight >= limits.connections) return { until: now + 1000, reason: `${limits.connections} connections busy` }
+    const minute = Math.floor(now / 60_000)
+    const hour = Math.floor(now / 3_600_000)
+    if (p.minute !== minute) [p.minute, p.minuteCount] = [minute, 0]
+    if (p.hour !== hour) [p.hour, p.hourCount] = [hour, 0]
+    let admit = n
+    const perMinute = p.rate !== null ? Math.floor(p.rate) : limits.per_minute
+    if (perMinute !== null) {
+      const left = perMinute - p.minuteCount
+      if (left <= 0) return { until: (minute + 1) * 60_000, reason: `${perMinute} a minute reached` }
+      admit = Math.min(admit, left)
+    }
+    if (limits.per_hour !== null) {
+      const left = limits.per_hour - p.hourCount
+      if (left <= 0) return { until: (hour + 1) * 3_600_000, reason: `${limits.per_hour} an hour reached` }
+      admit = Math.min(admit, left)
+    }
+    if (ip !== '') {
+      const left = warmupRoom(ip, group, now)
+      if (left !== null) {
+        if (left <= 0) return { until: nextDayStart(now), reason: 'warm-up cap for today reached' }
+        admit = Math.min(admit, left)
+      }
+    }
+    return { admit }
+  }
+
+  return {
+    async groupOf(domain) {
+      const d = domain.toLowerCase()
+      const known = groupOfDomain(d) ?? learned.get(d)
+      if (known) return known
+      let group = groupOfMxHosts(await opts.mxHosts(d))
+      if (!group) group = readDomain.get(d)?.provider ?? `mx:${d}`
+      else if (readDomain.get(d)?.provider !== group) {
+        const now = deps.clock.now()
+        await deps.commits.run(() => {
+          c.prepare(
+            'INSERT INTO provider_domains (domain, provider, updated_at) VALUES (?1, ?2, ?3) ON CONFLICT (domain) DO UPDATE SET provider = ?2, updated_at = ?3',
+          ).run(d, group!, now)
+        })
+      }
+      learned.set(d, group)
+      return group
+    },
+
+    async choose(group, poolId, candidates, n) {
+      const now = deps.clock.now()
+      const limits = limitsFor(deps.config.shaping_limits, group, poolName(poolId))
+      const list: Array<Candidate | null> = candidates.length ? candidates : [null]
+      let wait: { until: number; reason: string } | null = null
+      for (const cand of list) {
+        const ip = cand?.address ?? ''
+        const r = room(group, ip, limits, n, now)
+        if ('until' in r) {
+          if (!wait || r.until < wait.until) wait = { until: r.until, reason: cand ? `${ip}: ${r.reason}` : r.reason }
+          continue
+        }
+        const p = pairOf(group, ip)
+        p.minuteCount += r.admit
+        p.hourCount += r.admit
+        p.inFlight++
+        p.ceiling = limits.per_minute
+        if (ip !== '' && warmupRoom(ip, group, now) !== null) {
+          const day = dayKey(now)
+          usage.set(`${ip}\n${day}\n${group}`, usedToday(ip, group, now) + r.admit)
+          await deps.commits.run(() => {
+            c.prepare(
+              'INSERT INTO warmup_usage (ip, day, provider, count) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (ip, day, provider) DO UPDATE SET count = count + ?4',
+            ).run(ip, day, group, r.admit)
+          })
+        }
+        return { kind: 'send', source: cand, admit: r.admit, group, limits }
+      }
+      return { kind: 'wait', ...wait! }
+    },
+
+    async finish(group, ip, results) {
+      const p = pairOf(group, ip)
+      p.inFlight = Math.max(0, p.inFlight - 1)
+      const now = deps.clock.now()
+      let action: 'block' | 'throttle' | null = null
+      let evidence: RecipientResult | null = null
+      for (const r of results) {
+        if (r.code === null && r.enhanced === null) continue
+        const rule = matchSlowdown({ code: r.code, enhanced: r.enhanced, text: r.response })
+        if (!rule || rule.action === 'none') continue
+        if (rule.action === 'block' || !action) [action, evidence] = [rule.action, r]
+      }
+      if (action === 'block' && evidence) {
+        p.state = 'suspended'
+        p.holdUntil = now + deps.config.shaping_suspend_minutes * 60_000
+        p.rate = Math.max(1, Math.floor((p.rate ?? p.ceiling ?? UNLIMITED_THROTTLE_START * 2) / 2))
+        p.successes = 0
+        p.reason = evidence.response.slice(0, 300)
+        await persist(group, ip, p)
+        await deps.commits.run(() =>
+          emit(deps.db, now, {
+            kind: 'deliverability.alert',
+            data: {
+              type: 'suspended',
+              provider: group,
+              ip: ip || null,
+              until: new Date(p.holdUntil!).toISOString(),
+              code: evidence.code,
+              enhanced_code: evidence.enhanced,
+              response: evidence.response,
+              mx: evidence.mx,
+            },
+          }),
+        )
+        deps.log.warn('shaping: provider/IP pair suspended after a block reply', { provider: group, ip, response: evidence.response })
+        if (ip !== '') pauseForListedIp(deps, ip, evidence.response.slice(0, 200))
+        return
+      }
+      if (action === 'throttle' && evidence) {
+        const current = p.rate ?? p.ceiling ?? UNLIMITED_THROTTLE_START * 2
+        p.state = 'throttled'
+        p.rate = Math.max(1, Math.floor(current / 2))
+        p.strikes++
+        p.holdUntil = now + Math.min(MAX_BACKOFF_MS, 60_000 * 2 ** (p.strikes - 1))
+        p.successes = 0
+        p.reason = evidence.response.slice(0, 300)
+        await persist(group, ip, p)
+        return
+      }
+      const sent = results.filter((r) => r.outcome === 'sent').length
+      if (p.state !== 'throttled' || sent === 0) return
+      p.successes += sent
+      if (p.successes < SUCCESS_STEP) return
+      const ceiling = p.ceiling ?? UNLIMITED_THROTTLE_START * 8
+      p.successes = 0
+      p.rate = Math.ceil((p.rate ?? ceiling) * 1.5)
+      if (p.rate >= ceiling) {
+        p.state = 'normal'
+        p.rate = null
+        p.strikes = 0
+        p.reason = null
+        p.holdUntil = null
+      }
+      await persist(group, ip, p)
+    },
+  }
+}
+
+/** The pool's addresses in rotation order, starting with the rotation's next pick (so unshaped traffic keeps its weights). */
+export function rotationCandidates(rotation: { next(poolId: number | null): Candidate | null }, poolId: number | null): Candidate[] {
+  const out: Candidate[] = []
+  const seen = new Set<string>()
+  for (let i = 0; i < 64; i++) {
+    const c = rotation.next(poolId)
+    if (!c || seen.has(c.address)) break
+    seen.add(c.address)
+    out.push({ address: c.address, hostname: c.hostname })
+  }
+  return out
+}

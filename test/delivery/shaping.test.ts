@@ -1,0 +1,320 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { checkGuardrails } from '../../src/delivery/guardrails'
+import { createIpRotation } from '../../src/delivery/ip-rotation'
+import { createDeliveryEngine } from '../../src/delivery/scheduler'
+import { createShaper } from '../../src/delivery/shaping'
+import { createSignerPool } from '../../src/delivery/signer-pool'
+import { createTransport } from '../../src/delivery/transport'
+import { createResolver } from '../../src/lib/dns'
+import { testApp } from '../support/app'
+import { startDnsServer, type DnsServer } from '../support/dns-server'
+import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
+
+/**
+ * Traffic shaping, warm-up and auto-pause through real sockets: the engine with its shaper
+ * resolves example.net through the loopback DNS server (provider group 'mx:example.net') and
+ * delivers to the recording sink, which answers ratelimit@ with Gmail's 421 4.7.28 and
+ * listed@ with a Spamhaus block. The clock is fixed; each drain() delivers what is due.
+ */
+let sink: SmtpSink
+let zone: DnsServer
+const signer = createSignerPool({ size: 1 })
+const GROUP = 'mx:example.net'
+
+beforeAll(async () => {
+  sink = await startSmtpSink({ host: '127.0.0.1' })
+  zone = await startDnsServer({
+    zones: {
+      'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] },
+      'mx.example.net': { A: ['127.0.0.1'] },
+      // Same MX, so the same group; a second domain for a second permfail@ (the first is suppressed).
+      'example.org': { MX: [{ exchange: 'mx.example.net', priority: 10 }] },
+    },
+  })
+})
+
+afterAll(async () => {
+  await sink.close()
+  await zone.close()
+  await signer.close()
+})
+
+async function setup(overrides: Parameters<typeof testApp>[0] = {}) {
+  sink.reset()
+  const t = testApp({ mx_port: sink.port, dns_servers: [zone.server], max_message_age_seconds: 86_400 * 3, allow_unverified_domains: true, ...overrides })
+  const admin = t.makeKey()
+  const transport = createTransport({
+    resolver: createResolver(t.deps.config.dns_servers),
+    mxPort: sink.port,
+    totalConcurrency: 32,
+    destinationConcurrency: 32,
+    log: t.deps.log,
+    ehlo: t.deps.config.hostname,
+  })
+  const shaper = createShaper(t.deps, { mxHosts: (d) => transport.mxHosts(d) })
+  const engine = createDeliveryEngine(t.deps, { transport, signer, rotation: createIpRotation(t.deps), commits: t.deps.commits, random: () => 0.5, shaper })
+  const db = t.deps.db.$client
+  const row = (id: string) =>
+    db.query('SELECT state, attempts, next_attempt_at, last_code, last_ip FROM message_recipients WHERE message_id = ?').get(id) as {
+      state: string
+      attempts: number
+      next_attempt_at: number | null
+      last_code: number | null
+      last_ip: string | null
+    }
+  const pair = (ip = '') =>
+    db.query('SELECT state, rate_per_minute, hold_until, reason FROM shaping_states WHERE provider = ? AND ip = ?').get(GROUP, ip) as {
+      state: string
+      rate_per_minute: number | null
+      hold_until: number | null
+      reason: string | null
+    } | null
+  const send = async (to: string, extra: Record<string, unknown> = {}) => {
+    const r = await t.call('POST', '/v1/emails', { key: admin.key, body: { from: 'Ada <ada@example.com>', to: [to], subject: 'Hello', text: 'Hi', ...extra } })
+    expect(r.status, JSON.stringify(r.body)).toBe(202)
+    return r.body.data.id as string
+  }
+  const ip = async (address: string) => {
+    const r = await t.call('POST', '/api/v2/ips', { key: admin.key, body: { address, hostname: `out${address.split('.').pop()}.mailroom.test` } })
+    expect(r.status).toBe(201)
+    return r.body.data.id as number
+  }
+  const pool = async (name: string, ipIds: number[], isDefault = false) => {
+    const r = await t.call('POST', '/api/v2/ip-pools', {
+      key: admin.key,
+      body: { name, is_default: isDefault, members: ipIds.map((ip_id) => ({ ip_id, weight: 1 })) },
+    })
+    expect(r.status).toBe(201)
+    return r.body.data.id as number
+  }
+  const broadcast = (name: string, poolId: number | null, status = 'sending') =>
+    Number(
+      db
+        .prepare(
+          `INSERT INTO broadcasts (name, status, from_address, subject, pool_id, archive_id, created_at, updated_at) VALUES (?, ?, 'Ada <ada@example.com>', 'Hi', ?, ?, 0, 0)`,
+        )
+        .run(name, status, poolId, `arch-${name}`).lastInsertRowid,
+    )
+  const broadcastStatus = (id: number) =>
+    db.query('SELECT status, status_reason FROM broadcasts WHERE id = ?').get(id) as { status: string; status_reason: string | null }
+  const alerts = () =>
+    (db.query(`SELECT data FROM events WHERE kind = 'deliverability.alert' ORDER BY id`).all() as Array<{ data: string }>).map(
+      (e) => JSON.parse(e.data) as Record<string, any>,
+    )
+  const sentFrom = (address: string) => sink.messages.filter((m) => m.remoteAddress === address).length
+  return { ...t, admin, engine, row, pair, send, ip, pool, broadcast, broadcastStatus, alerts, sentFrom, db, close: () => transport.close() }
+}
+
+describe('traffic shaping', () => {
+  test('a 421 rate reply halves the pair rate and holds it; sustained success raises it back to the ceiling', async () => {
+    const t = await setup({ shaping_limits: { other: { per_minute: 40 } } })
+    const start = t.deps.clock.now()
+    const limited = await t.send('ratelimit@example.net')
+    await t.engine.drain()
+    expect(t.row(limited)).toMatchObject({ state: 'deferred', last_code: 421 })
+    expect(t.pair()).toMatchObject({ state: 'throttled', rate_per_minute: 20, hold_until: start + 60_000 })
+    expect(t.pair()!.reason).toContain('4.7.28')
+    // The retry of that recipient would throttle again; take it out of the way.
+    t.db.prepare(`UPDATE message_recipients SET state = 'failed', next_attempt_at = NULL WHERE message_id = ?`).run(limited)
+
+    // During the hold nothing leaves for the group: the row waits without spending an attempt.
+    const held = await t.send('first@example.net')
+    await t.engine.drain()
+    expect(t.row(held)).toMatchObject({ state: 'deferred', attempts: 0, next_attempt_at: start + 60_000 })
+    expect(sink.messages).toHaveLength(0)
+    const q = await t.call('GET', '/api/v2/queue', { key: t.admin.key })
+    expect(q.status).toBe(200)
+    expect(q.body.data.pairs).toContainEqual(
+      expect.objectContaining({ provider: GROUP, ip: null, state: 'throttled', rate_per_minute: 20, ceiling_per_minute: 40 }),
+    )
+    expect(q.body.data.providers).toContainEqual(expect.objectContaining({ provider: GROUP, deferred: 1, state: 'throttled' }))
+
+    // After the hold: 20 a minute, so 20 of 26 leave now, the rest at the next minute.
+    t.deps.clock.advance(60_000)
+    const ids = [held]
+    for (let i = 0; i < 25; i++) ids.push(await t.send(`r${i}@example.net`))
+    await t.engine.drain()
+    expect(sink.messages).toHaveLength(20)
+    // 10 successes: 30 a minute; 20: 45, over the ceiling, so normal again.
+    expect(t.pair()).toMatchObject({ state: 'normal', rate_per_minute: null, hold_until: null })
+    const waiting = ids.filter((id) => t.row(id).state === 'deferred')
+    expect(waiting).toHaveLength(6)
+    expect(t.row(waiting[0]!).attempts).toBe(0)
+    t.deps.clock.set(Math.ceil(t.deps.clock.now() / 60_000) * 60_000)
+    await t.engine.drain()
+    expect(ids.every((id) => t.row(id).state === 'sent')).toBe(true)
+    await t.close()
+  })
+
+  test('a Spamhaus block suspends the group on that IP, raises an alert, pauses its running broadcasts; mail spills to the other IP', async () => {
+    const t = await setup()
+    const ip2 = await t.ip('127.0.0.2')
+    const ip3 = await t.ip('127.0.0.3')
+    const ip4 = await t.ip('127.0.0.4')
+    const main = await t.pool('main', [ip2, ip3], true)
+    const other = await t.pool('other', [ip4])
+    const inMain = t.broadcast('in-main', main)
+    const viaDefault = t.broadcast('via-default', null)
+    const inOther = t.broadcast('in-other', other)
+    const draft = t.broadcast('draft', main, 'draft')
+
+    const blocked = await t.send('listed@example.net')
+    await t.engine.drain()
+    expect(t.row(blocked)).toMatchObject({ state: 'bounced', last_code: 554, last_ip: '127.0.0.2' })
+    const now = t.deps.clock.now()
+    expect(t.pair('127.0.0.2')).toMatchObject({ state: 'suspended', hold_until: now + 240 * 60_000 })
+    expect(t.pair('127.0.0.3')).toBeNull()
+
+    const [suspended, listed] = t.alerts()
+    expect(suspended).toMatchObject({ type: 'suspended', provider: GROUP, ip: '127.0.0.2', code: 554, enhanced_code: '5.7.1' })
+    expect(listed).toMatchObject({ type: 'ip_listed', ip: '127.0.0.2', scope: 'pool', scope_id: main, paused_broadcast_ids: [inMain, viaDefault] })
+    expect(t.broadcastStatus(inMain).status).toBe('paused')
+    expect(t.broadcastStatus(inMain).status_reason).toContain('IP 127.0.0.2 is listed')
+    expect(t.broadcastStatus(viaDefault).status).toBe('paused')
+    expect(t.broadcastStatus(inOther).status).toBe('sending')
+    expect(t.broadcastStatus(draft).status).toBe('draft')
+
+    // Everything to the group now leaves over 127.0.0.3.
+    for (let i = 0; i < 4; i++) await t.send(`ok${i}@example.net`)
+    await t.engine.drain()
+    expect([t.sentFrom('127.0.0.2'), t.sentFrom('127.0.0.3')]).toEqual([0, 4])
+
+    const q = await t.call('GET', '/api/v2/queue', { key: t.admin.key })
+    expect(q.body.data.ips.find((i: { address: string }) => i.address === '127.0.0.2')).toMatchObject({ state: 'suspended' })
+    expect(q.body.data.pairs).toContainEqual(
+      expect.objectContaining({ provider: GROUP, ip: '127.0.0.2', state: 'suspended', hold_until: new Date(now + 240 * 60_000).toISOString() }),
+    )
+
+    // During the suspension a pool with only that IP waits; when it ends the pair resumes, throttled at half the ceiling.
+    const only2 = await t.pool('only2', [ip2])
+    const waits = await t.send('after@example.net', { ip_pool_id: only2 })
+    await t.engine.drain()
+    expect(t.row(waits)).toMatchObject({ state: 'deferred', attempts: 0, next_attempt_at: now + 240 * 60_000 })
+    t.deps.clock.advance(240 * 60_000)
+    await t.engine.drain()
+    expect(t.row(waits)).toMatchObject({ state: 'sent', last_ip: '127.0.0.2' })
+    expect(t.pair('127.0.0.2')).toMatchObject({ state: 'throttled', rate_per_minute: 60, hold_until: null })
+    await t.close()
+  })
+})
+
+describe('IP warm-up', () => {
+  test("caps hold per UTC day and group: over-cap mail spills to the pool's other IP, or waits for the next day", async () => {
+    const t = await setup()
+    const ip2 = await t.ip('127.0.0.2')
+    const ip3 = await t.ip('127.0.0.3')
+    await t.pool('main', [ip2, ip3], true)
+    const solo = await t.pool('solo', [ip2])
+    const schedule = [
+      { day: 1, caps: { other: 2 } },
+      { day: 2, caps: { other: 3 } },
+    ]
+    const set = await t.call('PUT', `/api/v2/ips/${ip2}/warmup`, { key: t.admin.key, body: { schedule } })
+    expect(set.status, JSON.stringify(set.body)).toBe(200)
+    expect(set.body.data).toMatchObject({ active: true, day: 1, days_total: 2, schedule_kind: 'custom', today: [{ provider: 'other', cap: 2, sent: 0 }] })
+
+    for (let i = 0; i < 6; i++) await t.send(`w${i}@example.net`)
+    await t.engine.drain()
+    expect([t.sentFrom('127.0.0.2'), t.sentFrom('127.0.0.3')]).toEqual([2, 4])
+    const today = await t.call('GET', `/api/v2/ips/${ip2}/warmup`, { key: t.admin.key })
+    expect(today.body.data.today).toEqual([
+      { provider: GROUP, cap: 2, sent: 2 },
+      { provider: 'other', cap: 2, sent: 0 },
+    ])
+
+    // A pool with only the warming IP: the message waits for the next UTC day, no attempt spent.
+    const waits = await t.send('later@example.net', { ip_pool_id: solo })
+    await t.engine.drain()
+    const midnight = Date.parse('2026-03-02T00:00:00Z')
+    expect(t.row(waits)).toMatchObject({ state: 'deferred', attempts: 0, next_attempt_at: midnight })
+    const q = await t.call('GET', '/api/v2/queue', { key: t.admin.key })
+    expect(q.body.data.ips.find((i: { address: string }) => i.address === '127.0.0.2')).toMatchObject({ warmup: { day: 1, days_total: 2 } })
+
+    t.deps.clock.set(midnight)
+    await t.engine.drain()
+    expect(t.row(waits)).toMatchObject({ state: 'sent', last_ip: '127.0.0.2' })
+    const day2 = await t.call('GET', `/api/v2/ips/${ip2}/warmup`, { key: t.admin.key })
+    expect(day2.body.data).toMatchObject({
+      day: 2,
+      today: [
+        { provider: GROUP, cap: 3, sent: 1 },
+        { provider: 'other', cap: 3, sent: 0 },
+      ],
+    })
+
+    // Stopped: no cap any more.
+    const stopped = await t.call('DELETE', `/api/v2/ips/${ip2}/warmup`, { key: t.admin.key })
+    expect(stopped.body.data).toMatchObject({ active: false, started_at: null })
+    for (let i = 0; i < 4; i++) await t.send(`s${i}@example.net`, { ip_pool_id: solo })
+    await t.engine.drain()
+    expect(t.sentFrom('127.0.0.2')).toBe(2 + 1 + 4)
+    await t.close()
+  })
+
+  test('warm-up routes: the default ramp, permissions, 404 and 422', async () => {
+    const t = await setup()
+    const ip2 = await t.ip('127.0.0.2')
+    const started = await t.call('PUT', `/api/v2/ips/${ip2}/warmup`, { key: t.admin.key, body: {} })
+    expect(started.body.data).toMatchObject({
+      active: true,
+      day: 1,
+      days_total: 30,
+      schedule_kind: 'default',
+      schedule: null,
+      today: [{ provider: '*', cap: 50, sent: 0 }],
+    })
+    const reader = t.makeKey({ permissions: ['ips.read'] })
+    expect((await t.call('GET', `/api/v2/ips/${ip2}/warmup`, { key: reader.key })).status).toBe(200)
+    expect((await t.call('GET', '/api/v2/queue', { key: reader.key })).status).toBe(200)
+    expect((await t.call('PUT', `/api/v2/ips/${ip2}/warmup`, { key: reader.key, body: {} })).status).toBe(403)
+    expect((await t.call('GET', '/api/v2/queue')).status).toBe(401)
+    expect((await t.call('GET', '/api/v2/queue', { key: t.makeKey({ permissions: ['lists.read'] }).key })).status).toBe(403)
+    expect((await t.call('GET', '/api/v2/ips/999/warmup', { key: t.admin.key })).status).toBe(404)
+    const dup = await t.call('PUT', `/api/v2/ips/${ip2}/warmup`, {
+      key: t.admin.key,
+      body: {
+        schedule: [
+          { day: 1, caps: { '*': 5 } },
+          { day: 1, caps: { '*': 6 } },
+        ],
+      },
+    })
+    expect(dup.status).toBe(422)
+    expect(dup.body.error.details.schedule[0]).toContain('day 1 appears twice')
+    await t.close()
+  })
+})
+
+describe('guardrails', () => {
+  test('a pool whose bounce rate crosses the threshold pauses its running broadcasts, once, with deliverability.alert', async () => {
+    const t = await setup({ guardrail_min_sent: 4 })
+    const ip2 = await t.ip('127.0.0.2')
+    const main = await t.pool('main', [ip2], true)
+    const running = t.broadcast('running', null)
+    expect(checkGuardrails(t.deps).paused).toEqual([])
+    await t.send('ok1@example.net')
+    await t.send('permfail@example.net')
+    await t.engine.drain()
+    // Under the minimum volume: one bounce in two is no signal yet.
+    expect(checkGuardrails(t.deps).paused).toEqual([])
+    await t.send('ok2@example.net')
+    await t.send('permfail@example.org')
+    await t.engine.drain()
+    expect(checkGuardrails(t.deps).paused).toEqual([running])
+    expect(t.broadcastStatus(running)).toEqual({ status: 'paused', status_reason: 'pool main: bounce rate 50.0 % over 5.0 % in the last 60 minutes' })
+    expect(t.alerts()).toEqual([
+      expect.objectContaining({ type: 'bounce_rate', scope: 'pool', scope_id: main, outcomes: 4, bounce_rate: 0.5, paused_broadcast_ids: [running] }),
+    ])
+    // Nothing left running: no second alert.
+    expect(checkGuardrails(t.deps).paused).toEqual([])
+    expect(t.alerts()).toHaveLength(1)
+    // Outside the window the rate no longer counts.
+    const again = t.broadcast('again', main)
+    t.deps.clock.advance(61 * 60_000)
+    expect(checkGuardrails(t.deps).paused).toEqual([])
+    expect(t.broadcastStatus(again).status).toBe('sending')
+    const kinds = await t.call('GET', '/api/v2/webhooks/event-kinds', { key: t.admin.key })
+    expect(kinds.body.data.map((k: { kind: string }) => k.kind)).toContain('deliverability.alert')
+    await t.close()
+  })
+})

@@ -16,6 +16,7 @@ import { resolveSession } from './modules/admins/sessions'
 import { apiKeyRoutes } from './modules/api-keys'
 import { bridgeRoutes } from './modules/bridges'
 import { broadcastArchiveRoutes, broadcastRoutes } from './modules/broadcasts'
+import { automationRoutes, trackRoutes } from './modules/automations'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
 import { dmarcRoutes } from './modules/dmarc'
@@ -133,6 +134,9 @@ export function buildApp(deps: Deps) {
     // broadcasts and their public archive (issue 15)
     .use(broadcastRoutes(deps, auth.authOf))
     .use(broadcastArchiveRoutes(deps))
+    // drips, triggers and custom events (issue 16)
+    .use(automationRoutes(deps, auth.authOf))
+    .use(trackRoutes(deps, auth.authOf))
     // deliverability doctor (issue 17)
     .use(doctorRoutes(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) }))
     // web forms, their hosted pages and double opt-in (issue 16)

@@ -45,21 +45,25 @@ export function createSignerPool(opts: { size: number; workerUrl?: URL | string 
   const size = Math.max(1, Math.floor(opts.size))
   const url = opts.workerUrl ?? workerUrl(import.meta.url, './signer-worker.ts', './delivery/signer-worker.ts')
   const lanes: Lane[] = Array.from({ length: size }, () => ({ client: startWorker(url, { name: 'signer worker' }), known: new Set<number>(), batch: [] }))
-  // One number per distinct key; the PEM text identifies it (a rotated key is a new number).
-  const keyIds = new Map<string, number>()
-  const keys = new Map<number, DkimKey>()
+  // One number per distinct key (PEM, domain, selector): a rotated key is a new number.
   let turn = 0
   let closed = false
   let scheduled = false
   const counts = { keysSent: 0, batches: 0, signed: 0 }
 
+  // By PEM first: callers pass the same string for a domain (the scheduler caches its opened
+  // keys), and a string's hash is computed once, so the lookup does not rehash 1.7 KB.
+  const keyIds = new Map<string, Map<string, number>>()
+  const keys = new Map<number, DkimKey>()
   const keyId = (key: DkimKey): number => {
     const pem = typeof key.privateKey === 'string' ? key.privateKey : key.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()
-    const name = `${key.domain}\n${key.selector}\n${pem}`
-    let id = keyIds.get(name)
+    let byName = keyIds.get(pem)
+    if (!byName) keyIds.set(pem, (byName = new Map()))
+    const name = `${key.domain} ${key.selector}`
+    let id = byName.get(name)
     if (id === undefined) {
-      id = keyIds.size + 1
-      keyIds.set(name, id)
+      id = keys.size + 1
+      byName.set(name, id)
       keys.set(id, { domain: key.domain, selector: key.selector, privateKey: pem })
     }
     return id

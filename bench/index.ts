@@ -16,6 +16,10 @@ const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchma
     describe: '20,000 messages through /v1/send to an SMTP sink via real DNS, with and without DKIM, against a plain SMTP client',
     load: async () => (await import('./delivery')).run,
   },
+  accept: {
+    describe: 'POST /v1/send alone (MX silent) against Elysia + one bun:sqlite insert with group commit (wrk, 64 connections)',
+    load: async () => (await import('./accept')).run,
+  },
   smtp: {
     describe: 'messages/s accepted (committed) through the SMTP submission listener from parallel STARTTLS sessions, against a discarding listener',
     load: async () => (await import('./smtp')).run,

@@ -248,13 +248,11 @@ async function footprint(dns: DnsServer, n: number, concurrency: number): Promis
     if (!mem || !idle) throw new Error('could not read the server memory from /proc')
     const rssMiB = mem.vmRssKiB / 1024
     const verdict = rssMiB <= AIM_FOOTPRINT_MIB ? 'met' : 'NOT met'
+    const mib = (kib: number) => `${fmtMiB(kib)} MiB`
     process.stdout.write(
-      `footprint: ${fmtInt(n)} messages queued (accepted ${fmtInt(n / acceptS)}/s), MX silent
-` +
-        `  server RSS ${fmtMiB(mem.vmRssKiB)} (anonymous ${fmtMiB(mem.rssAnonKiB)}, file ${fmtMiB(mem.rssFileKiB)}); peak ${fmtMiB(mem.vmHwmKiB)}; idle before ${fmtMiB(idle.vmRssKiB)}
-` +
-        `  aim: RSS under ${AIM_FOOTPRINT_MIB} MiB: ${verdict}
-`,
+      `footprint: ${fmtInt(n)} messages queued (accepted ${fmtInt(n / acceptS)}/s), MX silent\n` +
+        `  server RSS ${mib(mem.vmRssKiB)} (anonymous ${mib(mem.rssAnonKiB)}, file ${mib(mem.rssFileKiB)}); peak ${mib(mem.vmHwmKiB)}; idle before ${mib(idle.vmRssKiB)}\n` +
+        `  aim: RSS under ${AIM_FOOTPRINT_MIB} MiB: ${verdict}\n`,
     )
     return 0
   } finally {

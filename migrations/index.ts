@@ -17,6 +17,8 @@ import m14 from './0014_last_tls.sql' with { type: 'text' }
 import m15 from './0015_dsn.sql' with { type: 'text' }
 import m16 from './0016_shaping.sql' with { type: 'text' }
 import m17 from './0017_bounce_reason.sql' with { type: 'text' }
+import m18 from './0018_broadcast_split_decide.sql' with { type: 'text' }
+import m19 from './0019_webhook_format.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -43,4 +45,6 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0015_dsn', createdAt: 1795565640838, sql: m15 },
   { tag: '0016_shaping', createdAt: 1795566700496, sql: m16 },
   { tag: '0017_bounce_reason', createdAt: 1795566911943, sql: m17 },
+  { tag: '0018_broadcast_split_decide', createdAt: 1795567102192, sql: m18 },
+  { tag: '0019_webhook_format', createdAt: 1795567564922, sql: m19 },
 ]

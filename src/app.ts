@@ -114,7 +114,7 @@ export function buildApp(deps: Deps) {
     .use(deliverabilityRoutes(deps))
     // messages: sends, message reads, Resend-compatible surface (issue 4)
     .use(messageRoutes(deps, auth.authOf))
-    .use(resendRoutes(deps, auth.authOf))
+    .use(resendRoutes(deps, auth.authOf, imports))
     .use(messageReadRoutes(deps))
     // open and click tracking, one-click unsubscribe: public links in sent mail (issue 6)
     .use(trackingRoutes(deps))

@@ -22,6 +22,7 @@ import { ADMINISTRATOR, CLI_ACTOR, ensureBuiltinRoles, findRoleByName, listRoles
 import { stopSegmentCountPool } from './modules/segments/count-pool'
 import { startInboundListener } from './smtp/inbound/listener'
 import { startStatsRollup } from './modules/stats/rollup'
+import { startBroadcasts } from './modules/broadcasts/runner'
 import { startFeedbackLoopPoller } from './smtp/inbound/imap-poller'
 import { startSubmissionListener, type SubmissionListener } from './smtp/submission/server'
 import { consoleDevRoutes } from './http/web'
@@ -498,6 +499,8 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   // Background jobs of issue 6 (webhook dispatch, statistics rollups): start here, stop below
   const webhooks = startWebhooks(deps)
   const statsRollup = startStatsRollup(deps)
+  // Broadcasts (issue 15): scheduled, preparing and sending ones go on from their committed rows.
+  const broadcasts = startBroadcasts(deps)
 
   const flusher = setInterval(() => {
     try {
@@ -514,6 +517,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   await submission?.close()
   await inbound?.close()
   await feedbackLoops.stop()
+  await broadcasts.stop()
   await statsRollup.stop()
   await webhooks.stop()
   await delivery.stop()

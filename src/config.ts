@@ -51,6 +51,11 @@ export interface Config {
   mx_listen: { host: string; port: number } | null
   webhooks_allow_private: boolean
   webhook_timeout_ms: number
+  broadcast_max_lateness_seconds: number
+  broadcast_queue_window: number
+  broadcast_max_bounce_rate: number
+  broadcast_max_complaint_rate: number
+  broadcast_threshold_min_sample: number
   secret_key_file: string
   secret_key: string
 }
@@ -521,6 +526,46 @@ export const SETTINGS = [
     fallback: '10000',
     parse: parsePositiveInt,
     describe: 'How long a webhook endpoint has to answer before the attempt counts as failed.',
+  }),
+  setting({
+    key: 'broadcast_max_lateness_seconds',
+    env: 'MAILROOM_BROADCAST_MAX_LATENESS_SECONDS',
+    flag: 'broadcast-max-lateness-seconds',
+    fallback: '3600',
+    parse: parsePositiveInt,
+    describe: 'A scheduled broadcast found due later than this (the server was down) pauses with the reason instead of sending late.',
+  }),
+  setting({
+    key: 'broadcast_queue_window',
+    env: 'MAILROOM_BROADCAST_QUEUE_WINDOW',
+    flag: 'broadcast-queue-window',
+    fallback: '1000',
+    parse: parsePositiveInt,
+    describe: 'Most messages of one broadcast rendered and queued but not yet delivered; the next are rendered as these finish.',
+  }),
+  setting({
+    key: 'broadcast_max_bounce_rate',
+    env: 'MAILROOM_BROADCAST_MAX_BOUNCE_RATE',
+    flag: 'broadcast-max-bounce-rate',
+    fallback: '0.05',
+    parse: parseFraction,
+    describe: 'A sending broadcast pauses when its bounce rate exceeds this fraction (0-1), unless the broadcast sets its own.',
+  }),
+  setting({
+    key: 'broadcast_max_complaint_rate',
+    env: 'MAILROOM_BROADCAST_MAX_COMPLAINT_RATE',
+    flag: 'broadcast-max-complaint-rate',
+    fallback: '0.003',
+    parse: parseFraction,
+    describe: 'A sending broadcast pauses when its complaint rate exceeds this fraction (0-1), unless the broadcast sets its own.',
+  }),
+  setting({
+    key: 'broadcast_threshold_min_sample',
+    env: 'MAILROOM_BROADCAST_THRESHOLD_MIN_SAMPLE',
+    flag: 'broadcast-threshold-min-sample',
+    fallback: '200',
+    parse: parsePositiveInt,
+    describe: 'Messages with an outcome a broadcast needs before the bounce and complaint thresholds apply.',
   }),
   setting({
     key: 'secret_key_file',

@@ -8,17 +8,22 @@
 export interface Doorbell {
   /** New work is due now. */
   ring(): void
-  /** Who answers the rings from now on (the last one attached). */
-  attach(listener: { wake(): void }): void
+  /**
+   * Who answers the rings from now on: the last one attached in its slot ('delivery' unless
+   * named; the broadcast runner has its own), so every engine hears a ring.
+   */
+  attach(listener: { wake(): void }, slot?: string): void
 }
 
 /** A doorbell with no one attached yet. */
 export function createDoorbell(): Doorbell {
-  let listener: { wake(): void } | null = null
+  const listeners = new Map<string, { wake(): void }>()
   return {
-    ring: () => listener?.wake(),
-    attach: (l) => {
-      listener = l
+    ring: () => {
+      for (const l of listeners.values()) l.wake()
+    },
+    attach: (l, slot = 'delivery') => {
+      listeners.set(slot, l)
     },
   }
 }

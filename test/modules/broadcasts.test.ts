@@ -509,6 +509,45 @@ const transitions: Scenario[] = [
   },
 ]
 
+/** POST /{id}/test: test copies through the engine's renderer, queued as messages marked as tests and counted nowhere. */
+const testSends: Scenario[] = [
+  {
+    name: 'a test send queues one copy per address, marked as a test, with no recipient rows',
+    method: 'POST',
+    url: (ctx) => `/api/v2/broadcasts/${ctx.setup}/test`,
+    before: (ctx) => make(ctx),
+    body: { to: ['qa@example.org', 'boss@example.org'] },
+    status: 202,
+    after: (ctx, reply) => {
+      const ids = reply.body.data.message_ids as string[]
+      expect(ids).toHaveLength(2)
+      const stored = ctx.t.deps.db.$client.query(`SELECT subject, tags, broadcast_id FROM messages WHERE id IN (?, ?)`).all(ids[0]!, ids[1]!) as Array<{
+        subject: string
+        tags: string
+        broadcast_id: number | null
+      }>
+      expect(stored).toHaveLength(2)
+      for (const m of stored) {
+        expect(m.subject.startsWith('[Test] ')).toBe(true)
+        expect(JSON.parse(m.tags)).toEqual(['test'])
+        expect(m.broadcast_id).toBeNull()
+      }
+      expect(ctx.t.deps.db.select().from(broadcastRecipients).all()).toHaveLength(0)
+    },
+  },
+  { name: 'no addresses', method: 'POST', url: (ctx) => `/api/v2/broadcasts/${ctx.setup}/test`, before: (ctx) => make(ctx), body: { to: [] }, status: 422 },
+  { name: 'an unknown broadcast', method: 'POST', url: '/api/v2/broadcasts/999/test', body: { to: ['qa@example.org'] }, status: 404 },
+  {
+    name: 'a test send without broadcasts.send',
+    method: 'POST',
+    url: (ctx) => `/api/v2/broadcasts/${ctx.setup}/test`,
+    key: { permissions: ['broadcasts.read', 'broadcasts.update'] },
+    before: (ctx) => make(ctx),
+    body: { to: ['qa@example.org'] },
+    status: 403,
+  },
+]
+
 const permissions: Scenario[] = [
   { name: 'no key', method: 'GET', url: '/api/v2/broadcasts', key: null, status: 401 },
   {
@@ -799,7 +838,8 @@ const archive: Scenario[] = [
     before: (ctx) => make(ctx, { archive: true }, 'sent', { finished_at: Date.parse(NOW) }),
     status: 200,
     expectHeaders: { 'content-type': 'text/html' },
-    expectedContent: ['<title>Hello </title>', '&#60;p&#62;Hi &#60;/p&#62;'],
+    // Personalization shows the renderer's placeholder values, never a recipient's data.
+    expectedContent: ['<title>Hello Subscriber</title>', '&#60;p&#62;Hi Subscriber&#60;/p&#62;'],
     notExpectedContent: ['{{first_name}}'],
   },
   {
@@ -818,7 +858,8 @@ const archive: Scenario[] = [
       return make(ctx, { html: null, template_id: tpl.body.data.id, archive: true }, 'sent', { template_version_id: tpl.body.data.active_version_id })
     },
     status: 200,
-    expectedContent: ['<title>From the template</title>', 'Version one'],
+    // The broadcast's own subject wins over the template's, as in the messages sent.
+    expectedContent: ['<title>Hello Subscriber</title>', 'Version one Subscriber'],
     notExpectedContent: ['Version two', '{{first_name}}'],
   },
   {
@@ -872,6 +913,7 @@ const archive: Scenario[] = [
 runScenarios('broadcasts: CRUD and validation', crud, { app: seeded })
 runScenarios('broadcasts: transitions', transitions, { app: seeded })
 runScenarios('broadcasts: permissions', permissions, { app: seeded })
+runScenarios('broadcasts: test sends', testSends, { app: seeded })
 runScenarios('broadcasts: recipients, versions, statistics', recipientsAndVersions, { app: seeded })
 runScenarios('broadcasts: audience count', audience, { app: seeded })
 runScenarios('broadcasts: public archive', archive, { app: seeded })

@@ -20,6 +20,8 @@ export interface Received {
   timestamp: number
   signature: string
   body: string
+  /** Every request header, lower-cased names (Resend-format requests carry svix-* headers). */
+  headers: Record<string, string>
   payload: any
   verified: boolean
   error: string | null
@@ -86,6 +88,7 @@ export async function startWebhookReceiver(opts: { secrets?: string[]; fallback?
         timestamp: Number(headers['webhook-timestamp']),
         signature: headers['webhook-signature'] ?? '',
         body,
+        headers,
         payload,
         verified: error === null,
         error,

@@ -95,6 +95,8 @@ export const broadcasts = sqliteTable(
     /** The split test's phase and outcome: null (not a split test or not started), sampling, waiting, decided. */
     split_phase: text('split_phase'),
     winner_version_id: integer('winner_version_id'),
+    /** When the split test's sample finished plus its wait: the time the winner is picked (ms). */
+    split_decide_at: integer('split_decide_at'),
     /** Auto-pause thresholds over the running broadcast's sent mail (fractions); null = the server defaults. */
     max_bounce_rate: text('max_bounce_rate'),
     max_complaint_rate: text('max_complaint_rate'),

@@ -6,6 +6,8 @@ import { counter, flag, ownedBy, serialId, timestamps } from './columns'
 // Webhooks (issue 6): endpoints, durable deliveries (one per event and webhook), attempts.
 // ---------------------------------------------------------------------------------------
 
+export const WEBHOOK_FORMATS = ['mailroom', 'resend'] as const
+
 export const webhooks = sqliteTable('webhooks', {
   id: serialId(),
   url: text('url').notNull(),
@@ -24,6 +26,8 @@ export const webhooks = sqliteTable('webhooks', {
   consecutive_failures: counter('consecutive_failures'),
   last_success_at: integer('last_success_at'),
   last_failure_at: integer('last_failure_at'),
+  /** Payload and header format: 'mailroom' (Standard Webhooks) or 'resend' (Resend's events, Svix headers; issue 19). */
+  format: text('format', { enum: WEBHOOK_FORMATS }).notNull().default('mailroom'),
   ...timestamps(),
 })
 

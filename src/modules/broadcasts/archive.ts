@@ -1,6 +1,7 @@
 import { and, desc, eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { broadcasts, templates, templateVersions } from '../../db/schema'
+import { broadcasts } from '../../db/schema'
+import { renderArchiveCopy } from './render'
 import type { BroadcastRow } from './service'
 
 /** How many archived broadcasts the RSS feed lists, newest first. */
@@ -19,38 +20,15 @@ export function findArchived(deps: Deps, archiveId: string): BroadcastRow | null
   )
 }
 
-/**
- * The archive copy of a broadcast: its subject and html with every `{{...}}` personalization
- * blank (a public page must not show any recipient's data). A stand-in for bc-engine's
- * `renderArchiveCopy(deps, broadcast)` (issue 15), which the lead wires in at merge.
- */
-export function renderArchiveCopyLocal(deps: Deps, b: BroadcastRow): { subject: string; html: string } {
-  let subject = b.subject
-  let html = b.html
-  let text = b.text
-  const versionId = b.template_version_id
-  if (b.template_id != null) {
-    const v = deps.db
-      .select({ subject: templateVersions.subject, html: templateVersions.html, text: templateVersions.text })
-      .from(templateVersions)
-      .where(
-        versionId != null
-          ? eq(templateVersions.id, versionId)
-          : eq(templateVersions.id, deps.db.select({ id: templates.active_version_id }).from(templates).where(eq(templates.id, b.template_id))),
-      )
-      .get()
-    if (v) ({ subject, html, text } = v)
-  }
-  const blank = (s: string) => s.replace(/\{\{\{?[^{}]*\}?\}\}/g, '')
-  return {
-    subject: blank(subject),
-    html: html ? blank(html) : `<pre style="white-space:pre-wrap">${escapeXml(blank(text ?? ''))}</pre>`,
-  }
+/** The archive copy (render.ts: the winning or first version, personalization blank) as one HTML document. */
+function archiveCopy(deps: Deps, b: BroadcastRow): { subject: string; html: string } {
+  const copy = renderArchiveCopy(deps, b)
+  return { subject: copy.subject, html: copy.html ?? `<pre style="white-space:pre-wrap">${escapeXml(copy.text ?? '')}</pre>` }
 }
 
 /** The public archive page: the copy in a sandboxed frame, so its styles and scripts cannot reach the page. */
 export function archivePage(deps: Deps, b: BroadcastRow): string {
-  const copy = renderArchiveCopyLocal(deps, b)
+  const copy = archiveCopy(deps, b)
   const sent = new Date(b.finished_at ?? b.started_at ?? b.updated_at).toUTCString()
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeXml(copy.subject)}</title><link rel="alternate" type="application/rss+xml" href="/archive/feed.xml"><style>body{font:16px/1.5 system-ui,sans-serif;max-width:48rem;margin:2rem auto;padding:0 1rem;color:#222}iframe{width:100%;min-height:80vh;border:1px solid #ddd}</style></head><body><h1>${escapeXml(copy.subject)}</h1><p><time>${escapeXml(sent)}</time></p><iframe sandbox title="${escapeXml(copy.subject)}" srcdoc="${escapeXml(copy.html)}"></iframe></body></html>`
 }
@@ -67,7 +45,7 @@ export function archiveFeed(deps: Deps): string {
     .all()
   const items = rows.map((b) => {
     const link = `${base}/archive/${b.archive_id}`
-    const { subject } = renderArchiveCopyLocal(deps, b)
+    const { subject } = archiveCopy(deps, b)
     const date = new Date(b.finished_at ?? b.updated_at).toUTCString()
     return `<item><title>${escapeXml(subject)}</title><link>${escapeXml(link)}</link><guid isPermaLink="true">${escapeXml(link)}</guid><pubDate>${date}</pubDate></item>`
   })

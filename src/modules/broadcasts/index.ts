@@ -4,9 +4,12 @@ import type { AuthOf } from '../../http/auth'
 import { crudRoutes } from '../../http/crud'
 import { commonErrors, Envelope, ErrorEnvelope, IdParams, ok, okPage, Paged, PageQuery, publicRoute, requires } from '../../http/schemas'
 import { archiveFeed, archivePage, findArchived } from './archive'
+import { sendBroadcastTest } from './render'
 import {
   ArchiveParams,
   AudienceCountBody,
+  TestSendBody,
+  TestSendResultSchema,
   AudienceCountSchema,
   BroadcastListQuery,
   BroadcastSchema,
@@ -52,7 +55,7 @@ const editable = 'Only while the broadcast is draft, scheduled or paused; otherw
 /**
  * /api/v2/broadcasts: mailings to an audience snapshot (issue 15). These routes change the
  * `status` column; the runner (bc-engine's files in this folder) acts on it when the doorbell
- * rings. POST /{id}/test is wired to the engine's test send by the lead (TestSendBody in model.ts).
+ * rings; POST /{id}/test queues test copies through the engine's renderer (render.ts).
  */
 export function broadcastRoutes(deps: Deps, authOf: AuthOf) {
   const actorOf = (request: Request) => authOf(request).actor.name
@@ -157,6 +160,16 @@ export function broadcastRoutes(deps: Deps, authOf: AuthOf) {
         }),
       },
     )
+    .post('/:id/test', async ({ params, body, status }) => status(202, ok({ message_ids: await sendBroadcastTest(deps, params.id, body.to) })), {
+      params: IdParams,
+      body: TestSendBody,
+      response: { 202: Envelope(TestSendResultSchema), ...item },
+      detail: requires('broadcasts.send', 'Send test copies of a broadcast', {
+        tags,
+        description:
+          "Every version (or the broadcast's own content) rendered for a sample contact of the audience and queued to each address: marked as a test (subject prefix, tag test), no tracking, counted nowhere.",
+      }),
+    })
     .post(
       '/:id/resend-to-non-openers',
       ({ params, request, status }) => {

@@ -154,6 +154,9 @@ export const TestSendBody = t.Object({
   to: t.Array(t.String({ minLength: 3, maxLength: 254 }), { minItems: 1, maxItems: 10, description: '1 to 10 addresses.' }),
 })
 export type TestSendInput = Static<typeof TestSendBody>
+export const TestSendResultSchema = t.Object({
+  message_ids: t.Array(t.String(), { description: 'The queued test messages: one per address and version (GET /api/v2/messages/{id}).' }),
+})
 
 export const AudienceCountBody = t.Object({
   list_ids: t.Optional(settableFields.list_ids),

@@ -6,6 +6,8 @@ import type { AuthOf } from '../../http/auth'
 import type { ErrorDialect, Failure } from '../../http/envelope'
 import { requires } from '../../http/schemas'
 import { AppError, ERROR_CODES, type ErrorCode } from '../../lib/errors'
+import type { ImportRunner } from '../imports/runner'
+import { resendSdkRoutes } from '../resend'
 import type { SendInput } from './compose'
 import { sendOverHttp } from './http'
 import { getMessage, type AcceptedMessage } from './service'
@@ -172,7 +174,7 @@ async function resendView(deps: Deps, id: string) {
   }
 }
 
-export function resendRoutes(deps: Deps, authOf: AuthOf) {
+export function resendRoutes(deps: Deps, authOf: AuthOf, imports?: ImportRunner) {
   const tags = ['resend-compatible']
   const idOnly = (a: AcceptedMessage) => ({ id: a.id })
   /**
@@ -197,6 +199,7 @@ export function resendRoutes(deps: Deps, authOf: AuthOf) {
     return r.body as R
   }
   return new Elysia({ prefix: RESEND_PREFIX })
+    .use(resendSdkRoutes(deps, authOf, imports))
     .post(
       '/emails',
       (ctx) =>

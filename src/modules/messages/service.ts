@@ -27,6 +27,8 @@ export interface AcceptContext {
    * tracking defaults apply, its quotas are taken and its counters kept in the commit.
    */
   bridge?: BridgeIdentity | null
+  /** The broadcast (issue 15) these messages are recipients' copies of (messages.broadcast_id). */
+  broadcastId?: number | null
 }
 
 export interface AcceptedMessage {
@@ -61,10 +63,11 @@ const statements = preparedFor((db) => {
         number,
         number | null,
         string | null,
+        number | null,
       ]
     >(
-      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id, envelope_from)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id, envelope_from, broadcast_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertRecipient: c.prepare<never, [string, string, string, string, RecipientState, number | null, string | null, number, number, number | null]>(
       `INSERT INTO message_recipients (message_id, address, domain, kind, state, next_attempt_at, suppression, created_at, updated_at, finished_at)
@@ -180,6 +183,7 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     now,
     bridgeId,
     p.envelopeFrom ?? null,
+    ctx.broadcastId ?? null,
   )
   // Inside the transaction: a suppression added a moment ago is seen, and the decision is stored with the rows.
   const decisions = checkRecipients(
@@ -279,6 +283,11 @@ export interface AcceptRequest {
   /** The answer for the accepted messages; stored with them when there is a key, for replays. */
   respond: (accepted: AcceptedMessage[]) => StoredResponse
   idempotency?: IdempotencyRequest
+  /**
+   * More writes in the same transaction as the messages (a broadcast marks its recipient
+   * rows queued with them); throwing rolls the whole request back.
+   */
+  within?: (accepted: AcceptedMessage[], now: number) => void
 }
 
 export type AcceptResult =
@@ -306,6 +315,7 @@ export async function acceptMessages(deps: Deps, request: AcceptRequest): Promis
     const result = await deps.commits.run(() => {
       const now = deps.clock.now()
       const accepted = prepared.map((p) => write(deps, p, request.ctx, now))
+      request.within?.(accepted, now)
       const response = request.respond(accepted)
       claim?.record(deps.db, response, now)
       return { replayed: false as const, response, accepted }

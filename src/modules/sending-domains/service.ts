@@ -10,6 +10,7 @@ import { sendingDomains, type DomainStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { invalidField } from '../../lib/errors'
 import { normaliseDomain } from '../../lib/email'
+import { emit } from '../events/service'
 import { defaultPoolId, poolAddresses, poolExists } from '../ip-pools/service'
 import { dkimSelector, expectedRecords, nextDomainStatus, type DnsRecordSpec, type RecordCheck, type RecordPurpose } from './records'
 import { checkRecords } from './verify'
@@ -67,6 +68,23 @@ function toView(deps: Deps, r: Row, addresses: string[]): SendingDomainView {
   }
 }
 
+/**
+ * A `domain.*` event (issue 19) carries the domain as it was then, records included, so a
+ * webhook sent later (or for a deleted domain) describes the change, not the present.
+ */
+function emitDomainEvent(deps: Deps, kind: 'domain.created' | 'domain.updated' | 'domain.deleted', v: SendingDomainView): void {
+  emit(deps.db, deps.clock.now(), {
+    kind,
+    data: {
+      domain_id: v.id,
+      name: v.name,
+      status: v.status,
+      created_at: v.created_at,
+      dns_records: v.dns_records.map((r) => ({ purpose: r.purpose, type: r.type, name: r.name, value: r.value, state: r.state })),
+    },
+  })
+}
+
 function findDomain(deps: Deps, id: number): Row {
   return findById(deps.db, sendingDomains, id, 'sending domain')
 }
@@ -121,24 +139,28 @@ export async function createSendingDomain(deps: Deps, input: SendingDomainSettin
   assertNameFree(deps, name)
   checkPool(deps, input.pool_id)
   const now = deps.clock.now()
-  const row = deps.db
-    .insert(sendingDomains)
-    .values({
-      name,
-      status: 'pending',
-      dkim_selector: dkimSelector(now),
-      dkim_private_key: deps.secrets.seal(privateKey),
-      dkim_public_key: publicKey.toString('base64'),
-      return_path_host: returnPath,
-      pool_id: input.pool_id ?? null,
-      track_opens: input.track_opens ?? false,
-      track_clicks: input.track_clicks ?? false,
-      created_at: now,
-      updated_at: now,
-    })
-    .returning()
-    .get()
-  return toView(deps, row, addressesFor(deps)(row.pool_id))
+  return deps.db.transaction((tx) => {
+    const row = tx
+      .insert(sendingDomains)
+      .values({
+        name,
+        status: 'pending',
+        dkim_selector: dkimSelector(now),
+        dkim_private_key: deps.secrets.seal(privateKey),
+        dkim_public_key: publicKey.toString('base64'),
+        return_path_host: returnPath,
+        pool_id: input.pool_id ?? null,
+        track_opens: input.track_opens ?? false,
+        track_clicks: input.track_clicks ?? false,
+        created_at: now,
+        updated_at: now,
+      })
+      .returning()
+      .get()
+    const view = toView(deps, row, addressesFor(deps)(row.pool_id))
+    emitDomainEvent(deps, 'domain.created', view)
+    return view
+  })
 }
 
 /** Changes the pool, the return-path host or the tracking defaults. The status stays; records whose value changed show `unchecked` until the next verify. */
@@ -150,13 +172,28 @@ export function updateSendingDomain(deps: Deps, id: number, input: SendingDomain
   if (input.return_path_host !== undefined) patch.return_path_host = returnPathHost(row.name, input.return_path_host)
   if (input.track_opens !== undefined) patch.track_opens = input.track_opens
   if (input.track_clicks !== undefined) patch.track_clicks = input.track_clicks
-  deps.db.update(sendingDomains).set(patch).where(eq(sendingDomains.id, id)).run()
-  return getSendingDomain(deps, id)
+  return deps.db.transaction(() => {
+    deps.db.update(sendingDomains).set(patch).where(eq(sendingDomains.id, id)).run()
+    const view = getSendingDomain(deps, id)
+    emitDomainEvent(deps, 'domain.updated', view)
+    return view
+  })
 }
 
 /** Deletes sending domains; queued messages keep going out, unsigned (their domain_id is set null). */
 export function deleteSendingDomains(deps: Deps, ids: number[]): BulkDeleteOutcome {
-  return bulkDeleteByIds(deps.db, sendingDomains, ids)
+  return deps.db.transaction(() => {
+    const before = new Map(
+      ids.flatMap((id) =>
+        deps.db.select({ id: sendingDomains.id }).from(sendingDomains).where(eq(sendingDomains.id, id)).get()
+          ? [[id, getSendingDomain(deps, id)] as const]
+          : [],
+      ),
+    )
+    const outcome = bulkDeleteByIds(deps.db, sendingDomains, ids)
+    for (const id of outcome.deleted) emitDomainEvent(deps, 'domain.deleted', before.get(id)!)
+    return outcome
+  })
 }
 
 /**
@@ -177,18 +214,23 @@ export async function verifySendingDomain(deps: Deps, id: number): Promise<Sendi
     records.map((spec) => [spec.purpose, { ...checks[spec.purpose], name: spec.name, value: spec.value } satisfies StoredCheck]),
   )
   const now = deps.clock.now()
-  deps.db
-    .update(sendingDomains)
-    .set({
-      records_state: stored,
-      status,
-      checked_at: now,
-      verified_at: status === 'verified' ? (row.status === 'verified' ? row.verified_at : now) : null,
-      updated_at: now,
-    })
-    .where(eq(sendingDomains.id, id))
-    .run()
-  return getSendingDomain(deps, id)
+  return deps.db.transaction(() => {
+    deps.db
+      .update(sendingDomains)
+      .set({
+        records_state: stored,
+        status,
+        checked_at: now,
+        verified_at: status === 'verified' ? (row.status === 'verified' ? row.verified_at : now) : null,
+        updated_at: now,
+      })
+      .where(eq(sendingDomains.id, id))
+      .run()
+    const view = getSendingDomain(deps, id)
+    // Resend sends domain.updated when verification changes a domain's status.
+    if (status !== row.status) emitDomainEvent(deps, 'domain.updated', view)
+    return view
+  })
 }
 
 // ---------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@ import http from 'node:http'
 import https from 'node:https'
 import { preparedFor } from '../../db/prepared'
 import type { Deps } from '../../deps'
+import { hasResendForm, resendPayloadOf, svixHeaders } from '../resend/webhook-payloads'
 import type { Lookup } from './address'
 import { postWebhook, signatureHeaders, type PostResult } from './post'
 import { autoDisable, messageId, payloadOf, signingSecrets, subscribes, type EventRow } from './service'
@@ -62,6 +63,7 @@ interface WebhookRow {
   previous_secret: string | null
   previous_secret_until: number | null
   enabled: number
+  format: 'mailroom' | 'resend'
 }
 
 const statements = preparedFor((db) => {
@@ -74,7 +76,9 @@ const statements = preparedFor((db) => {
     eventsAfter: c.prepare<{ id: number; kind: string; created_at: number }, [number, number]>(
       'SELECT id, kind, created_at FROM events WHERE id > ? ORDER BY id LIMIT ?',
     ),
-    hooks: c.prepare<{ id: number; kinds: string; enabled: number; created_at: number }, []>('SELECT id, kinds, enabled, created_at FROM webhooks'),
+    hooks: c.prepare<{ id: number; kinds: string; enabled: number; created_at: number; format: string }, []>(
+      'SELECT id, kinds, enabled, created_at, format FROM webhooks',
+    ),
     insert: c.prepare<never, [number, number, string, number | null, number]>(
       `INSERT INTO webhook_deliveries (webhook_id, event_id, kind, state, attempts, next_attempt_at, created_at, updated_at) VALUES (?1, ?2, ?3, 'pending', 0, ?4, ?5, ?5)`,
     ),
@@ -95,7 +99,7 @@ const statements = preparedFor((db) => {
     nextDue: c.prepare<{ at: number | null }, []>(
       `SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at IS NOT NULL`,
     ),
-    webhook: c.prepare<WebhookRow, [number]>('SELECT id, url, secret, previous_secret, previous_secret_until, enabled FROM webhooks WHERE id = ?'),
+    webhook: c.prepare<WebhookRow, [number]>('SELECT id, url, secret, previous_secret, previous_secret_until, enabled, format FROM webhooks WHERE id = ?'),
     event: c.prepare<Omit<EventRow, 'data'> & { data: string }, [number]>(
       'SELECT id, kind, created_at, contact_id, list_id, message_id, recipient, broadcast_id, bridge_id, data FROM events WHERE id = ?',
     ),
@@ -153,6 +157,8 @@ export function createWebhookDispatcher(deps: Deps, parts: DispatcherParts = {})
         for (const h of hooks) {
           // A webhook receives the events from its creation on, not the log's past.
           if (e.created_at < h.created_at || !subscribes(h.kinds, e.kind)) continue
+          // A Resend-format webhook gets only the kinds Resend has a name for (a '*' subscription too).
+          if (h.format === 'resend' && !hasResendForm(e.kind)) continue
           st.insert.run(h.id, e.id, e.kind, h.enabled ? now : null, now)
         }
       }
@@ -184,8 +190,11 @@ export function createWebhookDispatcher(deps: Deps, parts: DispatcherParts = {})
       })
       return
     }
-    const body = payloadOf({ ...ev, data: JSON.parse(ev.data) as Record<string, unknown> })
-    const headers = signatureHeaders(signingSecrets(w, now).map(deps.secrets.open), messageId(d.event_id, d.webhook_id), Math.floor(now / 1000), body)
+    const event = { ...ev, data: JSON.parse(ev.data) as Record<string, unknown> }
+    // Resend's body for a `resend` webhook (fan-out only queued kinds that have one), signed the same way under Svix's header names.
+    const body = (w.format === 'resend' ? resendPayloadOf(deps, event) : null) ?? payloadOf(event)
+    const signed = signatureHeaders(signingSecrets(w, now).map(deps.secrets.open), messageId(d.event_id, d.webhook_id), Math.floor(now / 1000), body)
+    const headers = w.format === 'resend' ? svixHeaders(signed) : signed
     try {
       result = await postWebhook({
         url: w.url,

@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { WEBHOOK_DELIVERY_STATES } from '../../db/schema'
+import { WEBHOOK_DELIVERY_STATES, WEBHOOK_FORMATS } from '../../db/schema'
 import { enumOf } from '../../http/schemas'
 
 /**
@@ -26,6 +26,11 @@ export const WEBHOOK_EVENT_KINDS = [
   'message.failed',
   'message.suppressed',
   'message.complained',
+  'message.opened',
+  'message.clicked',
+  'domain.created',
+  'domain.updated',
+  'domain.deleted',
   'webhook.disabled',
   'deliverability.alert',
 ] as const
@@ -50,6 +55,11 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[num
   'message.failed': 'Mailroom gave up retrying a message.',
   'message.suppressed': 'A message was not sent because the address is suppressed.',
   'message.complained': 'A recipient marked a message as spam.',
+  'message.opened': 'A recipient opened a tracked message.',
+  'message.clicked': 'A recipient clicked a tracked link.',
+  'domain.created': 'A sending domain was added.',
+  'domain.updated': "A sending domain's settings or verification status changed.",
+  'domain.deleted': 'A sending domain was deleted.',
   'webhook.disabled': 'A webhook was switched off after repeated failures.',
   'deliverability.alert': 'A provider/IP pair was suspended after a block reply, or broadcasts were auto-paused (bounce or complaint rate, listed IP).',
 }
@@ -59,6 +69,11 @@ export const EventKindSchema = t.Object({ kind: t.String(), description: t.Strin
 const Time = t.Union([t.String(), t.Null()])
 const IntOrNull = t.Union([t.Integer(), t.Null()])
 const StrOrNull = t.Union([t.String(), t.Null()])
+
+const Format = enumOf(WEBHOOK_FORMATS, {
+  description:
+    "Payload format: mailroom (Standard Webhooks headers, Mailroom's events) or resend (Resend's event names and data, Svix headers), for consumers written for Resend.",
+})
 
 export const WebhookSchema = t.Object({
   id: t.Integer(),
@@ -72,6 +87,7 @@ export const WebhookSchema = t.Object({
   last_success_at: Time,
   last_failure_at: Time,
   previous_secret_expires_at: Time,
+  format: Format,
   created_at: t.String(),
   updated_at: t.String(),
 })
@@ -84,12 +100,14 @@ export const CreateWebhookBody = t.Object({
   events: Kinds,
   secret: t.Optional(t.String({ description: 'whsec_ + base64 of 24 to 64 bytes; generated when omitted.' })),
   enabled: t.Optional(t.Boolean()),
+  format: t.Optional(Format),
 })
 export const UpdateWebhookBody = t.Object({
   endpoint: t.Optional(t.String({ minLength: 1, maxLength: 2000 })),
   description: t.Optional(t.String({ maxLength: 2000 })),
   events: t.Optional(Kinds),
   enabled: t.Optional(t.Boolean({ description: 'true on a disabled webhook resets the failure count and sends its pending deliveries.' })),
+  format: t.Optional(Format),
 })
 
 export const DeliverySchema = t.Object({

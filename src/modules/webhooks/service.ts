@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, timestampsOf } from '../../db/crud'
-import { webhookAttempts, webhookDeliveries, webhooks } from '../../db/schema'
+import { events, webhookAttempts, webhookDeliveries, webhooks } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
 import { pageMeta, pageRequest } from '../../lib/pagination'
@@ -34,6 +34,7 @@ function toView(deps: Deps, r: Row): WebhookView {
     last_success_at: toIso(r.last_success_at),
     last_failure_at: toIso(r.last_failure_at),
     previous_secret_expires_at: rotating ? toIso(r.previous_secret_until) : null,
+    format: r.format,
     ...timestampsOf(r),
   }
 }
@@ -78,6 +79,11 @@ export function getWebhook(deps: Deps, id: number): WebhookView {
   return toView(deps, row(deps, id))
 }
 
+/** The current signing secret in clear (Resend's API shows it on every read; Mailroom's own API only at creation and rotation). */
+export function currentSecret(deps: Deps, id: number): string {
+  return deps.secrets.open(row(deps, id).secret)
+}
+
 export function listWebhooks(deps: Deps, query: { page?: number; per_page?: number }) {
   return pageOfTable(deps.db, webhooks, query, (rows: Row[]) => rows.map((r) => toView(deps, r)))
 }
@@ -103,6 +109,7 @@ export async function createWebhook(deps: Deps, input: WebhookInput, opts: Webho
       enabled,
       disabled_reason: enabled ? null : 'manual',
       disabled_at: enabled ? null : now,
+      format: input.format ?? 'mailroom',
       created_at: now,
       updated_at: now,
     })
@@ -127,6 +134,7 @@ export async function updateWebhook(deps: Deps, id: number, input: Partial<Omit<
         ...(url !== undefined && { url }),
         ...(kinds !== undefined && { kinds }),
         ...(input.description !== undefined && { description: input.description }),
+        ...(input.format !== undefined && { format: input.format }),
         updated_at: now,
       })
       .where(eq(webhooks.id, id))
@@ -349,6 +357,13 @@ function delivery(deps: Deps, webhookId: number, deliveryId: number): DeliveryRo
     .get()
   if (!d) throw notFound('delivery', deliveryId)
   return d
+}
+
+/** The event a delivery carries, as the dispatcher sends it; null once the event was pruned from the log. */
+export function deliveryEvent(deps: Deps, webhookId: number, deliveryId: number): EventRow | null {
+  const d = delivery(deps, webhookId, deliveryId)
+  const e = deps.db.select().from(events).where(eq(events.id, d.event_id)).get()
+  return e ? { ...e, data: e.data } : null
 }
 
 export function getDelivery(deps: Deps, webhookId: number, deliveryId: number): DeliveryView {

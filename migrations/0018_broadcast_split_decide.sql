@@ -1,0 +1,1 @@
+ALTER TABLE `broadcasts` ADD `split_decide_at` integer;

@@ -1,0 +1,1 @@
+ALTER TABLE `webhooks` ADD `format` text DEFAULT 'mailroom' NOT NULL;

@@ -1,0 +1,238 @@
+import { expect, test } from 'bun:test'
+import type { Deps } from '../../src/deps'
+import { prepareStep } from '../../src/modules/broadcasts/prepare'
+import { startBroadcasts } from '../../src/modules/broadcasts/runner'
+import { broadcastRow, renderArchiveCopy, sendBroadcastTest } from '../../src/modules/broadcasts/render'
+import { decideSplitTest } from '../../src/modules/broadcasts/split-test'
+import { getMessage } from '../../src/modules/messages/service'
+import { createSegment } from '../../src/modules/segments/service'
+import { testDeps } from '../support/app'
+
+/**
+ * The audience snapshot, test sends and the archive copy, in process on the real migrations.
+ * Rows are seeded and read with SQL: these tests are about the stored snapshot itself.
+ */
+
+function seed(deps: Deps, name: string, contacts: Array<[string, string, string?]>): number {
+  const c = deps.db.$client
+  const now = deps.clock.now()
+  const listId = (c.query('INSERT INTO lists (name, created_at, updated_at) VALUES (?, ?, ?) RETURNING id').get(name, now, now) as { id: number }).id
+  for (const [email, first, status] of contacts)
+    c.run('INSERT INTO contacts (list_id, email, first_name, status, fields, created_at, updated_at) VALUES (?, ?, ?, ?, \'{"city":"Oslo"}\', ?, ?)', [
+      listId,
+      email,
+      first,
+      status ?? 'subscribed',
+      now,
+      now,
+    ])
+  return listId
+}
+
+function broadcast(deps: Deps, fields: Record<string, unknown>): number {
+  const now = deps.clock.now()
+  const cols = {
+    name: 'B',
+    status: 'preparing',
+    from_address: 'News <news@example.com>',
+    subject: 'Hi {{first_name}}',
+    html: '<p>Hello {{first_name}} from {{city}}. <a href="{{web_view_url}}">Web</a></p>',
+    archive_id: crypto.randomUUID(),
+    created_at: now,
+    updated_at: now,
+    ...fields,
+  }
+  const names = Object.keys(cols)
+  const values = Object.values(cols).map((v) => (Array.isArray(v) || (v && typeof v === 'object') ? JSON.stringify(v) : v)) as Array<string | number | null>
+  return (
+    deps.db.$client.query(`INSERT INTO broadcasts (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')}) RETURNING id`).get(...values) as {
+      id: number
+    }
+  ).id
+}
+
+const rows = (deps: Deps, id: number) =>
+  deps.db.$client.query('SELECT email, list_id, state, version_id FROM broadcast_recipients WHERE broadcast_id = ? ORDER BY email').all(id) as Array<{
+    email: string
+    list_id: number
+    state: string
+    version_id: number | null
+  }>
+const counts = (deps: Deps, id: number, version = 0) =>
+  Object.fromEntries(
+    (
+      deps.db.$client.query('SELECT metric, n FROM broadcast_counts WHERE broadcast_id = ? AND version_id = ?').all(id, version) as Array<{
+        metric: string
+        n: number
+      }>
+    ).map((r) => [r.metric, r.n]),
+  )
+
+test('the snapshot: lists minus exclusions, subscribed only, one row per address, step by step from the cursor', () => {
+  const deps = testDeps()
+  const a = seed(deps, 'A', [
+    ['a@example.net', 'Ann'],
+    ['b@example.net', 'Bob'],
+    ['c@example.net', 'Cy', 'unsubscribed'],
+    ['d@example.net', 'Di'],
+  ])
+  const b = seed(deps, 'B', [
+    ['a@example.net', 'Ann'],
+    ['e@example.net', 'Eve'],
+  ])
+  const x = seed(deps, 'X', [['d@example.net', 'Di', 'unsubscribed']])
+  const id = broadcast(deps, { list_ids: [a, b], exclude_list_ids: [x] })
+  // Two contacts per step: the third step finishes, and each step committed its cursor.
+  expect(prepareStep(deps, id, 2)).toBe(false)
+  expect((deps.db.$client.query('SELECT prepare_cursor FROM broadcasts WHERE id = ?').get(id) as { prepare_cursor: number }).prepare_cursor).toBe(2)
+  expect(prepareStep(deps, id, 2)).toBe(false)
+  expect(prepareStep(deps, id, 2)).toBe(false)
+  expect(prepareStep(deps, id, 2)).toBe(true)
+  expect(rows(deps, id).map((r) => [r.email, r.list_id, r.state])).toEqual([
+    ['a@example.net', a, 'pending'],
+    ['b@example.net', a, 'pending'],
+    ['e@example.net', b, 'pending'],
+  ])
+  expect(counts(deps, id)).toEqual({ total: 3, pending: 3 })
+  const b2 = deps.db.$client.query('SELECT status, started_at FROM broadcasts WHERE id = ?').get(id) as { status: string; started_at: number }
+  expect(b2.status).toBe('sending')
+  const started = deps.db.$client.query("SELECT count(*) AS n FROM events WHERE broadcast_id = ? AND kind = 'broadcast.started'").get(id) as { n: number }
+  expect(started.n).toBe(1)
+})
+
+test('a segment narrows the lists; rotation spreads versions by weight; a paused broadcast is not prepared', () => {
+  const deps = testDeps()
+  const emails = Array.from({ length: 30 }, (_, i) => [`u${i}@example.net`, i < 20 ? 'Keep' : 'Drop'] as [string, string])
+  const a = seed(deps, 'A', emails)
+  const segment = createSegment(deps, { name: 'keep', rules: { all: [{ field: 'first_name', op: 'eq', value: 'Keep' }] } })
+  const id = broadcast(deps, { list_ids: [a], segment_id: segment.id })
+  const now = deps.clock.now()
+  const v1 = (
+    deps.db.$client
+      .query("INSERT INTO broadcast_versions (broadcast_id, name, weight, created_at, updated_at) VALUES (?, 'one', 1, ?, ?) RETURNING id")
+      .get(id, now, now) as { id: number }
+  ).id
+  const v2 = (
+    deps.db.$client
+      .query("INSERT INTO broadcast_versions (broadcast_id, name, weight, created_at, updated_at) VALUES (?, 'two', 3, ?, ?) RETURNING id")
+      .get(id, now, now) as { id: number }
+  ).id
+  while (!prepareStep(deps, id, 7));
+  const r = rows(deps, id)
+  expect(r).toHaveLength(20)
+  expect(r.every((x) => x.version_id === v1 || x.version_id === v2)).toBe(true)
+  expect(counts(deps, id, v1).total! + counts(deps, id, v2).total!).toBe(20)
+  expect(counts(deps, id, v2).total).toBe(15)
+
+  const paused = broadcast(deps, { list_ids: [a], status: 'paused' })
+  expect(prepareStep(deps, paused)).toBe(true)
+  expect(rows(deps, paused)).toHaveLength(0)
+})
+
+test('test sends are queued per version, marked as tests and counted nowhere; the archive copy has no personal data', async () => {
+  const deps = testDeps({ allow_unverified_domains: true })
+  const a = seed(deps, 'A', [['a@example.net', 'Ann']])
+  const id = broadcast(deps, { list_ids: [a], status: 'draft' })
+  const ids = await sendBroadcastTest(deps, id, ['qa@example.org', 'boss@example.org'])
+  expect(ids).toHaveLength(2)
+  for (const mid of ids) {
+    const m = getMessage(deps, mid)
+    expect(m.tags).toEqual(['test'])
+    expect(m.subject).toBe('[Test] Hi Subscriber')
+    expect(m.source).toBe('broadcast')
+  }
+  const stored = deps.db.$client.query('SELECT count(*) AS n FROM messages WHERE broadcast_id IS NOT NULL').get() as { n: number }
+  expect(stored.n).toBe(0)
+  expect(rows(deps, id)).toHaveLength(0)
+
+  const copy = renderArchiveCopy(deps, { id })
+  expect(copy.subject).toBe('Hi Subscriber')
+  expect(copy.html).toContain(`/archive/`)
+  expect(copy.html).not.toContain('/t/')
+})
+
+test('resend to non-openers: the source broadcast recipients that were sent, have no open and are still subscribed', () => {
+  const deps = testDeps()
+  const a = seed(deps, 'A', [
+    ['a@example.net', 'Ann'],
+    ['b@example.net', 'Bob'],
+    ['c@example.net', 'Cy'],
+    ['d@example.net', 'Di'],
+    ['e@example.net', 'Eve'],
+  ])
+  const source = broadcast(deps, { list_ids: [a] })
+  while (!prepareStep(deps, source));
+  const c = deps.db.$client
+  // a opened, b bounced, c unsubscribed since, d and e sent without an open.
+  c.run("UPDATE broadcast_recipients SET state = 'sent' WHERE broadcast_id = ? AND email != 'b@example.net'", [source])
+  c.run("UPDATE broadcast_recipients SET state = 'bounced' WHERE broadcast_id = ? AND email = 'b@example.net'", [source])
+  c.run("UPDATE broadcast_recipients SET opened_at = 1 WHERE broadcast_id = ? AND email = 'a@example.net'", [source])
+  c.run("UPDATE contacts SET status = 'unsubscribed' WHERE email = 'c@example.net'")
+  const resend = broadcast(deps, { source_broadcast_id: source, list_ids: [] })
+  while (!prepareStep(deps, resend, 2));
+  expect(rows(deps, resend).map((r) => r.email)).toEqual(['d@example.net', 'e@example.net'])
+  expect(counts(deps, resend)).toEqual({ total: 2, pending: 2 })
+})
+
+test('a From domain that is not a verified sending domain fails the broadcast once, with the reason, and queues nothing', async () => {
+  const deps = testDeps({ allow_unverified_domains: false })
+  const a = seed(deps, 'A', [
+    ['a@example.net', 'Ann'],
+    ['b@example.net', 'Bob'],
+  ])
+  const id = broadcast(deps, { list_ids: [a], status: 'scheduled', send_at: deps.clock.now() })
+  const runner = startBroadcasts(deps, { pollMs: 5 })
+  try {
+    for (let i = 0; i < 2000 && (deps.db.$client.query('SELECT status FROM broadcasts WHERE id = ?').get(id) as { status: string }).status !== 'failed'; i++)
+      await Bun.sleep(5)
+  } finally {
+    await runner.stop()
+  }
+  const b = deps.db.$client.query('SELECT status, status_reason FROM broadcasts WHERE id = ?').get(id) as { status: string; status_reason: string }
+  expect(b.status).toBe('failed')
+  expect(b.status_reason).toContain('example.com')
+  expect(counts(deps, id)).toEqual({ total: 2, pending: 2 })
+  expect((deps.db.$client.query('SELECT count(*) AS n FROM messages').get() as { n: number }).n).toBe(0)
+})
+
+test('a report-only split test by one link picks the winner, gives it the waiting rows and pauses with the reason', () => {
+  const deps = testDeps()
+  const a = seed(
+    deps,
+    'A',
+    Array.from({ length: 20 }, (_, i) => [`s${i}@example.net`, 'S'] as [string, string]),
+  )
+  const id = broadcast(deps, {
+    list_ids: [a],
+    version_mode: 'split_test',
+    split_test: { sample_percent: 50, metric: 'link_click_rate', link_url: 'https://example.org/x', wait_seconds: 60, auto_send_winner: false },
+  })
+  const now = deps.clock.now()
+  const c = deps.db.$client
+  const insert = c.query('INSERT INTO broadcast_versions (broadcast_id, name, weight, created_at, updated_at) VALUES (?, ?, 1, ?, ?) RETURNING id')
+  const v1 = (insert.get(id, 'one', now, now) as { id: number }).id
+  const v2 = (insert.get(id, 'two', now, now) as { id: number }).id
+  while (!prepareStep(deps, id));
+  const waiting = (c.query('SELECT count(*) AS n FROM broadcast_recipients WHERE broadcast_id = ? AND version_id IS NULL').get(id) as { n: number }).n
+  expect(waiting).toBeGreaterThan(0)
+  expect(waiting).toBeLessThan(20)
+  // Outcomes as the tail would count them: both delivered 5; v1's clicks are on another link.
+  const counter = c.query('INSERT INTO broadcast_counts (broadcast_id, version_id, metric, n) VALUES (?, ?, ?, ?)')
+  for (const [v, metric, n] of [
+    [v1, 'delivered', 5],
+    [v2, 'delivered', 5],
+    [v1, 'clicked', 4],
+    [v1, 'link:https://example.org/other', 4],
+    [v2, 'clicked', 1],
+    [v2, 'link:https://example.org/x', 1],
+  ] as const)
+    counter.run(id, v, metric, n)
+  c.run("UPDATE broadcasts SET split_phase = 'waiting' WHERE id = ?", [id])
+  const b = broadcastRow(deps, id)
+  expect(c.transaction(() => decideSplitTest(deps, b)).immediate()).toBe(v2)
+  const after = c.query('SELECT status, status_reason, winner_version_id, split_phase FROM broadcasts WHERE id = ?').get(id) as Record<string, unknown>
+  expect(after).toMatchObject({ status: 'paused', winner_version_id: v2, split_phase: 'decided' })
+  expect(after.status_reason).toContain('resume')
+  expect((c.query('SELECT count(*) AS n FROM broadcast_recipients WHERE broadcast_id = ? AND version_id IS NULL').get(id) as { n: number }).n).toBe(0)
+  expect(counts(deps, id, v2).total).toBe(20 - counts(deps, id, v1).total!)
+})

@@ -13,7 +13,8 @@ const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchma
     load: async () => (await import('./audience')).run,
   },
   delivery: {
-    describe: '20,000 messages through /v1/send to an SMTP sink via real DNS, with and without DKIM, against a plain SMTP client',
+    describe:
+      '20,000 messages through /v1/send to an SMTP sink via real DNS, with and without DKIM, against a plain SMTP client and Postfix (when installed); --footprint N queues N with the MX silent',
     load: async () => (await import('./delivery')).run,
   },
   accept: {

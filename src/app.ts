@@ -20,6 +20,8 @@ import { broadcastArchiveRoutes, broadcastRoutes } from './modules/broadcasts'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
 import { dmarcRoutes } from './modules/dmarc'
+import { doctorRoutes } from './modules/doctor'
+import { pauseForListedIp } from './delivery/guardrails'
 import { feedbackLoopRoutes } from './modules/feedback-loops'
 import { importRoutes } from './modules/imports'
 import { ipPoolRoutes } from './modules/ip-pools'
@@ -45,6 +47,7 @@ import { statsRoutes } from './modules/stats'
 import { templateRoutes } from './modules/templates'
 import { trackingRoutes } from './modules/tracking'
 import { webhookRoutes } from './modules/webhooks'
+import { webFormPublicRoutes, webFormRoutes } from './modules/web-forms'
 
 /** The route table the auth layer consults, read from each route's `detail`. */
 function routeTableOf(app: { routes: Array<{ method: string; path: string; hooks?: { detail?: Record<string, unknown> } }> }): RouteTable {
@@ -131,6 +134,11 @@ export function buildApp(deps: Deps) {
     // broadcasts and their public archive (issue 15)
     .use(broadcastRoutes(deps, auth.authOf))
     .use(broadcastArchiveRoutes(deps))
+    // deliverability doctor (issue 17)
+    .use(doctorRoutes(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) }))
+    // web forms, their hosted pages and double opt-in (issue 16)
+    .use(webFormRoutes(deps, auth.authOf))
+    .use(webFormPublicRoutes(deps))
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

@@ -41,6 +41,9 @@ export interface Config {
   guardrail_bounce_rate: number
   guardrail_complaint_rate: number
   default_from: string
+  web_form_token_days: number
+  web_form_challenge_max: number
+  web_form_rate_per_minute: number
   smtp_listen: { host: string; port: number } | null
   smtp_tls_listen: { host: string; port: number } | null
   smtp_tls_cert: string
@@ -56,6 +59,9 @@ export interface Config {
   broadcast_max_bounce_rate: number
   broadcast_max_complaint_rate: number
   broadcast_threshold_min_sample: number
+  doctor_probe: { host: string; port: number } | null
+  doctor_ip_blocklists: string[]
+  doctor_domain_blocklists: string[]
   secret_key_file: string
   secret_key: string
 }
@@ -173,6 +179,17 @@ function parseDnsServers(text: string): string[] {
     if (isIP(host) === 0) fail(`"${entry}" is not ADDRESS or ADDRESS:PORT`)
     if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) fail(`"${entry}": port must be 1-65535`)
     return entry
+  })
+}
+
+/** A comma-separated list of DNS zones (blocklists), or "none". */
+function parseZones(text: string): string[] {
+  const v = text.trim().toLowerCase()
+  if (v === '' || v === 'none') return []
+  return v.split(',').map((part) => {
+    const zone = part.trim().replace(/\.$/, '')
+    if (!/^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/.test(zone)) fail(`"${part.trim()}" is not a DNS zone such as zen.spamhaus.org`)
+    return zone
   })
 }
 
@@ -448,6 +465,30 @@ export const SETTINGS = [
     describe: 'Sender of template sends (POST /api/v2/dynamicTemplate/{id}) whose request names no "from".',
   }),
   setting({
+    key: 'web_form_token_days',
+    env: 'MAILROOM_WEB_FORM_TOKEN_DAYS',
+    flag: 'web-form-token-days',
+    fallback: '7',
+    parse: parsePositiveInt,
+    describe: 'Days a double opt-in confirmation link stays valid; a pending submission not confirmed by then is refused.',
+  }),
+  setting({
+    key: 'web_form_challenge_max',
+    env: 'MAILROOM_WEB_FORM_CHALLENGE_MAX',
+    flag: 'web-form-challenge-max',
+    fallback: '50000',
+    parse: parsePositiveInt,
+    describe: "Web forms' proof-of-work difficulty: the largest secret counter (a browser tries half of it on average, about a second at 50,000).",
+  }),
+  setting({
+    key: 'web_form_rate_per_minute',
+    env: 'MAILROOM_WEB_FORM_RATE_PER_MINUTE',
+    flag: 'web-form-rate-per-minute',
+    fallback: '10',
+    parse: parsePositiveInt,
+    describe: 'Web form submissions and confirmations accepted per client IP per minute; more get 429.',
+  }),
+  setting({
     key: 'smtp_listen',
     env: 'MAILROOM_SMTP_LISTEN',
     flag: 'smtp-listen',
@@ -566,6 +607,30 @@ export const SETTINGS = [
     fallback: '200',
     parse: parsePositiveInt,
     describe: 'Messages with an outcome a broadcast needs before the bounce and complaint thresholds apply.',
+  }),
+  setting({
+    key: 'doctor_probe',
+    env: 'MAILROOM_DOCTOR_PROBE',
+    flag: 'doctor-probe',
+    fallback: 'off',
+    parse: parseOptionalListen,
+    describe: 'HOST:PORT the deliverability doctor connects to to tell whether outbound TCP port 25 is open (an SMTP server you trust), or "off".',
+  }),
+  setting({
+    key: 'doctor_ip_blocklists',
+    env: 'MAILROOM_DOCTOR_IP_BLOCKLISTS',
+    flag: 'doctor-ip-blocklists',
+    fallback: 'zen.spamhaus.org,bl.spamcop.net,b.barracudacentral.org',
+    parse: parseZones,
+    describe: 'DNS blocklist zones the deliverability doctor looks each sending IP up in (comma-separated), or "none".',
+  }),
+  setting({
+    key: 'doctor_domain_blocklists',
+    env: 'MAILROOM_DOCTOR_DOMAIN_BLOCKLISTS',
+    flag: 'doctor-domain-blocklists',
+    fallback: 'dbl.spamhaus.org',
+    parse: parseZones,
+    describe: 'Domain blocklist zones the deliverability doctor looks each sending domain up in (comma-separated), or "none".',
   }),
   setting({
     key: 'secret_key_file',

@@ -5,6 +5,7 @@ import { bodyPlugin } from './http/body'
 import { envelopePlugin } from './http/envelope'
 import { openapiPlugin } from './http/openapi'
 import { requestLogPlugin } from './http/request-log'
+import { skipResponseValidation } from './http/response-validation'
 import { sessionRoutes } from './http/session'
 import { SEMANTIC_CHECK, type SemanticCheck } from './http/schemas'
 import { consoleDevRoutes, webPlugin } from './http/web'
@@ -145,6 +146,7 @@ export function buildApp(deps: Deps) {
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed
+  if (!deps.config.validate_responses) skipResponseValidation(app.routes)
   for (const r of app.routes) {
     const check = (r.hooks?.detail as Record<symbol, unknown> | undefined)?.[SEMANTIC_CHECK]
     if (typeof check === 'function') checks.set(`${r.method} ${r.path}`, check as SemanticCheck)

@@ -30,6 +30,9 @@ import {
   UploadIcon,
   UsersIcon,
   WebhookIcon,
+  WorkflowIcon,
+  ZapIcon,
+  RepeatIcon,
   type LucideIcon,
 } from 'lucide-react'
 import type { ComponentType } from 'react'
@@ -41,6 +44,7 @@ import { SegmentsPage } from './pages/audience/segments'
 import { SuppressionsPage } from './pages/audience/suppressions'
 import { ActivityPage } from './pages/activity'
 import { ApiKeysPage } from './pages/api-keys'
+import { DripsPage, TriggersPage } from './pages/automations'
 import { BroadcastsPage } from './pages/broadcasts'
 import { DashboardPage } from './pages/dashboard'
 import { DeliverabilityPage } from './pages/deliverability'
@@ -166,6 +170,29 @@ export const NAV: NavEntry[] = [
     permission: 'broadcasts.read',
     description: 'Mailings to lists and segments: schedule, progress and results.',
     component: BroadcastsPage,
+  },
+  {
+    path: '/automations',
+    label: 'Automations',
+    icon: WorkflowIcon,
+    items: [
+      {
+        path: '/automations/drips',
+        label: 'Drips',
+        icon: RepeatIcon,
+        permission: 'drips.read',
+        description: 'Series of steps for new subscribers of a list, or contacts you enroll.',
+        component: DripsPage,
+      },
+      {
+        path: '/automations/triggers',
+        label: 'Triggers',
+        icon: ZapIcon,
+        permission: 'triggers.read',
+        description: 'Flows of steps started by a custom event from your application.',
+        component: TriggersPage,
+      },
+    ],
   },
   {
     path: '/web-forms',

@@ -16,6 +16,7 @@ import { api, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { useUrlQuery } from '../../lib/url-query'
 import { formatDateTime } from '../../lib/utils'
+import { ContactRuns } from '../automations/shared'
 import { FieldInput } from './field-input'
 import {
   CONTACT_STATUSES,
@@ -274,7 +275,11 @@ function ContactSheet({ which, onClose }: { which: string; onClose: () => void }
         ) : error ? (
           <ErrorState error={error} onRetry={() => (fields.error ? fields.refetch() : contact.refetch())} />
         ) : (
-          <ContactForm key={contact.data?.updated_at ?? 'new'} contact={isNew ? null : contact.data!} fields={fields.data!.data} onDone={onClose} />
+          <>
+            <ContactForm key={contact.data?.updated_at ?? 'new'} contact={isNew ? null : contact.data!} fields={fields.data!.data} onDone={onClose} />
+            {/* The contact's drip and trigger runs (issue 16). */}
+            {!isNew ? <ContactRuns contactId={id} /> : null}
+          </>
         )}
       </SheetContent>
     </Sheet>

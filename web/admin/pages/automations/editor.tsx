@@ -24,6 +24,7 @@ import { Checkbox } from '../../components/ui/checkbox'
 import { DropdownMenu, DropdownMenuContent, DropdownMenuItem, DropdownMenuTrigger } from '../../components/ui/dropdown-menu'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
+import { Label } from '../../components/ui/label'
 import { Textarea } from '../../components/ui/textarea'
 import { api, ApiError, apiPage, errorMessage } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
@@ -61,6 +62,7 @@ const STEP_KINDS: Record<string, { label: string; edges: string[]; hint: string 
 const EDGE_LABEL: Record<string, string> = { next: 'Then', yes: 'If yes', no: 'If no', event_received: 'When the event comes', timeout: 'On timeout' }
 const END = '__end'
 const UNITS = [
+  { value: '1', label: 'seconds' },
   { value: '60', label: 'minutes' },
   { value: '3600', label: 'hours' },
   { value: '86400', label: 'days' },
@@ -238,7 +240,9 @@ function EditorForm({ kind, automation, back }: { kind: AutomationKind; automati
   const title = automation ? automation.name : `New ${k.noun}`
   const orphanErrors =
     error instanceof ApiError && error.details
-      ? Object.keys(error.details).filter((f) => f.startsWith('steps.') && !steps.some((s) => f === `steps.${s.id}` || f.startsWith(`steps.${s.id}.`)))
+      ? Object.keys(error.details).filter(
+          (f) => (f.startsWith('graph') || f.startsWith('steps.')) && !steps.some((s) => f === `steps.${s.id}` || f.startsWith(`steps.${s.id}.`)),
+        )
       : []
 
   return (
@@ -287,9 +291,7 @@ function EditorForm({ kind, automation, back }: { kind: AutomationKind; automati
         <fieldset disabled={!mayEdit} className="grid gap-6">
           <Card>
             <CardHeader>
-              <CardTitle>
-                <h2>Settings</h2>
-              </CardTitle>
+              <CardTitle>Settings</CardTitle>
               <CardDescription>
                 {kind === 'drip' ? 'Who enters: new subscribers of these lists, or contacts you enroll.' : 'Which tracked event starts a run.'}
               </CardDescription>
@@ -314,13 +316,14 @@ function EditorForm({ kind, automation, back }: { kind: AutomationKind; automati
                   <legend className="mb-2 text-sm font-medium">Lists</legend>
                   <div className="flex flex-wrap gap-4">
                     {(lists.data?.data ?? []).map((l) => (
-                      <label key={l.id} className="flex items-center gap-2 text-sm">
+                      <div key={l.id} className="flex items-center gap-2">
                         <Checkbox
+                          id={`entry-list-${l.id}`}
                           checked={draft.list_ids.includes(l.id)}
                           onCheckedChange={(c) => set({ list_ids: c === true ? [...draft.list_ids, l.id] : draft.list_ids.filter((x) => x !== l.id) })}
                         />
-                        {l.name}
-                      </label>
+                        <Label htmlFor={`entry-list-${l.id}`}>{l.name}</Label>
+                      </div>
                     ))}
                     {lists.data?.data.length === 0 ? <p className="text-sm text-muted-foreground">No lists yet: enroll contacts by hand.</p> : null}
                   </div>
@@ -359,7 +362,7 @@ function EditorForm({ kind, automation, back }: { kind: AutomationKind; automati
             </div>
             {orphanErrors.length ? (
               <p role="alert" className="text-sm text-destructive">
-                {orphanErrors.map((f) => errorsUnder(error, f).join(' ')).join(' ')}
+                {orphanErrors.map((f) => `${f}: ${errorsUnder(error, f).join(' ')}`).join(' ')}
               </p>
             ) : null}
             <ol className="grid gap-0">
@@ -399,9 +402,7 @@ function EditorForm({ kind, automation, back }: { kind: AutomationKind; automati
 
           <Card>
             <CardHeader>
-              <CardTitle>
-                <h2>Exit conditions and goals</h2>
-              </CardTitle>
+              <CardTitle>Exit conditions and goals</CardTitle>
               <CardDescription>An exit condition ends a run wherever it is; a goal moves it to a step.</CardDescription>
             </CardHeader>
             <CardContent className="grid gap-6">
@@ -921,9 +922,7 @@ function RunsCard({ kind, id }: { kind: AutomationKind; id: number }) {
   return (
     <Card>
       <CardHeader>
-        <CardTitle>
-          <h2>Latest runs</h2>
-        </CardTitle>
+        <CardTitle>Latest runs</CardTitle>
         <CardDescription>{runs.data ? `${formatNumber(runs.data.meta.total)} in all, newest first.` : 'Newest first.'}</CardDescription>
       </CardHeader>
       <CardContent>

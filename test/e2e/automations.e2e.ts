@@ -10,6 +10,8 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Browser, Locator, Page } from 'playwright-core'
+import { startDnsServer, type DnsServer } from '../support/dns-server'
+import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
 import {
   accessibilityFindings,
   createAdmin,
@@ -27,6 +29,8 @@ const PASSWORD = 'correct horse battery'
 const STEP_MS = 180_000
 
 let server: ConsoleServer
+let sink: SmtpSink
+let dns: DnsServer
 let browser: Browser
 let key: string
 let listId: number
@@ -44,8 +48,24 @@ async function call(method: string, path: string, body?: unknown): Promise<{ sta
 }
 
 beforeAll(async () => {
+  // Mail is delivered to a loopback sink (through a loopback DNS server): a bounce would unsubscribe the contact.
+  sink = await startSmtpSink({ host: '127.0.0.1' })
+  dns = await startDnsServer({
+    zones: { 'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] }, 'mx.example.net': { A: ['127.0.0.1'] } },
+  })
   server = await startConsole({
-    flags: ['--hostname', 'mail.example.com', '--allow-unverified-domains', 'true', '--default-from', 'Acme <hello@acme.test>'],
+    flags: [
+      '--hostname',
+      'mail.example.com',
+      '--mx-port',
+      String(sink.port),
+      '--dns-servers',
+      dns.server,
+      '--allow-unverified-domains',
+      'true',
+      '--default-from',
+      'Acme <hello@acme.test>',
+    ],
   })
   await createAdmin(server, EMAIL, PASSWORD)
   key = await createApiKey(server, 'e2e automations')
@@ -60,6 +80,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close()
   await server?.stop()
+  await sink?.close()
+  await dns?.close()
 })
 
 const signedIn = (view: Viewport = {}) => openSignedIn(browser, server.base, EMAIL, PASSWORD, view)

@@ -90,16 +90,26 @@ export const KINDS = {
   trigger: { noun: 'trigger', plural: 'triggers', title: 'Triggers', path: '/api/v2/triggers', group: 'triggers', queryKey: 'triggers' },
 } as const
 
-const STATUS_VARIANT = { draft: 'outline', active: 'success', paused: 'warning' } as const
+const STATUS_DOT = { draft: 'bg-muted-foreground', active: 'bg-success', paused: 'bg-warning' } as const
 /** An automation's status as a badge. */
 export function AutomationStatusBadge({ status }: { status: AutomationStatus }) {
-  return <Badge variant={STATUS_VARIANT[status]}>{status[0]!.toUpperCase() + status.slice(1)}</Badge>
+  return (
+    <Badge variant="outline" className="text-foreground">
+      <span aria-hidden="true" className={`size-2 rounded-full ${STATUS_DOT[status]}`} />
+      {status[0]!.toUpperCase() + status.slice(1)}
+    </Badge>
+  )
 }
 
-const RUN_VARIANT = { active: 'default', waiting: 'secondary', finished: 'success', exited: 'outline', failed: 'destructive' } as const
+const RUN_DOT = { active: 'bg-primary', waiting: 'bg-warning', finished: 'bg-success', exited: 'bg-muted-foreground', failed: 'bg-destructive' } as const
 /** A run's state as a badge. */
 export function RunStateBadge({ state }: { state: RunState }) {
-  return <Badge variant={RUN_VARIANT[state]}>{state}</Badge>
+  return (
+    <Badge variant="outline" className="text-foreground">
+      <span aria-hidden="true" className={`size-2 rounded-full ${RUN_DOT[state]}`} />
+      {state}
+    </Badge>
+  )
 }
 
 /** A table of runs: automation (optional), contact (optional), state, step, started, ended. */

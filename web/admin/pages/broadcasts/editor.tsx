@@ -498,6 +498,8 @@ function VersionsPanel({ broadcast, readOnly }: { broadcast: Broadcast; readOnly
     onError: (e) => toast.error(errorMessage(e)),
   })
   const versions = q.data ?? []
+  const templates = useQuery({ queryKey: ['templates', 'menu'], queryFn: () => apiPage<TemplateSummary>('/api/v2/templates', MENU) })
+  const templateName = (id: number) => templates.data?.data.find((t) => t.id === id)?.name ?? `template ${id}`
   return (
     <div className="grid gap-3">
       {q.isError ? <p className="text-sm text-destructive">{errorMessage(q.error)}</p> : null}
@@ -511,7 +513,7 @@ function VersionsPanel({ broadcast, readOnly }: { broadcast: Broadcast; readOnly
                 <span className="font-medium">{v.name}</span>
                 <span className="truncate text-xs text-muted-foreground">
                   {v.subject ?? 'the broadcast’s subject'}
-                  {v.template_id != null ? ` · template ${v.template_id}` : ''}
+                  {v.template_id != null ? ` · ${templateName(v.template_id)}` : ''}
                   {v.send_at ? ` · sends ${formatDateTime(v.send_at)}` : ''}
                 </span>
               </div>
@@ -912,14 +914,20 @@ function EditorForm({ broadcast }: { broadcast: Broadcast | null }) {
             <FormField label="Tags" hint="Comma-separated; every message carries them, for search and statistics." error={err('tags')}>
               <Input value={d.tags} onChange={(e) => set('tags', e.target.value)} placeholder="newsletter, november" autoComplete="off" />
             </FormField>
-            <div className="grid gap-4 sm:grid-cols-2">
-              <FormField label="Pause at bounce rate (%)" hint="Empty: the server default (5% unless configured)." error={err('max_bounce_rate')}>
-                <Input type="number" min={0} max={100} step="any" value={d.max_bounce_pct} onChange={(e) => set('max_bounce_pct', e.target.value)} />
-              </FormField>
-              <FormField label="Pause at complaint rate (%)" hint="Empty: the server default (0.3% unless configured)." error={err('max_complaint_rate')}>
-                <Input type="number" min={0} max={100} step="any" value={d.max_complaint_pct} onChange={(e) => set('max_complaint_pct', e.target.value)} />
-              </FormField>
-            </div>
+            <fieldset className="grid gap-2" aria-describedby="broadcast-thresholds-hint">
+              <legend className="mb-2 text-sm leading-none font-medium">Pause automatically when a rate passes</legend>
+              <div className="grid gap-4 sm:grid-cols-2">
+                <FormField label="Bounce rate (%)" error={err('max_bounce_rate')}>
+                  <Input type="number" min={0} max={100} step="any" value={d.max_bounce_pct} onChange={(e) => set('max_bounce_pct', e.target.value)} />
+                </FormField>
+                <FormField label="Complaint rate (%)" error={err('max_complaint_rate')}>
+                  <Input type="number" min={0} max={100} step="any" value={d.max_complaint_pct} onChange={(e) => set('max_complaint_pct', e.target.value)} />
+                </FormField>
+              </div>
+              <p id="broadcast-thresholds-hint" className="text-xs text-muted-foreground">
+                Of the mail sent so far. Empty: the server’s defaults (5% and 0.3% unless configured).
+              </p>
+            </fieldset>
             <FormField label="Send rate (messages a minute)" hint="Empty: as fast as the server goes." error={err('send_rate_per_minute')}>
               <Input type="number" min={1} value={d.rate} onChange={(e) => set('rate', e.target.value)} />
             </FormField>

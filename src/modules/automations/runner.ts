@@ -56,6 +56,10 @@ const statements = preparedFor((db) => {
   const c = db.$client
   return {
     unclaimAll: c.prepare<never, []>('UPDATE automation_wakeups SET claimed = 0 WHERE claimed = 1'),
+    // One savepoint per run in a claimed batch: prepared once, not parsed again for every run.
+    savepoint: c.prepare<never, []>('SAVEPOINT automation_run'),
+    release: c.prepare<never, []>('RELEASE automation_run'),
+    rollback: c.prepare<never, []>('ROLLBACK TO automation_run'),
     // Walks the due_at index; runs of paused automations stay where they are (held).
     claim: c.prepare<{ enrollment_id: number }, [number, number]>(
       `UPDATE automation_wakeups SET claimed = 1 WHERE enrollment_id IN (
@@ -146,7 +150,7 @@ export type AutomationRunner = ReturnType<typeof createAutomationRunner>
 export function createAutomationRunner(deps: Deps, parts: RunnerParts = {}) {
   const st = statements(deps.db)
   const pollMs = parts.pollMs ?? 250
-  const batch = parts.batch ?? 500
+  const batch = parts.batch ?? 1000
   const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
   const ctx: AcceptContext = { source: 'automation', apiKeyId: null }
   let timer: ReturnType<typeof setTimeout> | null = null
@@ -309,19 +313,18 @@ export function createAutomationRunner(deps: Deps, parts: RunnerParts = {}) {
       if (n < 1000) break
     }
     let runs = 0
-    const client = deps.db.$client
     for (;;) {
       const automations = loadAutomations(deps.db)
       const walked = await deps.commits.run(() =>
         st.claim.all(deps.clock.now(), batch).map(({ enrollment_id: id }) => {
-          client.run('SAVEPOINT automation_run')
+          st.savepoint.run()
           try {
             const end = resumeOne(id, automations)
-            client.run('RELEASE automation_run')
+            st.release.run()
             return { id, end, error: null as unknown }
           } catch (error) {
-            client.run('ROLLBACK TO automation_run')
-            client.run('RELEASE automation_run')
+            st.rollback.run()
+            st.release.run()
             return { id, end: { kind: 'parked' } as WalkEnd, error }
           }
         }),

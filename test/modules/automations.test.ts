@@ -410,6 +410,38 @@ describe('engine lookups', () => {
     expect((await w.runsOf('triggers', left.id)).length).toBe(1)
   })
 
+  test('a run that throws is rolled back alone: the rest of its batch goes on, and it stays held until a restart', async () => {
+    const w = world()
+    const listId = await w.list('batch')
+    const bad = await w.contact(listId, 'bad@example.net')
+    await w.contact(listId, 'one@example.net')
+    await w.contact(listId, 'two@example.net')
+    // Fields that are not JSON make the time-of-day wait throw for this contact only.
+    w.t.deps.db.$client.run("UPDATE contacts SET fields = 'not json' WHERE id = ?", [bad])
+    const drip = (
+      await w.api('POST', '/api/v2/drips', {
+        name: 'Morning',
+        status: 'active',
+        graph: { steps: [{ id: 'morning', kind: 'wait', settings: { time_of_day: '09:00' } }] },
+      })
+    ).body.data
+    expect((await w.api('POST', `/api/v2/drips/${drip.id}/enroll`, { list_id: listId })).status).toBeLessThan(300)
+    expect((await w.runner.tick()).runs).toBe(3)
+    const runs = await w.runsOf('drips', drip.id)
+    expect(runs.map((r) => [r.email, r.state, r.steps.length]).sort()).toEqual([
+      ['bad@example.net', 'active', 0],
+      ['one@example.net', 'waiting', 1],
+      ['two@example.net', 'waiting', 1],
+    ])
+    const held = () => w.t.deps.db.$client.query<{ claimed: number }, []>('SELECT claimed FROM automation_wakeups WHERE claimed = 1').all().length
+    expect(held()).toBe(1)
+    // Not spun on: the next turn leaves it alone; a restart makes it due again.
+    expect((await w.runner.tick()).runs).toBe(0)
+    w.runner.prepare()
+    expect(held()).toBe(0)
+    expect((await w.runner.tick()).runs).toBe(1)
+  })
+
   test("a time-of-day wait ends at that hour in the contact's own zone; a duration wait does not need it", async () => {
     const w = world()
     const listId = await w.list('zones')

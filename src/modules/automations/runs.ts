@@ -112,6 +112,7 @@ const statements = preparedFor((db: Db) => {
     ),
     wakeup: c.prepare<{ due_at: number }, [number]>('SELECT due_at FROM automation_wakeups WHERE enrollment_id = ?'),
     deleteWakeup: c.prepare<never, [number]>('DELETE FROM automation_wakeups WHERE enrollment_id = ?'),
+    release: c.prepare<never, [number]>('UPDATE automation_wakeups SET claimed = 0 WHERE enrollment_id = ?'),
     moveTo: c.prepare<never, [string | null, number, number]>(
       "UPDATE automation_enrollments SET state = 'active', step_id = ?1, wait_event = NULL, wait_filter = NULL, wait_since = NULL, updated_at = ?2 WHERE id = ?3",
     ),
@@ -658,5 +659,5 @@ export function dropWakeup(db: Db, enrollmentId: number): void {
 
 /** Marks a run's wake-up as no longer held (paused automation, or a walk that stopped early). */
 export function releaseWakeup(db: Db, enrollmentId: number): void {
-  db.$client.run('UPDATE automation_wakeups SET claimed = 0 WHERE enrollment_id = ?', [enrollmentId])
+  statements(db).release.run(enrollmentId)
 }

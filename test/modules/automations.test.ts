@@ -410,6 +410,22 @@ describe('engine lookups', () => {
     expect((await w.runsOf('triggers', left.id)).length).toBe(1)
   })
 
+  test('an event by address goes to its subscribed contact first, else to its oldest', async () => {
+    const w = world()
+    const older = await w.contact(await w.list('older'), 'sam@example.net')
+    const newer = await w.contact(await w.list('newer'), 'sam@example.net')
+    const third = await w.contact(await w.list('third'), 'sam@example.net')
+    const setStatus = (id: number, status: string) => w.t.deps.db.$client.run('UPDATE contacts SET status = ? WHERE id = ?', [status, id])
+    const trackedContact = async () => (await w.api('POST', '/api/v2/track', { event: 'seen', email: 'sam@example.net' })).body.data.contact_id
+    expect(await trackedContact()).toBe(older)
+    setStatus(older, 'unsubscribed')
+    expect(await trackedContact()).toBe(newer)
+    setStatus(newer, 'unsubscribed')
+    expect(await trackedContact()).toBe(third)
+    setStatus(third, 'unsubscribed')
+    expect(await trackedContact()).toBe(older)
+  })
+
   test('a run that throws is rolled back alone: the rest of its batch goes on, and it stays held until a restart', async () => {
     const w = world()
     const listId = await w.list('batch')

@@ -24,6 +24,7 @@ import {
   ServerIcon,
   SettingsIcon,
   StethoscopeIcon,
+  TextCursorInputIcon,
   ShieldCheckIcon,
   ShieldIcon,
   UploadIcon,
@@ -53,6 +54,7 @@ import { SendingNodesPage } from './pages/sending-nodes'
 import { SendingQueuePage } from './pages/sending-queue'
 import { TemplatesPage } from './pages/templates'
 import { WebhooksPage } from './pages/webhooks'
+import { WebFormsPage } from './pages/web-forms'
 
 /** One page of the console. */
 export interface PageDef {
@@ -164,6 +166,14 @@ export const NAV: NavEntry[] = [
     permission: 'broadcasts.read',
     description: 'Mailings to lists and segments: schedule, progress and results.',
     component: BroadcastsPage,
+  },
+  {
+    path: '/web-forms',
+    label: 'Web forms',
+    icon: TextCursorInputIcon,
+    permission: 'web_forms.read',
+    description: 'Sign-up forms, hosted or embedded, with double opt-in.',
+    component: WebFormsPage,
   },
   {
     path: '/templates',

@@ -89,9 +89,12 @@ export const EVENT_KINDS = [
   { kind: 'message.clicked', emitted: true },
   { kind: 'message.unsubscribed', emitted: true },
   { kind: 'contact.subscribed', emitted: true },
+  { kind: 'contact.confirmed', emitted: true },
   { kind: 'contact.unsubscribed', emitted: true },
   { kind: 'contact.bounced', emitted: true },
   { kind: 'contact.complained', emitted: true },
+  // A custom event (POST /api/v2/track) on the contact's timeline; the automation engine reads it.
+  { kind: 'event.tracked', emitted: true },
   { kind: 'broadcast.sent', emitted: true },
   { kind: 'broadcast.opened', emitted: true },
   { kind: 'broadcast.clicked', emitted: true },

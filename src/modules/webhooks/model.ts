@@ -9,6 +9,7 @@ import { enumOf } from '../../http/schemas'
  */
 export const WEBHOOK_EVENT_KINDS = [
   'contact.subscribed',
+  'contact.confirmed',
   'contact.unsubscribed',
   'contact.bounced',
   'contact.complained',
@@ -41,6 +42,7 @@ export const WEBHOOK_EVENT_KINDS = [
 /** What each kind means, for people choosing what to subscribe to (the console's checkboxes). */
 export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[number], string> = {
   'contact.subscribed': 'A contact joined a list (or confirmed).',
+  'contact.confirmed': 'A contact confirmed a double opt-in web form subscription.',
   'contact.unsubscribed': 'A contact left a list.',
   'contact.bounced': "A contact's address bounced permanently.",
   'contact.complained': 'A contact marked a message as spam.',

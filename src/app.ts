@@ -19,6 +19,8 @@ import { broadcastArchiveRoutes, broadcastRoutes } from './modules/broadcasts'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
 import { dmarcRoutes } from './modules/dmarc'
+import { doctorRoutes } from './modules/doctor'
+import { pauseForListedIp } from './delivery/guardrails'
 import { feedbackLoopRoutes } from './modules/feedback-loops'
 import { importRoutes } from './modules/imports'
 import { ipPoolRoutes } from './modules/ip-pools'
@@ -130,6 +132,8 @@ export function buildApp(deps: Deps) {
     // broadcasts and their public archive (issue 15)
     .use(broadcastRoutes(deps, auth.authOf))
     .use(broadcastArchiveRoutes(deps))
+    // deliverability doctor (issue 17)
+    .use(doctorRoutes(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) }))
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

@@ -29,6 +29,9 @@ import { consoleDevRoutes } from './http/web'
 import { loadSmtpCertificate } from './smtp/tls'
 import { VERSION } from './version'
 import { startWebhooks } from './modules/webhooks/dispatcher'
+import { doctorSummaryLine, runAndRecordDoctor } from './modules/doctor/service'
+import { startDoctor } from './modules/doctor/runner'
+import { pauseForListedIp } from './delivery/guardrails'
 
 export const USAGE = `mailroom ${VERSION}: self-hosted email platform in one binary
 
@@ -46,6 +49,7 @@ Usage:
                                    set a new password (read the same way); ends the person's sessions
   mailroom admin list              list console administrators
   mailroom backup PATH             write a consistent copy of the database to PATH
+  mailroom doctor                  run the deliverability checks, print each with its fix (exit code 1 on a failure)
   mailroom secrets rotate-key      seal every stored secret under a new key (stop the server first)
   mailroom --version | --help
 
@@ -258,6 +262,10 @@ export async function runCli(io: CliEnv): Promise<number> {
         io.out(`Backup written to ${target}`)
         return 0
       }
+      case 'doctor': {
+        if (sub) throw new UsageError('doctor takes no arguments')
+        return await doctorCommand(openStore(config, io.clock, log, { create: false }), io)
+      }
       case 'secrets': {
         if (sub !== 'rotate-key' || rest.length) throw new UsageError(`unknown secrets command "${[sub ?? '', ...rest].join(' ')}"; use secrets rotate-key`)
         return rotateKey(config, io, log)
@@ -321,6 +329,22 @@ function keysCommand(deps: Deps, sub: string | undefined, rest: string[], values
   io.out(`Created API key ${created.view.id} "${created.view.name}" with role ${printable(role.name)}. This is the only time the key is shown:`)
   io.out(created.key)
   return 0
+}
+
+/** `doctor`: runs the deliverability checks (issue 17), stores them as the server's last run, and prints each with its fix. */
+async function doctorCommand(deps: Deps, io: CliEnv): Promise<number> {
+  try {
+    const { report } = await runAndRecordDoctor(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) })
+    for (const c of report.checks) {
+      io.out(`${c.status.toUpperCase().padEnd(7)} ${printable(c.id)}  ${c.title}`)
+      if (c.status !== 'pass') io.out(`        ${printable(c.detail)}`)
+      if (c.fix) io.out(`        fix: ${printable(c.fix)}`)
+    }
+    io.out(doctorSummaryLine(report))
+    return report.summary.fail ? 1 : 0
+  } finally {
+    deps.db.$client.close()
+  }
 }
 
 /** Reads a password through the host's reader and checks it, as the API's schema would. */
@@ -501,6 +525,8 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   const statsRollup = startStatsRollup(deps)
   // Broadcasts (issue 15): scheduled, preparing and sending ones go on from their committed rows.
   const broadcasts = startBroadcasts(deps)
+  // Deliverability doctor (issue 17): at start (one summary line in the log) and daily, in the background
+  const doctor = startDoctor(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) })
 
   const flusher = setInterval(() => {
     try {
@@ -519,6 +545,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   await feedbackLoops.stop()
   await broadcasts.stop()
   await statsRollup.stop()
+  await doctor.stop()
   await webhooks.stop()
   await delivery.stop()
   await imports.stop()

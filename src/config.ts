@@ -55,6 +55,9 @@ export interface Config {
   broadcast_max_bounce_rate: number
   broadcast_max_complaint_rate: number
   broadcast_threshold_min_sample: number
+  doctor_probe: { host: string; port: number } | null
+  doctor_ip_blocklists: string[]
+  doctor_domain_blocklists: string[]
   secret_key_file: string
   secret_key: string
 }
@@ -172,6 +175,17 @@ function parseDnsServers(text: string): string[] {
     if (isIP(host) === 0) fail(`"${entry}" is not ADDRESS or ADDRESS:PORT`)
     if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) fail(`"${entry}": port must be 1-65535`)
     return entry
+  })
+}
+
+/** A comma-separated list of DNS zones (blocklists), or "none". */
+function parseZones(text: string): string[] {
+  const v = text.trim().toLowerCase()
+  if (v === '' || v === 'none') return []
+  return v.split(',').map((part) => {
+    const zone = part.trim().replace(/\.$/, '')
+    if (!/^([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/.test(zone)) fail(`"${part.trim()}" is not a DNS zone such as zen.spamhaus.org`)
+    return zone
   })
 }
 
@@ -557,6 +571,30 @@ export const SETTINGS = [
     fallback: '200',
     parse: parsePositiveInt,
     describe: 'Messages with an outcome a broadcast needs before the bounce and complaint thresholds apply.',
+  }),
+  setting({
+    key: 'doctor_probe',
+    env: 'MAILROOM_DOCTOR_PROBE',
+    flag: 'doctor-probe',
+    fallback: 'off',
+    parse: parseOptionalListen,
+    describe: 'HOST:PORT the deliverability doctor connects to to tell whether outbound TCP port 25 is open (an SMTP server you trust), or "off".',
+  }),
+  setting({
+    key: 'doctor_ip_blocklists',
+    env: 'MAILROOM_DOCTOR_IP_BLOCKLISTS',
+    flag: 'doctor-ip-blocklists',
+    fallback: 'zen.spamhaus.org,bl.spamcop.net,b.barracudacentral.org',
+    parse: parseZones,
+    describe: 'DNS blocklist zones the deliverability doctor looks each sending IP up in (comma-separated), or "none".',
+  }),
+  setting({
+    key: 'doctor_domain_blocklists',
+    env: 'MAILROOM_DOCTOR_DOMAIN_BLOCKLISTS',
+    flag: 'doctor-domain-blocklists',
+    fallback: 'dbl.spamhaus.org',
+    parse: parseZones,
+    describe: 'Domain blocklist zones the deliverability doctor looks each sending domain up in (comma-separated), or "none".',
   }),
   setting({
     key: 'secret_key_file',

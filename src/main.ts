@@ -12,6 +12,19 @@ import { processEnv } from './config'
 const stopSignal = new Promise<string>((resolve) => {
   process.once('SIGTERM', () => resolve('SIGTERM'))
   process.once('SIGINT', () => resolve('SIGINT'))
+  // Stop with the program that started us: `npm start` forwards SIGTERM to its child, but
+  // not always (npm killed first, or a forward lost under load), and an orphaned server would
+  // keep the ports and the database. A parent that exits reparents us, so a changed ppid
+  // means it is gone. A server started by init (ppid 1) is never an orphan.
+  const parent = process.ppid
+  if (parent > 1) {
+    const watch = setInterval(() => {
+      if (process.ppid === parent) return
+      clearInterval(watch)
+      resolve('parent exited')
+    }, 1000)
+    watch.unref()
+  }
 })
 
 /** How the operator runs this program, for the hints it prints: the executable, or bun on the source file. */

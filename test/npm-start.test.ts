@@ -4,7 +4,7 @@
  * started, and stopping npm stops the server.
  */
 import { expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { until } from './support/server-process'
@@ -61,5 +61,30 @@ test('npm start: flags after --, the settings line, the key hint, and SIGTERM to
   } finally {
     npm.kill('SIGKILL')
     await pumps.catch(() => {})
+  }
+}, 90_000)
+
+test('a server whose parent process dies (SIGKILL, nothing forwarded) stops by itself', async () => {
+  const dir = join(mkdtempSync(join(tmpdir(), 'mailroom-orphan-')), 'data')
+  const log = join(dir, '..', 'server.log')
+  const serve = [process.execPath, 'src/main.ts', 'serve', '--data-dir', dir, '--http-listen', '127.0.0.1:0', '--smtp-listen', 'off', '--access-log', 'false']
+  // The shell is the parent: it starts the server in the background and waits; killing it
+  // with SIGKILL forwards nothing, as when npm itself is killed.
+  const shell = Bun.spawn(['sh', '-c', `${serve.map((a) => `'${a}'`).join(' ')} > '${log}' 2>&1 & wait`], { cwd: ROOT, stdout: 'ignore', stderr: 'ignore' })
+  const text = () => (existsSync(log) ? readFileSync(log, 'utf8') : '')
+  try {
+    await until('the server to announce itself', () => /listening on http:\/\/127\.0\.0\.1:\d+/.test(text()), 60_000)
+    const base = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text())![1]
+    expect((await fetch(`${base}/ready`)).status).toBe(200)
+    shell.kill('SIGKILL')
+    await shell.exited
+    await until('the orphaned server to stop', () => text().includes('Mailroom stopped.'), 30_000)
+    const after = await fetch(`${base}/health`).then(
+      () => 'answered',
+      () => 'refused',
+    )
+    expect(after).toBe('refused')
+  } finally {
+    shell.kill('SIGKILL')
   }
 }, 90_000)

@@ -2,7 +2,7 @@
  * A real authoritative DNS server on loopback for end-to-end tests of the delivery engine.
  *
  * The engine resolves through node's c-ares resolver pointed at MAILROOM_DNS_SERVERS, so tests
- * start this server and pass `127.0.0.1:<port>`. It answers A, AAAA, MX, TXT and CNAME from a
+ * start this server and pass `127.0.0.1:<port>`. It answers A, AAAA, MX, TXT, PTR and CNAME from a
  * plain object of zones, over UDP and TCP on the same port (c-ares retries over TCP when a UDP
  * answer comes back truncated, which long DKIM TXT records can cause).
  *
@@ -17,6 +17,9 @@ import dgram from 'node:dgram'
 import net from 'node:net'
 import * as packet from 'dns-packet'
 import type { AddressInfo } from 'node:net'
+import { reverseName } from '../../src/lib/dns'
+
+export { reverseName }
 
 export interface MxRecord {
   exchange: string
@@ -30,6 +33,8 @@ export interface ZoneRecords {
   MX?: MxRecord[]
   TXT?: (string | string[])[]
   CNAME?: string
+  /** Reverse names (`4.3.2.1.in-addr.arpa`: use `reverseName`) to host names, for FCrDNS checks. */
+  PTR?: string[]
 }
 
 /** Names (case-insensitive, trailing dot optional) to their records. */
@@ -115,6 +120,9 @@ function answersFor(zones: Map<string, ZoneRecords>, name: string, type: string,
         break
       case 'TXT':
         for (const txt of records.TXT ?? []) answers.push({ type: 'TXT', name: current, ttl, class: 'IN', data: txtStrings(txt) })
+        break
+      case 'PTR':
+        for (const host of records.PTR ?? []) answers.push({ type: 'PTR', name: current, ttl, class: 'IN', data: host })
         break
       case 'CNAME':
         if (records.CNAME) answers.push({ type: 'CNAME', name: current, ttl, class: 'IN', data: records.CNAME })

@@ -22,6 +22,7 @@ import {
   SendIcon,
   ServerIcon,
   SettingsIcon,
+  StethoscopeIcon,
   ShieldCheckIcon,
   ShieldIcon,
   UploadIcon,
@@ -39,6 +40,7 @@ import { SuppressionsPage } from './pages/audience/suppressions'
 import { ActivityPage } from './pages/activity'
 import { ApiKeysPage } from './pages/api-keys'
 import { DashboardPage } from './pages/dashboard'
+import { DeliverabilityPage } from './pages/deliverability'
 import { MessagesPage } from './pages/messages'
 import { RolesPage } from './pages/roles'
 import { SettingsPage } from './pages/settings'
@@ -205,6 +207,14 @@ export const NAV: NavEntry[] = [
         permission: 'bridges.read',
         description: 'SMTP credentials for applications that cannot call the API.',
         component: SendingBridgesPage,
+      },
+      {
+        path: '/sending/deliverability',
+        label: 'Deliverability',
+        icon: StethoscopeIcon,
+        permission: 'doctor.read',
+        description: 'DNS, reverse DNS, blocklists and bulk-sender rules checked, each problem with its fix.',
+        component: DeliverabilityPage,
       },
     ],
   },

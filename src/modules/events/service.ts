@@ -101,6 +101,7 @@ export const EVENT_KINDS = [
   { kind: 'domain.deleted', emitted: true },
   { kind: 'webhook.disabled', emitted: true },
   { kind: 'deliverability.alert', emitted: true },
+  { kind: 'doctor.changed', emitted: true },
 ] as const
 
 export type EventKind = (typeof EVENT_KINDS)[number]['kind']

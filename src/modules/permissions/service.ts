@@ -40,6 +40,7 @@ const GROUPS: Array<{ id: string; name: string; noun: string; actions: string[] 
   { id: 'roles', name: 'Roles', noun: 'roles', actions: ['read', 'create', 'update', 'delete'] },
   { id: 'admins', name: 'Administrators', noun: 'console administrators', actions: ['read', 'create', 'update', 'delete'] },
   { id: 'settings', name: 'Settings', noun: 'server settings', actions: ['read'] },
+  { id: 'doctor', name: 'Deliverability', noun: 'and run the deliverability checks', actions: ['read'] },
 ]
 
 export interface PermissionNode {

@@ -4,7 +4,7 @@ export const HealthSchema = t.Object({ status: t.Literal('ok'), version: t.Strin
 export const ReadySchema = t.Object({ status: t.Literal('ready') })
 
 export const WarningSchema = t.Object({
-  kind: t.String({ description: 'domain_not_verified, no_public_host_name or webhook_disabled.' }),
+  kind: t.String({ description: 'domain_not_verified, no_public_host_name, webhook_disabled or doctor_failed.' }),
   message: t.String(),
   href: t.String({ description: 'The console page where it is fixed.' }),
 })

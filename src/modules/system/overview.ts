@@ -5,6 +5,7 @@ import { sendingDomains, webhooks } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { publicHostNameProblem, publicHostNameWarning } from '../../lib/public-host-name'
 import { VERSION } from '../../version'
+import { lastDoctorReport } from '../doctor/service'
 import type { OverviewView, SettingsView, WarningView } from './model'
 
 type Warning = WarningView
@@ -60,6 +61,19 @@ export function systemOverview(deps: Deps): OverviewView {
     })
   if (disabled.length > LIST_LIMIT)
     warnings.push({ kind: 'webhook_disabled', message: `${disabled.length - LIST_LIMIT} more webhooks are disabled.`, href: '/admin/webhooks' })
+  // The last deliverability doctor run (issue 17): one line naming what fails.
+  const doctor = lastDoctorReport(deps)
+  if (doctor?.summary.fail) {
+    const failing = doctor.checks.filter((c) => c.status === 'fail')
+    warnings.push({
+      kind: 'doctor_failed',
+      message: `${failing.length} deliverability check${failing.length === 1 ? '' : 's'} failed at the last run: ${failing
+        .slice(0, 3)
+        .map((c) => `${c.title}${c.subject ? ` (${c.subject})` : ''}`)
+        .join('; ')}${failing.length > 3 ? '; ...' : ''}.`,
+      href: '/admin/sending/deliverability',
+    })
+  }
 
   return { queue: { depth: queued + deferred + sending, queued, deferred, sending, oldest_queued_at: toIso(oldest) }, warnings }
 }

@@ -33,6 +33,7 @@ export const WEBHOOK_EVENT_KINDS = [
   'domain.deleted',
   'webhook.disabled',
   'deliverability.alert',
+  'doctor.changed',
 ] as const
 
 /** What each kind means, for people choosing what to subscribe to (the console's checkboxes). */
@@ -62,6 +63,7 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[num
   'domain.deleted': 'A sending domain was deleted.',
   'webhook.disabled': 'A webhook was switched off after repeated failures.',
   'deliverability.alert': 'A provider/IP pair was suspended after a block reply, or broadcasts were auto-paused (bounce or complaint rate, listed IP).',
+  'doctor.changed': 'A deliverability check changed status (pass, warn, fail) between two runs of the doctor.',
 }
 
 export const EventKindSchema = t.Object({ kind: t.String(), description: t.String() })

@@ -1,0 +1,14 @@
+import type { CheckCategory, CheckResult, CheckStatus } from '../model'
+
+/** One check's outcome; the id is the check's name and its subject (`ip.ptr:192.0.2.5`), so runs can be compared. */
+export function result(
+  category: CheckCategory,
+  check: string,
+  subject: string | null,
+  title: string,
+  status: CheckStatus,
+  detail: string,
+  fix: string | null = null,
+): CheckResult {
+  return { id: subject ? `${check}:${subject}` : check, category, subject, title, status, detail, fix: status === 'pass' || status === 'skipped' ? null : fix }
+}

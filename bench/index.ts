@@ -12,6 +12,10 @@ const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchma
     describe: 'a million-contact CSV import, segment count and listing pages, against a plain bulk insert',
     load: async () => (await import('./audience')).run,
   },
+  broadcast: {
+    describe: 'a broadcast to a million imported contacts to an SMTP sink: rows, first message, peak memory, DB growth, rate against /v1/send',
+    load: async () => (await import('./broadcast')).run,
+  },
   delivery: {
     describe: '20,000 messages through /v1/send to an SMTP sink via real DNS, with and without DKIM, against a plain SMTP client',
     load: async () => (await import('./delivery')).run,

@@ -46,6 +46,7 @@ import { statsRoutes } from './modules/stats'
 import { templateRoutes } from './modules/templates'
 import { trackingRoutes } from './modules/tracking'
 import { webhookRoutes } from './modules/webhooks'
+import { webFormPublicRoutes, webFormRoutes } from './modules/web-forms'
 
 /** The route table the auth layer consults, read from each route's `detail`. */
 function routeTableOf(app: { routes: Array<{ method: string; path: string; hooks?: { detail?: Record<string, unknown> } }> }): RouteTable {
@@ -134,6 +135,9 @@ export function buildApp(deps: Deps) {
     .use(broadcastArchiveRoutes(deps))
     // deliverability doctor (issue 17)
     .use(doctorRoutes(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) }))
+    // web forms, their hosted pages and double opt-in (issue 16)
+    .use(webFormRoutes(deps, auth.authOf))
+    .use(webFormPublicRoutes(deps))
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed

@@ -40,6 +40,9 @@ export interface Config {
   guardrail_bounce_rate: number
   guardrail_complaint_rate: number
   default_from: string
+  web_form_token_days: number
+  web_form_challenge_max: number
+  web_form_rate_per_minute: number
   smtp_listen: { host: string; port: number } | null
   smtp_tls_listen: { host: string; port: number } | null
   smtp_tls_cert: string
@@ -451,6 +454,30 @@ export const SETTINGS = [
       return v
     },
     describe: 'Sender of template sends (POST /api/v2/dynamicTemplate/{id}) whose request names no "from".',
+  }),
+  setting({
+    key: 'web_form_token_days',
+    env: 'MAILROOM_WEB_FORM_TOKEN_DAYS',
+    flag: 'web-form-token-days',
+    fallback: '7',
+    parse: parsePositiveInt,
+    describe: 'Days a double opt-in confirmation link stays valid; a pending submission not confirmed by then is refused.',
+  }),
+  setting({
+    key: 'web_form_challenge_max',
+    env: 'MAILROOM_WEB_FORM_CHALLENGE_MAX',
+    flag: 'web-form-challenge-max',
+    fallback: '50000',
+    parse: parsePositiveInt,
+    describe: "Web forms' proof-of-work difficulty: the largest secret counter (a browser tries half of it on average, about a second at 50,000).",
+  }),
+  setting({
+    key: 'web_form_rate_per_minute',
+    env: 'MAILROOM_WEB_FORM_RATE_PER_MINUTE',
+    flag: 'web-form-rate-per-minute',
+    fallback: '10',
+    parse: parsePositiveInt,
+    describe: 'Web form submissions and confirmations accepted per client IP per minute; more get 429.',
   }),
   setting({
     key: 'smtp_listen',

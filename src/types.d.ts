@@ -13,6 +13,13 @@ declare module 'libmime' {
   const libmime: {
     /** Decodes RFC 2047 encoded words in a header value. */
     decodeWords(value: string): string
+    /** A content type for a file name's extension; application/octet-stream when unknown. */
+    detectMimeType(filename: string): string
   }
   export default libmime
+}
+
+/** html-to-text (mailparser's dependency) ships no types; the part used here. */
+declare module 'html-to-text' {
+  export function convert(html: string, options?: { wordwrap?: number | false; selectors?: Array<{ selector: string; format?: string }> }): string
 }

@@ -68,6 +68,8 @@ interface MessageRow {
   /** SMTP submission's MAIL FROM: where a DSN goes. */
   envelope_from: string | null
   created_at: number
+  /** A scheduled send's time: its maximum age counts from then, not from acceptance. */
+  scheduled_at: number | null
 }
 
 const statements = preparedFor((db) => {
@@ -76,7 +78,7 @@ const statements = preparedFor((db) => {
     // The inner SELECT repeats the partial index's WHERE so SQLite can walk message_recipients_due_idx.
     claim: c.prepare<Claimed, [number, number, number, number]>(
       `UPDATE message_recipients SET state = 'sending', lease_until = ?1, attempts = attempts + 1, updated_at = ?2
-       WHERE id IN (SELECT id FROM message_recipients WHERE state IN ('queued', 'deferred') AND next_attempt_at <= ?3 ORDER BY next_attempt_at LIMIT ?4)
+       WHERE id IN (SELECT id FROM message_recipients WHERE state IN ('scheduled', 'queued', 'deferred') AND next_attempt_at <= ?3 ORDER BY next_attempt_at LIMIT ?4)
        RETURNING id, message_id, address, domain, attempts, created_at`,
     ),
     requeueAll: c.prepare<never, [number]>(
@@ -86,9 +88,11 @@ const statements = preparedFor((db) => {
       `UPDATE message_recipients SET state = 'queued', lease_until = NULL, next_attempt_at = ?1, updated_at = ?1 WHERE state = 'sending' AND lease_until < ?1`,
     ),
     sendDsn: c.prepare<{ send_dsn: number }, [number]>('SELECT send_dsn FROM bridges WHERE id = ?'),
-    nextDue: c.prepare<{ at: number | null }, []>(`SELECT MIN(next_attempt_at) AS at FROM message_recipients WHERE state IN ('queued', 'deferred')`),
+    nextDue: c.prepare<{ at: number | null }, []>(
+      `SELECT MIN(next_attempt_at) AS at FROM message_recipients WHERE state IN ('scheduled', 'queued', 'deferred')`,
+    ),
     message: c.prepare<MessageRow, [string]>(
-      'SELECT mail_from, raw, domain_id, pool_id, node_id, bridge_id, source, envelope_from, created_at FROM messages WHERE id = ?',
+      'SELECT mail_from, raw, domain_id, pool_id, node_id, bridge_id, source, envelope_from, created_at, scheduled_at FROM messages WHERE id = ?',
     ),
     domainKey: c.prepare<{ name: string; dkim_selector: string; dkim_private_key: string; return_path_host: string }, [number]>(
       `SELECT name, dkim_selector, dkim_private_key, return_path_host FROM sending_domains WHERE id = ? AND status = 'verified'`,
@@ -301,7 +305,8 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         } else {
           // Retried until the maximum age has passed, the last attempt at the limit itself
           // (RFC 5321 4.5.4.1: give up after the retry period, not before it has run out).
-          const deadline = row.created_at + maxAge
+          // A scheduled send's age counts from its scheduled time.
+          const deadline = Math.max(row.created_at, m.scheduled_at ?? 0) + maxAge
           const retryAt = Math.min(now + backoffMs(row.attempts, random()), deadline)
           if (now >= deadline) {
             st.finish.run('failed', r.code, r.enhanced, r.response, r.rule, r.mx, r.source_ip, now, row.id, tls, 'expired')

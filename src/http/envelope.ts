@@ -21,11 +21,11 @@ export function errorResponse(code: ErrorCode, message: string, details?: ErrorD
 
 /**
  * Another API's error format for the paths under `prefix` (the Resend-compatible surface
- * answers errors the way Resend does, so its SDK reads them). Status codes stay ours.
+ * answers errors the way Resend does, with Resend's statuses, so its SDK reads them).
  */
 export interface ErrorDialect {
   prefix: string
-  format(failure: Failure): unknown
+  format(failure: Failure, request: Request): { status: number; body: unknown }
 }
 
 /** One schema issue as Elysia lists it (TypeBox's ValueError plus Elysia's summary). */
@@ -281,11 +281,12 @@ export function envelopePlugin(
     if (code === 'VALIDATION' && (error as ValidationError).type === 'body' && failure.details) {
       failure = { ...failure, details: mergeSemanticDetails(log, failure.details, body, checkOf(request.method, route)) }
     }
-    const status = ERROR_CODES[failure.code]
     const path = dialects.length > 0 ? new URL(request.url).pathname : ''
     const dialect = dialects.find((d) => path.startsWith(d.prefix))
-    const response = dialect
-      ? new Response(JSON.stringify(dialect.format(failure)), { status, headers: { 'content-type': 'application/json; charset=utf-8' } })
+    const spoken = dialect?.format(failure, request)
+    const status = spoken?.status ?? ERROR_CODES[failure.code]
+    const response = spoken
+      ? new Response(JSON.stringify(spoken.body), { status, headers: { 'content-type': 'application/json; charset=utf-8' } })
       : errorResponse(failure.code, failure.message, failure.details)
     // Later hooks (the access log) read the status from here, not from the Response.
     set.status = status

@@ -20,11 +20,11 @@ const WINDOW_MS = 60_000
 export const UNLIMITED = 2_147_483_647
 
 export function createRateLimiter() {
-  const windows = new Map<number, { start: number; used: number }>()
+  const windows = new Map<number | string, { start: number; used: number }>()
   const resetIn = (now: number, start: number) => Math.max(1, Math.ceil((start + WINDOW_MS - now) / 1000))
   return {
     /** The window as it stands, without counting a request: for answers refused before the limit applies. */
-    peek(keyId: number, limit: number | null, now: number): RateDecision {
+    peek(keyId: number | string, limit: number | null, now: number): RateDecision {
       const start = now - (now % WINDOW_MS)
       if (limit === null) return { allowed: true, limit: UNLIMITED, remaining: UNLIMITED, resetSeconds: resetIn(now, start) }
       const w = windows.get(keyId)
@@ -32,7 +32,7 @@ export function createRateLimiter() {
       return { allowed: used < limit, limit, remaining: Math.max(0, limit - used), resetSeconds: resetIn(now, start) }
     },
     /** Counts one request for `keyId` under `limit` per minute if there is room. */
-    take(keyId: number, limit: number, now: number): RateDecision {
+    take(keyId: number | string, limit: number, now: number): RateDecision {
       const start = now - (now % WINDOW_MS)
       let w = windows.get(keyId)
       if (!w || w.start !== start) {

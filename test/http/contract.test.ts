@@ -20,7 +20,7 @@ describe('every API route', () => {
       expect(res.status).toBe(401)
       if (r.path.startsWith(RESEND)) {
         // https://resend.com/docs/api-reference/errors: what the `resend` SDK reads.
-        expect(res.body).toEqual({ statusCode: 401, name: 'invalid_api_key', message: expect.any(String) })
+        expect(res.body).toEqual({ statusCode: 401, name: 'missing_api_key', message: expect.any(String) })
         // Its success answers are Resend's shapes, not our envelope.
         const ok = (r.hooks.response as Record<number, { properties?: Record<string, unknown> }>)[200]
         expect(ok?.properties).toBeDefined()

@@ -4,6 +4,7 @@ import { prepareStep } from '../../src/modules/broadcasts/prepare'
 import { startBroadcasts } from '../../src/modules/broadcasts/runner'
 import { broadcastRow, renderArchiveCopy, sendBroadcastTest } from '../../src/modules/broadcasts/render'
 import { decideSplitTest } from '../../src/modules/broadcasts/split-test'
+import { emit } from '../../src/modules/events/service'
 import { getMessage } from '../../src/modules/messages/service'
 import { createSegment } from '../../src/modules/segments/service'
 import { testDeps } from '../support/app'
@@ -193,6 +194,40 @@ test('a From domain that is not a verified sending domain fails the broadcast on
   expect(b.status_reason).toContain('example.com')
   expect(counts(deps, id)).toEqual({ total: 2, pending: 2 })
   expect((deps.db.$client.query('SELECT count(*) AS n FROM messages').get() as { n: number }).n).toBe(0)
+})
+
+test('a full queue window is refilled as its messages are delivered, with no doorbell and no idle poll in reach', async () => {
+  // Deliveries ring nothing: the runner must look again by itself while its window is full.
+  const deps = testDeps({ allow_unverified_domains: true, broadcast_queue_window: 2 })
+  const a = seed(
+    deps,
+    'A',
+    ['a', 'b', 'c', 'd', 'e'].map((x) => [`${x}@example.net`, x]),
+  )
+  const id = broadcast(deps, { list_ids: [a], status: 'scheduled', send_at: deps.clock.now() })
+  const c = deps.db.$client
+  const queued = () =>
+    (
+      c.query("SELECT message_id FROM broadcast_recipients WHERE broadcast_id = ? AND state = 'queued' ORDER BY id").all(id) as Array<{ message_id: string }>
+    ).map((r) => r.message_id)
+  const withMessage = () =>
+    (c.query('SELECT count(*) AS n FROM broadcast_recipients WHERE broadcast_id = ? AND message_id IS NOT NULL').get(id) as { n: number }).n
+  const waitFor = async (what: string, check: () => boolean) => {
+    for (let i = 0; i < 2000 && !check(); i++) await Bun.sleep(5)
+    if (!check()) throw new Error(`gave up waiting for: ${what}`)
+  }
+  // An idle poll far beyond the test's patience.
+  const runner = startBroadcasts(deps, { pollMs: 600_000 })
+  try {
+    await waitFor('the first window', () => queued().length === 2)
+    expect(withMessage()).toBe(2)
+    // The delivery engine's outcomes for the window, as it writes them: events only.
+    for (const message_id of queued()) emit(deps.db, deps.clock.now(), { kind: 'message.sent', message_id })
+    await waitFor('the second window', () => withMessage() === 4)
+    expect(counts(deps, id)).toMatchObject({ total: 5, sent: 2, queued: 2, pending: 1, delivered: 2 })
+  } finally {
+    await runner.stop()
+  }
 })
 
 test('a report-only split test by one link picks the winner, gives it the waiting rows and pauses with the reason', () => {

@@ -131,7 +131,8 @@ describe('api keys', () => {
     expect((await client().apiKeys.remove(data!.id)).data).toEqual({ object: 'api_key', id: data!.id, deleted: true })
     expect((await client().apiKeys.list()).data!.data.some((k) => k.id === data!.id)).toBe(false)
     const refused = await client(data!.token).domains.list()
-    expect(refused.error).toMatchObject({ statusCode: 401 })
+    // A revoked key: Resend's invalid_api_key, 403 (src/modules/messages/resend-errors.ts).
+    expect(refused.error).toMatchObject({ name: 'invalid_api_key', statusCode: 403 })
   })
 
   test('sending_access can send and nothing else', async () => {
@@ -141,7 +142,7 @@ describe('api keys', () => {
     const sent = await client(data!.token).emails.send({ from: 'hi@acme.example', to: 'bob@example.net', subject: 'Hi', text: 'hi' })
     expect(sent.error).toBeNull()
     const listed = await client(data!.token).domains.list()
-    expect(listed.error).toMatchObject({ name: 'restricted_api_key', statusCode: 403 })
+    expect(listed.error).toMatchObject({ name: 'restricted_api_key', statusCode: 401 })
     // A second sending key reuses the role.
     await client().apiKeys.create({ name: 'app 2', permission: 'sending_access' })
     const roles = await t.call('GET', '/api/v2/roles?per_page=100', { key: admin.key })

@@ -18,11 +18,13 @@ import {
   LayoutDashboardIcon,
   ListIcon,
   MailIcon,
+  MegaphoneIcon,
   NetworkIcon,
   SendIcon,
   ServerIcon,
   SettingsIcon,
   StethoscopeIcon,
+  TextCursorInputIcon,
   ShieldCheckIcon,
   ShieldIcon,
   UploadIcon,
@@ -39,6 +41,7 @@ import { SegmentsPage } from './pages/audience/segments'
 import { SuppressionsPage } from './pages/audience/suppressions'
 import { ActivityPage } from './pages/activity'
 import { ApiKeysPage } from './pages/api-keys'
+import { BroadcastsPage } from './pages/broadcasts'
 import { DashboardPage } from './pages/dashboard'
 import { DeliverabilityPage } from './pages/deliverability'
 import { MessagesPage } from './pages/messages'
@@ -51,6 +54,7 @@ import { SendingNodesPage } from './pages/sending-nodes'
 import { SendingQueuePage } from './pages/sending-queue'
 import { TemplatesPage } from './pages/templates'
 import { WebhooksPage } from './pages/webhooks'
+import { WebFormsPage } from './pages/web-forms'
 
 /** One page of the console. */
 export interface PageDef {
@@ -154,6 +158,22 @@ export const NAV: NavEntry[] = [
         component: SuppressionsPage,
       },
     ],
+  },
+  {
+    path: '/broadcasts',
+    label: 'Broadcasts',
+    icon: MegaphoneIcon,
+    permission: 'broadcasts.read',
+    description: 'Mailings to lists and segments: schedule, progress and results.',
+    component: BroadcastsPage,
+  },
+  {
+    path: '/web-forms',
+    label: 'Web forms',
+    icon: TextCursorInputIcon,
+    permission: 'web_forms.read',
+    description: 'Sign-up forms, hosted or embedded, with double opt-in.',
+    component: WebFormsPage,
   },
   {
     path: '/templates',

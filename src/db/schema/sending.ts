@@ -135,7 +135,7 @@ export const sendingNodeUsage = hourlyUsageTable('sending_node_usage', 'node_id'
 // Messages and the per-recipient delivery queue.
 // ---------------------------------------------------------------------------------------
 
-export const MESSAGE_SOURCES = ['api', 'template', 'resend', 'smtp', 'broadcast', 'dsn'] as const
+export const MESSAGE_SOURCES = ['api', 'template', 'resend', 'smtp', 'broadcast', 'dsn', 'web_form'] as const
 
 /**
  * One accepted message. `raw` is the complete RFC 5322 message as accepted (CRLF line ends,
@@ -171,6 +171,10 @@ export const messages = sqliteTable(
     bridge_id: integer('bridge_id'),
     /** The broadcast (issue 15) this message is one recipient's copy of, if any. */
     broadcast_id: integer('broadcast_id'),
+    /** When a scheduled send (issue 19) is due, as asked (ms); null = sent at once. Its recipients wait as `scheduled`. */
+    scheduled_at: integer('scheduled_at'),
+    /** The HTML as the caller sent it when open or click tracking rewrote it (raw holds the tracked copy); else null. */
+    sent_html: text('sent_html'),
     raw: blob('raw', { mode: 'buffer' }).notNull(),
     size: integer('size').notNull(),
     created_at: createdAt(),
@@ -182,7 +186,8 @@ export const messages = sqliteTable(
   ],
 )
 
-export const RECIPIENT_STATES = ['queued', 'sending', 'sent', 'deferred', 'bounced', 'failed', 'suppressed'] as const
+/** `scheduled`: waits for the message's scheduled_at (then delivered like `queued`); `canceled`: a scheduled send called off, final. */
+export const RECIPIENT_STATES = ['scheduled', 'queued', 'sending', 'sent', 'deferred', 'bounced', 'failed', 'suppressed', 'canceled'] as const
 export type RecipientState = (typeof RECIPIENT_STATES)[number]
 export const RECIPIENT_KINDS = ['to', 'cc', 'bcc'] as const
 
@@ -232,10 +237,11 @@ export const messageRecipients = sqliteTable(
     index('message_recipients_message_idx').on(t.message_id),
     // The console's message search by recipient, whatever the address's case.
     index('message_recipients_address_idx').on(sql`lower(${t.address})`),
-    // The scheduler's pick: due rows in time order. Partial, so final rows cost nothing here.
+    // The scheduler's pick: due rows in time order (a scheduled row is due at its scheduled
+    // time). Partial, so final rows cost nothing here.
     index('message_recipients_due_idx')
       .on(t.next_attempt_at)
-      .where(sql`state IN ('queued', 'deferred')`),
+      .where(sql`state IN ('scheduled', 'queued', 'deferred')`),
     index('message_recipients_leased_idx')
       .on(t.lease_until)
       .where(sql`state = 'sending'`),

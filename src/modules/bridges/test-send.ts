@@ -66,7 +66,8 @@ export async function sendBridgeTest(deps: Deps, actor: Actor, id: number, input
   if (!accepted) throw new AppError('internal', 'The test message was not accepted.')
   return {
     id: accepted.id,
-    status: accepted.status,
+    // A test send is never scheduled.
+    status: 'queued' as const,
     from,
     to: input.to,
     queued: accepted.queued,

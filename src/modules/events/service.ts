@@ -76,6 +76,8 @@ export function emitPrepared(
  */
 export const EVENT_KINDS = [
   { kind: 'message.queued', emitted: true },
+  { kind: 'message.scheduled', emitted: true },
+  { kind: 'message.canceled', emitted: true },
   { kind: 'message.sent', emitted: true },
   { kind: 'message.deferred', emitted: true },
   { kind: 'message.delayed', emitted: true },
@@ -87,6 +89,7 @@ export const EVENT_KINDS = [
   { kind: 'message.clicked', emitted: true },
   { kind: 'message.unsubscribed', emitted: true },
   { kind: 'contact.subscribed', emitted: true },
+  { kind: 'contact.confirmed', emitted: true },
   { kind: 'contact.unsubscribed', emitted: true },
   { kind: 'contact.bounced', emitted: true },
   { kind: 'contact.complained', emitted: true },

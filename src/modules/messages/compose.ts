@@ -1,3 +1,5 @@
+import { convert as htmlToText } from 'html-to-text'
+import libmime from 'libmime'
 import addressparser from 'nodemailer/lib/addressparser'
 import { checkEmail, domainOf } from '../../lib/email'
 import { AppError, type ErrorDetails } from '../../lib/errors'
@@ -22,6 +24,8 @@ export interface SendInput {
   list_unsubscribe?: boolean
   /** The template version the content was rendered from, for the record. */
   template?: { id: number; version_id: number }
+  /** When to send (ms, parsed by schedule.ts parseScheduledAt); absent or not in the future: at once. */
+  scheduled_at?: number | null
 }
 
 export interface AttachmentInput {
@@ -123,6 +127,16 @@ class Problems {
   }
 }
 
+/** The text alternative of an HTML body (html-to-text: links kept as "text [url]", images dropped). */
+export function generatedText(html: string): string {
+  return htmlToText(html, { wordwrap: 78, selectors: [{ selector: 'img', format: 'skip' }] })
+}
+
+/** An attachment's type from its file name's extension (libmime's table): report.pdf -> application/pdf; unknown: application/octet-stream. */
+export function contentTypeOf(filename: string): string {
+  return libmime.detectMimeType(filename)
+}
+
 /** The same rule for a message that arrives whole (SMTP submission): every field of its header block; throws validation_failed. */
 export function checkSubmittedHeaders(raw: Buffer): void {
   const end = raw.indexOf('\r\n\r\n')
@@ -205,7 +219,9 @@ export function checkMessage(input: SendInput): CheckedMessage {
   else if (subject.length > LIMITS.subject) problems.add('subject', `must be at most ${LIMITS.subject} characters`)
 
   const html = input.html ?? null
-  const text = input.text ?? null
+  // An HTML-only message gets a text part generated from its HTML: mail with a text
+  // alternative places better, and text-only readers see the content (RFC 2046 section 5.1.4).
+  const text = input.text ?? (html ? generatedText(html) : null)
   // An empty string is a body (empty); only a request with neither field has none.
   if (html === null && text === null) problems.add('html', 'html or text is required')
   for (const [field, body] of [
@@ -245,7 +261,7 @@ export function checkMessage(input: SendInput): CheckedMessage {
       problems.add(`${field}.content_type`, 'must be a MIME type such as application/pdf')
       return
     }
-    attachments.push({ filename: a.filename, content: Buffer.from(a.content, 'base64'), contentType: a.content_type })
+    attachments.push({ filename: a.filename, content: Buffer.from(a.content, 'base64'), contentType: a.content_type ?? contentTypeOf(a.filename) })
   })
 
   const tags = input.tags ?? []

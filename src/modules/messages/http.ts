@@ -4,7 +4,7 @@ import type { AuthOf } from '../../http/auth'
 import { BridgeQuotaError } from '../bridges/quotas'
 import type { SendInput } from './compose'
 import { IDEMPOTENCY_HEADER, type StoredResponse } from './idempotency'
-import { acceptMessages, apiSendContext, prepareMessages, type AcceptContext, type AcceptedMessage } from './service'
+import { acceptMessages, apiSendContext, prepareMessages, type AcceptContext, type AcceptedMessage, type PreparedMessage } from './service'
 
 /**
  * The HTTP side of accepting mail, shared by the message routes (index.ts) and the
@@ -20,6 +20,8 @@ export interface SendCall {
   body: unknown
   /** The messages to send; called after the idempotency check (a replay renders nothing). */
   inputs: () => SendInput[] | Promise<SendInput[]>
+  /** Checks and builds the messages instead of prepareMessages over inputs (the Resend batch's permissive mode). */
+  prepare?: (ctx: AcceptContext) => PreparedMessage[]
   ctx: Pick<AcceptContext, 'source' | 'poolId' | 'nodeId'>
   respond: (accepted: AcceptedMessage[]) => StoredResponse
   /** Only a bridge's API key may call (POST /v1/bridge/emails). */
@@ -54,7 +56,7 @@ export async function sendOverHttp(deps: Deps, authOf: AuthOf, call: SendCall, s
     const ctx = apiSendContext(deps, auth.key.id, call.ctx, call.bridgeOnly)
     const result = await acceptMessages(deps, {
       ctx,
-      prepare: async () => prepareMessages(deps, await call.inputs(), ctx),
+      prepare: async () => (call.prepare ? call.prepare(ctx) : prepareMessages(deps, await call.inputs(), ctx)),
       respond: call.respond,
       idempotency: { key: call.request.headers.get(IDEMPOTENCY_HEADER), scope: auth.key.id, endpoint: call.endpoint, fingerprint: call.body },
     })

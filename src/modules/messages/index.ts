@@ -5,14 +5,15 @@ import { commonErrors, Envelope, ErrorEnvelope, ok, requires } from '../../http/
 import { templateSendInput } from '../templates/service'
 import { simpleSendBody } from './compose'
 import { sendOverHttp, type SendCall } from './http'
-import { DynamicTemplateBody, EmailQueuedSchema, EmailSendBody, MessageIdParams, MessageSchema, QueuedSchema, SimpleSendBody } from './model'
+import { DynamicTemplateBody, EmailQueuedSchema, EmailSendBody, MessageIdParams, MessageSchema, QueuedSchema, RescheduleBody, SimpleSendBody } from './model'
+import { cancelMessage, parseScheduledAt, rescheduleMessage } from './schedule'
 import { getMessage, type AcceptedMessage } from './service'
 
 const tags = ['sending']
 const sendErrors = { ...commonErrors, 409: ErrorEnvelope }
 const idempotencyNote = 'Send an `Idempotency-Key` header (1-256 characters) to make retries safe: see "Idempotency" in docs/api.md.'
 
-const queued = (a: AcceptedMessage) => ({ id: a.id, status: a.status })
+const queued = (a: AcceptedMessage) => ({ id: a.id, status: a.status, ...(a.scheduled_at ? { scheduled_at: a.scheduled_at } : {}) })
 const trackingOf = (b: { track_opens?: boolean; track_clicks?: boolean; list_unsubscribe?: boolean }) => ({
   track_opens: b.track_opens,
   track_clicks: b.track_clicks,
@@ -23,6 +24,8 @@ const trackingOf = (b: { track_opens?: boolean; track_clicks?: boolean; list_uns
 export function messageRoutes(deps: Deps, authOf: AuthOf) {
   const send = (call: SendCall, set: { headers: Record<string, string | number> }) => sendOverHttp(deps, authOf, call, set)
   const routing = (b: { ip_pool_id?: number; sending_node_id?: number }) => ({ poolId: b.ip_pool_id ?? null, nodeId: b.sending_node_id ?? null })
+  /** A body's scheduled_at read against the clock (schedule.ts); null: send at once. */
+  const when = (b: { scheduled_at?: string }) => (b.scheduled_at === undefined ? null : parseScheduledAt(b.scheduled_at, deps.clock.now()))
   /** The send call of POST /v1/emails, shared by the bridge endpoint. */
   const emailsCall = (endpoint: string, body: typeof EmailSendBody.static, request: Request): SendCall => ({
     request,
@@ -41,6 +44,7 @@ export function messageRoutes(deps: Deps, authOf: AuthOf) {
         headers: body.headers,
         attachments: body.attachments,
         tags: body.tags,
+        scheduled_at: when(body),
         ...trackingOf(body),
       },
     ],
@@ -64,13 +68,13 @@ export function messageRoutes(deps: Deps, authOf: AuthOf) {
             request,
             endpoint: 'POST /v1/send',
             body,
-            inputs: () => [{ from: body.from, to: [body.to], subject: body.subject, ...simpleSendBody(body), ...trackingOf(body) }],
+            inputs: () => [{ from: body.from, to: [body.to], subject: body.subject, ...simpleSendBody(body), scheduled_at: when(body), ...trackingOf(body) }],
             ctx: { source: 'api', ...routing(body) },
             respond: ([a]) => ({ status: 202, body: ok(queued(a!)) }),
           },
           set,
         )
-        return status(202, r.body as { success: true; data: { id: string; status: 'queued' } })
+        return status(202, r.body as { success: true; data: typeof QueuedSchema.static })
       },
       {
         body: SimpleSendBody,
@@ -114,7 +118,7 @@ export function messageRoutes(deps: Deps, authOf: AuthOf) {
             body,
             inputs: () => {
               const input = { templateId: params.template_id, version: body.version, variables: body.variables ?? {}, to: body.to, from: body.from }
-              return [{ ...templateSendInput(deps, input), tags: body.tags, ...trackingOf(body) }]
+              return [{ ...templateSendInput(deps, input), tags: body.tags, scheduled_at: when(body), ...trackingOf(body) }]
             },
             ctx: { source: 'template', ...routing(body) },
             respond: ([a]) => ({ status: 202, body: ok(queued(a!)) }),
@@ -122,7 +126,7 @@ export function messageRoutes(deps: Deps, authOf: AuthOf) {
           },
           set,
         )
-        return status(202, r.body as { success: true; data: { id: string; status: 'queued' } })
+        return status(202, r.body as { success: true; data: typeof QueuedSchema.static })
       },
       {
         params: t.Object({ template_id: t.Integer({ minimum: 1 }) }),
@@ -144,4 +148,35 @@ export function messageRoutes(deps: Deps, authOf: AuthOf) {
       response: { 200: Envelope(MessageSchema), 404: ErrorEnvelope, ...commonErrors },
       detail: requires('transactional.read', 'Get a message with its recipients and events', { tags }),
     })
+    .patch(
+      '/api/v2/messages/:id',
+      async ({ params, body }) => {
+        await rescheduleMessage(deps, params.id, body.scheduled_at)
+        return ok(getMessage(deps, params.id))
+      },
+      {
+        params: MessageIdParams,
+        body: RescheduleBody,
+        response: { 200: Envelope(MessageSchema), 404: ErrorEnvelope, 409: ErrorEnvelope, ...commonErrors },
+        detail: requires('transactional.send', 'Move a scheduled send to another time', {
+          tags,
+          description: 'Only while the message is `scheduled` (409 once it is sent or cancelled). See "Scheduled sends" in docs/api.md.',
+        }),
+      },
+    )
+    .post(
+      '/api/v2/messages/:id/cancel',
+      async ({ params }) => {
+        await cancelMessage(deps, params.id)
+        return ok(getMessage(deps, params.id))
+      },
+      {
+        params: MessageIdParams,
+        response: { 200: Envelope(MessageSchema), 404: ErrorEnvelope, 409: ErrorEnvelope, ...commonErrors },
+        detail: requires('transactional.send', 'Cancel a scheduled send', {
+          tags,
+          description: 'Its recipients become `canceled` and nothing is sent. Only while the message is `scheduled` (409 after).',
+        }),
+      },
+    )
 }

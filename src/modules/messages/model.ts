@@ -14,6 +14,16 @@ const ListUnsubscribe = {
     t.Boolean({ description: 'Add List-Unsubscribe and List-Unsubscribe-Post (RFC 8058 one-click) for the one recipient; the message must have exactly one.' }),
   ),
 }
+const Schedule = {
+  scheduled_at: t.Optional(
+    t.String({
+      minLength: 1,
+      maxLength: 100,
+      description:
+        'Send later: ISO 8601 with an offset ("2026-03-01T09:00:00Z") or "in 10 min", "in 2 hours", "tomorrow at 9am", "friday 15:30" (UTC); at most 30 days ahead. A time now or past sends at once. See "Scheduled sends" in docs/api.md.',
+    }),
+  ),
+}
 const Routing = {
   ip_pool_id: t.Optional(t.Integer({ minimum: 1, description: "IP pool to send over; default: the sending domain's pool, else the default pool." })),
   sending_node_id: t.Optional(t.Integer({ minimum: 1, description: 'Sending node (route) to use; default: the default node, else direct to MX.' })),
@@ -27,6 +37,7 @@ export const SimpleSendBody = t.Object({
   text: t.Optional(t.String()),
   ...Tracking,
   ...ListUnsubscribe,
+  ...Schedule,
   ...Routing,
 })
 
@@ -50,6 +61,7 @@ export const EmailSendBody = t.Object({
   attachments: t.Optional(t.Array(Attachment, { maxItems: 20 })),
   ...Tracking,
   ...ListUnsubscribe,
+  ...Schedule,
   ...Routing,
 })
 
@@ -61,14 +73,20 @@ export const DynamicTemplateBody = t.Object({
   tags: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 256 }), { maxItems: 20 })),
   ...Tracking,
   ...ListUnsubscribe,
+  ...Schedule,
   ...Routing,
 })
 
-export const QueuedSchema = t.Object({ id: t.String(), status: t.Literal('queued') })
+const QueuedStatus = {
+  status: t.Union([t.Literal('queued'), t.Literal('scheduled')], { description: '`scheduled` when scheduled_at is in the future.' }),
+  scheduled_at: t.Optional(t.String({ format: 'date-time', description: 'When a scheduled send goes out; only on a scheduled send.' })),
+}
+
+export const QueuedSchema = t.Object({ id: t.String(), ...QueuedStatus })
 
 export const EmailQueuedSchema = t.Object({
   id: t.String(),
-  status: t.Literal('queued'),
+  ...QueuedStatus,
   queued: t.Integer({ description: 'Recipients queued for delivery.' }),
   suppressed: t.Array(t.Object({ address: t.String(), reason: t.String(), scope: t.String() }), {
     description: 'Recipients a suppression stopped; they are never contacted.',
@@ -95,6 +113,7 @@ export const MessageSchema = t.Object({
   size: t.Integer(),
   status: State,
   created_at: t.String(),
+  scheduled_at: t.Nullable(t.String({ description: 'When a scheduled send is (or was) due; null when sent at once.' })),
   recipients: t.Array(
     t.Object({
       address: t.String(),
@@ -139,7 +158,18 @@ export const MessageSearchQuery = {
   id: t.Optional(t.String({ minLength: 1, maxLength: 64, description: 'The message id.' })),
   bridge_id: t.Optional(t.Integer({ minimum: 1, description: 'Messages that came through this bridge.' })),
   status: t.Optional(enumOf(RECIPIENT_STATES, { description: 'Messages with at least one recipient in this state.' })),
+  tag: t.Optional(t.String({ minLength: 1, maxLength: 256, description: 'Messages carrying this tag (exactly as sent).' })),
+  created_after: t.Optional(t.String({ format: 'date-time', description: 'Messages accepted at or after this time (ISO 8601).' })),
+  created_before: t.Optional(t.String({ format: 'date-time', description: 'Messages accepted before this time (ISO 8601).' })),
+  after: t.Optional(
+    t.String({ minLength: 1, maxLength: 64, description: 'Cursor: the messages after (older than) this message id; instead of page. Not with before.' }),
+  ),
+  before: t.Optional(t.String({ minLength: 1, maxLength: 64, description: 'Cursor: the messages before (newer than) this message id; instead of page.' })),
 }
+
+export const RescheduleBody = t.Object({
+  scheduled_at: t.String({ minLength: 1, maxLength: 100, description: 'The new time, in any form a send accepts; now or past: send at once.' }),
+})
 
 export const MessageSummarySchema = t.Object({
   ...MessageHead,

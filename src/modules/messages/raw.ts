@@ -170,6 +170,9 @@ export function prepareRawMessage(deps: Deps, sub: RawSubmission): PreparedRaw {
       poolId: poolId ?? domain?.pool_id ?? null,
       template: null,
       envelopeFrom: sub.mailFrom || null,
+      // SMTP submission has no way to ask for a later send.
+      scheduledAt: null,
+      sentHtml: null,
     },
     idempotencyKey,
     nodeId: sub.nodeId ?? null,

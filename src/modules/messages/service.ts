@@ -14,7 +14,7 @@ import { checkMessage, senderDomain, type SendInput } from './compose'
 import { beginIdempotent, type StoredResponse } from './idempotency'
 import { buildMessage } from './mime'
 
-export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast' | 'dsn'
+export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast' | 'dsn' | 'web_form'
 
 export interface AcceptContext {
   source: MessageSource
@@ -33,7 +33,10 @@ export interface AcceptContext {
 
 export interface AcceptedMessage {
   id: string
-  status: 'queued'
+  /** `scheduled`: its recipients wait for scheduled_at (schedule.ts). */
+  status: 'queued' | 'scheduled'
+  /** ISO 8601; null when sent at once. */
+  scheduled_at: string | null
   /** Recipients that will be delivered / that a suppression stopped. */
   queued: number
   suppressed: Array<{ address: string; suppression: SuppressionMatch }>
@@ -64,10 +67,12 @@ const statements = preparedFor((db) => {
         number | null,
         string | null,
         number | null,
+        number | null,
+        string | null,
       ]
     >(
-      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id, envelope_from, broadcast_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO messages (id, api_key_id, source, mail_from, from_address, subject, tags, message_id_header, domain_id, pool_id, node_id, template_id, template_version_id, raw, size, created_at, bridge_id, envelope_from, broadcast_id, scheduled_at, sent_html)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertRecipient: c.prepare<never, [string, string, string, string, RecipientState, number | null, string | null, number, number, number | null]>(
       `INSERT INTO message_recipients (message_id, address, domain, kind, state, next_attempt_at, suppression, created_at, updated_at, finished_at)
@@ -76,7 +81,7 @@ const statements = preparedFor((db) => {
     poolExists: c.prepare<{ id: number }, [number]>('SELECT id FROM ip_pools WHERE id = ?'),
     nodeExists: c.prepare<{ id: number }, [number]>('SELECT id FROM sending_nodes WHERE id = ?'),
     message: c.prepare<MessageRow, [string]>(
-      'SELECT id, source, from_address, subject, tags, message_id_header, domain_id, template_id, template_version_id, size, created_at FROM messages WHERE id = ?',
+      'SELECT id, source, from_address, subject, tags, message_id_header, domain_id, template_id, template_version_id, size, created_at, scheduled_at FROM messages WHERE id = ?',
     ),
     recipients: c.prepare<RecipientRow, [string]>('SELECT * FROM message_recipients WHERE message_id = ? ORDER BY id'),
     events: c.prepare<{ id: number; kind: string; recipient: string | null; created_at: number; data: string }, [string]>(
@@ -101,6 +106,10 @@ export interface PreparedMessage {
   template: { id: number; version_id: number } | null
   /** SMTP submission: the client's MAIL FROM, where DSNs go. */
   envelopeFrom?: string | null
+  /** When to send (ms); absent or null: at once. */
+  scheduledAt?: number | null
+  /** The HTML as the caller sent it, kept only when tracking rewrote it (the raw holds the tracked one). */
+  sentHtml?: string | null
 }
 
 /** The sending domain that signs mail from `fromDomain`, or null when unsigned mail is allowed; else 403. */
@@ -139,6 +148,7 @@ function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): PreparedMess
   checkRouting(deps, ctx)
   const id = newMessageId()
   const messageIdHeader = `${id}@${fromDomain}`
+  const html = checked.html
   applyTracking(deps, checked, id, trackingChoice(input, [domain, ctx.bridge?.tracking]))
   return {
     id,
@@ -152,6 +162,8 @@ function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): PreparedMess
     domainId: domain?.id ?? null,
     poolId: ctx.poolId ?? domain?.pool_id ?? null,
     template: input.template ?? null,
+    scheduledAt: input.scheduled_at ?? null,
+    sentHtml: checked.html !== html ? html : null,
   }
 }
 
@@ -164,6 +176,8 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     takeBridgeQuotaOrThrow(deps, bridgeId, 1)
     countBridge(deps.db, bridgeId, 'accepted')
   }
+  // A time that has come by the commit sends at once.
+  const scheduled = p.scheduledAt != null && p.scheduledAt > now
   st.insertMessage.run(
     p.id,
     ctx.apiKeyId,
@@ -184,6 +198,8 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     bridgeId,
     p.envelopeFrom ?? null,
     ctx.broadcastId ?? null,
+    scheduled ? p.scheduledAt! : null,
+    p.sentHtml ?? null,
   )
   // Inside the transaction: a suppression added a moment ago is seen, and the decision is stored with the rows.
   const decisions = checkRecipients(
@@ -194,8 +210,14 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
   p.recipients.forEach((r, i) => {
     const d = decisions[i]!
     if (d.allowed) {
-      st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'queued', now, null, now, now, null)
-      emitPrepared(deps.db, now, { kind: 'message.queued', message_id: p.id, recipient: r.address, bridge_id: bridgeId, data: { kind: r.kind } })
+      if (scheduled) {
+        st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'scheduled', p.scheduledAt!, null, now, now, null)
+        const data = { kind: r.kind, scheduled_at: toIso(p.scheduledAt) }
+        emitPrepared(deps.db, now, { kind: 'message.scheduled', message_id: p.id, recipient: r.address, bridge_id: bridgeId, data })
+      } else {
+        st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'queued', now, null, now, now, null)
+        emitPrepared(deps.db, now, { kind: 'message.queued', message_id: p.id, recipient: r.address, bridge_id: bridgeId, data: { kind: r.kind } })
+      }
     } else {
       st.insertRecipient.run(p.id, r.address, domainOf(r.address), r.kind, 'suppressed', null, JSON.stringify(d.suppression), now, now, now)
       emitPrepared(deps.db, now, {
@@ -208,7 +230,13 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
       suppressed.push({ address: r.address, suppression: d.suppression })
     }
   })
-  return { id: p.id, status: 'queued', queued: p.recipients.length - suppressed.length, suppressed }
+  return {
+    id: p.id,
+    status: scheduled ? 'scheduled' : 'queued',
+    scheduled_at: scheduled ? toIso(p.scheduledAt) : null,
+    queued: p.recipients.length - suppressed.length,
+    suppressed,
+  }
 }
 
 /**
@@ -340,6 +368,7 @@ interface MessageRow {
   template_version_id: number | null
   size: number
   created_at: number
+  scheduled_at: number | null
 }
 
 export interface RecipientRow {
@@ -376,7 +405,7 @@ interface TlsView {
 
 /** The message's state as one word: the least advanced of its recipients' states. */
 export function summaryState(states: RecipientState[]): RecipientState {
-  const order: RecipientState[] = ['sending', 'queued', 'deferred', 'sent', 'bounced', 'failed', 'suppressed']
+  const order: RecipientState[] = ['sending', 'queued', 'deferred', 'scheduled', 'sent', 'bounced', 'failed', 'canceled', 'suppressed']
   for (const s of order) if (states.includes(s)) return s
   return 'suppressed'
 }
@@ -399,6 +428,7 @@ export function getMessage(deps: Deps, id: string) {
     size: m.size,
     status: summaryState(recipients.map((r) => r.state)),
     created_at: toIso(m.created_at)!,
+    scheduled_at: toIso(m.scheduled_at),
     recipients: recipients.map((r) => ({
       address: r.address,
       kind: r.kind,

@@ -9,6 +9,7 @@ import { enumOf } from '../../http/schemas'
  */
 export const WEBHOOK_EVENT_KINDS = [
   'contact.subscribed',
+  'contact.confirmed',
   'contact.unsubscribed',
   'contact.bounced',
   'contact.complained',
@@ -19,6 +20,8 @@ export const WEBHOOK_EVENT_KINDS = [
   'broadcast.paused',
   'broadcast.finished',
   'message.queued',
+  'message.scheduled',
+  'message.canceled',
   'message.sent',
   'message.deferred',
   'message.delayed',
@@ -39,6 +42,7 @@ export const WEBHOOK_EVENT_KINDS = [
 /** What each kind means, for people choosing what to subscribe to (the console's checkboxes). */
 export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[number], string> = {
   'contact.subscribed': 'A contact joined a list (or confirmed).',
+  'contact.confirmed': 'A contact confirmed a double opt-in web form subscription.',
   'contact.unsubscribed': 'A contact left a list.',
   'contact.bounced': "A contact's address bounced permanently.",
   'contact.complained': 'A contact marked a message as spam.',
@@ -49,6 +53,8 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<(typeof WEBHOOK_EVENT_KINDS)[num
   'broadcast.paused': 'A broadcast was paused, by a person or automatically (the reason says which).',
   'broadcast.finished': 'A broadcast finished: every recipient was sent to, skipped or failed.',
   'message.queued': 'A message was accepted for delivery.',
+  'message.scheduled': 'A message was accepted to be sent later (scheduled_at), or rescheduled.',
+  'message.canceled': 'A scheduled message was cancelled before it was sent.',
   'message.sent': "The recipient's server accepted a message.",
   'message.deferred': 'A delivery attempt failed temporarily; it will be retried.',
   'message.delayed': 'A message has been waiting longer than expected.',

@@ -33,6 +33,7 @@ export function DataTable<T>({
   empty,
   onRowClick,
   caption,
+  refetchInterval,
 }: {
   /** The API list route, e.g. /api/v2/api-keys. */
   path: string
@@ -45,6 +46,8 @@ export function DataTable<T>({
   empty: { title: string; description?: ReactNode; icon?: LucideIcon; action?: ReactNode }
   onRowClick?: (row: T) => void
   caption?: string
+  /** Polls the page while this answers a number of milliseconds for the rows on screen (live progress). */
+  refetchInterval?: (rows: T[]) => number | false
 }) {
   const [params, setParams] = useUrlQuery()
   const page = intParam(params, 'page', 1)
@@ -54,6 +57,7 @@ export function DataTable<T>({
     queryKey: [queryKey, page, perPage, filterValues],
     queryFn: () => apiPage<T>(path, { page, per_page: perPage, ...filterValues }),
     placeholderData: keepPreviousData,
+    refetchInterval: refetchInterval ? (query) => (query.state.data ? refetchInterval(query.state.data.data) : false) : undefined,
   })
 
   if (q.isPending) return <LoadingState rows={6} />

@@ -44,10 +44,11 @@ import { useUrlQuery } from '../lib/url-query'
 import { cn, formatDateTime, formatNumber, timeAgo } from '../lib/utils'
 
 /** The recipient states of docs/api.md "Message states", in the order a person reads them. */
-const STATES = ['queued', 'sending', 'deferred', 'sent', 'bounced', 'failed', 'suppressed'] as const
+const STATES = ['scheduled', 'queued', 'sending', 'deferred', 'sent', 'bounced', 'failed', 'suppressed', 'canceled'] as const
 type State = (typeof STATES)[number]
 
 const STATE_BADGE: Record<State, { variant: 'default' | 'secondary' | 'success' | 'warning' | 'destructive' | 'outline'; label: string }> = {
+  scheduled: { variant: 'outline', label: 'Scheduled' },
   queued: { variant: 'secondary', label: 'Queued' },
   sending: { variant: 'default', label: 'Sending' },
   deferred: { variant: 'warning', label: 'Deferred' },
@@ -55,6 +56,7 @@ const STATE_BADGE: Record<State, { variant: 'default' | 'secondary' | 'success' 
   bounced: { variant: 'destructive', label: 'Bounced' },
   failed: { variant: 'destructive', label: 'Failed' },
   suppressed: { variant: 'outline', label: 'Suppressed' },
+  canceled: { variant: 'outline', label: 'Canceled' },
 }
 
 /** A recipient state as a coloured label. */

@@ -4,6 +4,7 @@ import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
 import { requires } from '../../http/schemas'
 import { AppError } from '../../lib/errors'
+import { parseScheduledAt } from '../messages/schedule'
 import { grants } from '../permissions/service'
 import type { BroadcastView, UpdateBroadcastInput } from '../broadcasts/model'
 import {
@@ -114,14 +115,13 @@ function fieldsOf(deps: Deps, b: ContentBody): UpdateBroadcastInput {
 }
 
 /**
- * `scheduled_at` as an ISO 8601 time for the native schedule; undefined = now. Resend also
- * reads phrases such as "in 2 days"; those are refused by name rather than guessed at.
+ * `scheduled_at` for the native schedule: read as a scheduled email's is (ISO 8601 with an
+ * offset, or Resend's phrases such as "in 2 days"; at most 30 days ahead); undefined = now.
  */
-function sendAtOf(text: string | undefined): string | undefined {
+function sendAtOf(deps: Deps, text: string | undefined): string | undefined {
   if (text === undefined) return undefined
-  const at = /^\d{4}-\d{2}-\d{2}T/.test(text) ? Date.parse(text) : NaN
-  if (Number.isNaN(at)) refuse('scheduled_at', 'give an ISO 8601 time such as 2026-08-05T11:52:01.858Z')
-  return new Date(at).toISOString()
+  const at = parseScheduledAt(text, deps.clock.now())
+  return at === null ? undefined : new Date(at).toISOString()
 }
 
 /** A native broadcast as Resend's list shows one. */
@@ -178,7 +178,7 @@ export function broadcastRoutes(deps: Deps, authOf: AuthOf) {
         if (body.send && !grants(authOf(request).actor.permissions, 'broadcasts.send'))
           throw new AppError('forbidden', "The API key's role does not grant the broadcasts.send permission (needed with `send: true`).")
         if (body.scheduled_at !== undefined && body.send !== true) refuse('scheduled_at', 'needs `send: true`')
-        const sendAt = body.send ? sendAtOf(body.scheduled_at) : undefined
+        const sendAt = body.send ? sendAtOf(deps, body.scheduled_at) : undefined
         const fields = fieldsOf(deps, body)
         if (body.send && !fields.list_ids)
           throw new AppError('validation_failed', 'A broadcast sent at once needs `segment_id`.', { segment_id: ['is required with send'] })
@@ -206,7 +206,7 @@ export function broadcastRoutes(deps: Deps, authOf: AuthOf) {
         response: { 200: IdOnly },
         detail: requires('broadcasts.create', 'Create a broadcast, optionally sending or scheduling it (Resend-compatible)', {
           tags,
-          description: '`send: true` (with an optional ISO 8601 `scheduled_at`) schedules it at once and needs the broadcasts.send permission too.',
+          description: '`send: true` (with an optional `scheduled_at`, read as for emails) schedules it at once and needs the broadcasts.send permission too.',
         }),
       },
     )
@@ -241,7 +241,7 @@ export function broadcastRoutes(deps: Deps, authOf: AuthOf) {
     .post(
       '/broadcasts/:id/send',
       ({ params, body }) => {
-        scheduleBroadcast(deps, broadcastOf(deps, params.id).id, sendAtOf(body?.scheduled_at))
+        scheduleBroadcast(deps, broadcastOf(deps, params.id).id, sendAtOf(deps, body?.scheduled_at))
         return { id: params.id }
       },
       {
@@ -249,7 +249,7 @@ export function broadcastRoutes(deps: Deps, authOf: AuthOf) {
         response: { 200: IdOnly },
         detail: requires('broadcasts.send', 'Send or schedule a broadcast (Resend-compatible)', {
           tags,
-          description: '`scheduled_at` (ISO 8601) omitted or past = now. Only a draft (409 otherwise).',
+          description: '`scheduled_at` (ISO 8601, or a phrase such as "in 2 days" as for emails) omitted or past = now. Only a draft (409 otherwise).',
         }),
       },
     )

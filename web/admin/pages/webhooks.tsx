@@ -169,7 +169,22 @@ function useEventKinds() {
   })
 }
 
-/** The event kinds as checkboxes, grouped by what they are about, with "every event" on top. */
+/** The heading of a group of event kinds (the part before the dot); an unknown group shows as it is. */
+const GROUP_LABEL: Record<string, string> = {
+  contact: 'Contacts',
+  broadcast: 'Broadcasts',
+  message: 'Messages',
+  domain: 'Sending domains',
+  webhook: 'Webhooks',
+  deliverability: 'Deliverability',
+  doctor: 'Deliverability doctor',
+}
+
+/**
+ * The event kinds as checkboxes, grouped by what they are about, with "every event" on top.
+ * The kinds come from the API (about 30 and growing): the groups flow in balanced columns
+ * rather than rows as tall as the longest group, and each group has a checkbox for all of it.
+ */
 function EventPicker({ value, onChange, error }: { value: string[]; onChange: (v: string[]) => void; error?: string }) {
   const kinds = useEventKinds()
   const all = value.includes('*')
@@ -179,9 +194,22 @@ function EventPicker({ value, onChange, error }: { value: string[]; onChange: (v
     groups.set(g, [...(groups.get(g) ?? []), k])
   }
   const toggle = (kind: string, on: boolean) => onChange(on ? [...value.filter((v) => v !== '*'), kind] : value.filter((v) => v !== kind))
+  const toggleGroup = (list: Array<{ kind: string }>, on: boolean) => {
+    const members = new Set(list.map((k) => k.kind))
+    const rest = value.filter((v) => v !== '*' && !members.has(v))
+    onChange(on ? [...rest, ...members] : rest)
+  }
+  const chosen = all ? (kinds.data?.length ?? 0) : value.length
   return (
     <fieldset className="grid gap-3" aria-describedby={error ? 'events-error' : undefined} aria-invalid={error ? true : undefined}>
-      <legend className="mb-2 text-sm font-medium">Events</legend>
+      <legend className="mb-2 text-sm font-medium">
+        Events{' '}
+        {kinds.data ? (
+          <span className="font-normal text-muted-foreground" data-testid="events-chosen">
+            ({all ? 'all' : chosen} of {kinds.data.length})
+          </span>
+        ) : null}
+      </legend>
       <Label className="flex items-start gap-2.5 rounded-md border p-3 font-normal">
         <Checkbox checked={all} onCheckedChange={(c) => onChange(c === true ? ['*'] : [])} className="mt-0.5" />
         <span className="grid gap-0.5">
@@ -191,21 +219,40 @@ function EventPicker({ value, onChange, error }: { value: string[]; onChange: (v
       </Label>
       {kinds.isPending ? <LoadingState rows={3} label="Loading the event kinds" /> : null}
       {kinds.isError ? <ErrorState error={kinds.error} onRetry={() => kinds.refetch()} /> : null}
-      <div className={cn('grid gap-4 sm:grid-cols-2', all && 'opacity-50')}>
-        {[...groups].map(([group, list]) => (
-          <div key={group} className="grid content-start gap-2">
-            <p className="text-xs font-medium tracking-wide text-muted-foreground uppercase">{group}</p>
-            {list.map((k) => (
-              <Label key={k.kind} className="flex items-start gap-2.5 font-normal">
-                <Checkbox checked={all || value.includes(k.kind)} disabled={all} onCheckedChange={(c) => toggle(k.kind, c === true)} className="mt-0.5" />
-                <span className="grid gap-0.5">
-                  <span className="font-mono text-xs">{k.kind}</span>
-                  <span className="text-xs text-muted-foreground">{k.description}</span>
+      <div className={cn('gap-6 sm:columns-2', all && 'opacity-50')} data-testid="event-groups">
+        {[...groups].map(([group, list]) => {
+          const picked = all ? list.length : list.filter((k) => value.includes(k.kind)).length
+          const groupId = `event-group-${group}`
+          return (
+            <fieldset key={group} className="mb-5 grid break-inside-avoid content-start gap-2 last:mb-0" aria-labelledby={groupId}>
+              <Label className="flex items-center gap-2.5 font-normal">
+                <Checkbox
+                  checked={picked === list.length ? true : picked > 0 ? 'indeterminate' : false}
+                  disabled={all}
+                  onCheckedChange={(c) => toggleGroup(list, c === true)}
+                  aria-label={`All ${GROUP_LABEL[group] ?? group} events`}
+                />
+                <span id={groupId} className="text-xs font-medium tracking-wide text-muted-foreground uppercase">
+                  {GROUP_LABEL[group] ?? group}
+                </span>
+                <span className="text-xs text-muted-foreground tabular-nums">
+                  {picked}/{list.length}
                 </span>
               </Label>
-            ))}
-          </div>
-        ))}
+              <div className="grid gap-2 border-l pl-4 ml-2">
+                {list.map((k) => (
+                  <Label key={k.kind} className="flex items-start gap-2.5 font-normal">
+                    <Checkbox checked={all || value.includes(k.kind)} disabled={all} onCheckedChange={(c) => toggle(k.kind, c === true)} className="mt-0.5" />
+                    <span className="grid min-w-0 gap-0.5">
+                      <span className="font-mono text-xs break-all">{k.kind}</span>
+                      <span className="text-xs text-muted-foreground">{k.description}</span>
+                    </span>
+                  </Label>
+                ))}
+              </div>
+            </fieldset>
+          )
+        })}
       </div>
       {error ? (
         <p id="events-error" role="alert" className="text-sm text-destructive">

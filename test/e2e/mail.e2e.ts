@@ -247,7 +247,7 @@ test(
 )
 
 test(
-  'a webhook: created with its secret shown once, edited, tested against a loopback receiver, its delivery log, re-enabled after a 410, secret rotated',
+  'a webhook: created with its secret shown once, edited, tested against a loopback receiver, its delivery log, re-enabled after a 410, secret rotated, payload format set',
   async () => {
     const { page, close } = await signedIn()
     await page.goto(`${server.base}/admin/webhooks`)
@@ -331,8 +331,17 @@ test(
     await page.getByRole('button', { name: 'I have saved it' }).click()
     await page.getByText('Previous secret signs too until').waitFor()
 
+    // The payload format: Resend's, for a consumer written for Resend; saved and shown in the list.
+    await page.getByRole('combobox', { name: 'Payload format' }).click()
+    await page.getByRole('option', { name: 'Resend' }).click()
+    await page.getByText('signed with Svix headers').waitFor()
+    await page.getByRole('button', { name: 'Save changes' }).click()
+    await page.getByText('Webhook saved').waitFor()
+    expect((await call('GET', `/api/v2/webhooks/${id}`)).body.data.format).toBe('resend')
+
     await page.goto(`${server.base}/admin/webhooks`)
     await page.getByRole('link', { name: receiver.url }).waitFor()
+    await page.getByRole('cell', { name: 'Resend' }).waitFor()
     await shot(page, 'webhooks', { theme: 'light', width: 1440 })
     await shot(page, 'webhooks', { theme: 'dark', width: 1440 })
     await close()

@@ -54,8 +54,34 @@ interface Webhook {
   last_success_at: string | null
   last_failure_at: string | null
   previous_secret_expires_at: string | null
+  format: WebhookFormat
   created_at: string
   updated_at: string
+}
+
+type WebhookFormat = 'mailroom' | 'resend'
+
+const FORMATS: Array<{ value: WebhookFormat; label: string; hint: string }> = [
+  { value: 'mailroom', label: 'Mailroom', hint: 'Mailroom’s event names and data, signed with Standard Webhooks headers.' },
+  {
+    value: 'resend',
+    label: 'Resend',
+    hint: 'Resend’s event names and data (email.sent, email.bounced…), signed with Svix headers: a consumer written for Resend works unchanged.',
+  },
+]
+
+/** The payload format as a labelled select, with what each one means under it. */
+function FormatField({ value, onChange, disabled, error }: { value: WebhookFormat; onChange: (v: WebhookFormat) => void; disabled?: boolean; error?: string }) {
+  return (
+    <FormField label="Payload format" hint={FORMATS.find((f) => f.value === value)?.hint} error={error}>
+      <SelectField
+        value={value}
+        onValueChange={(v) => onChange(v as WebhookFormat)}
+        disabled={disabled}
+        options={FORMATS.map((f) => ({ value: f.value, label: f.label }))}
+      />
+    </FormField>
+  )
 }
 
 interface Delivery {
@@ -244,7 +270,7 @@ function eventsError(error: unknown): string | undefined {
   return entries.length ? entries.map(([, v]) => (Array.isArray(v) ? v.join(' ') : String(v))).join(' ') : undefined
 }
 
-const FORM_FIELDS = ['endpoint', 'description']
+const FORM_FIELDS = ['endpoint', 'description', 'format']
 
 function NewWebhookDialog({ open, onOpenChange }: { open: boolean; onOpenChange: (o: boolean) => void }) {
   const qc = useQueryClient()
@@ -252,9 +278,10 @@ function NewWebhookDialog({ open, onOpenChange }: { open: boolean; onOpenChange:
   const [endpoint, setEndpoint] = useState('')
   const [description, setDescription] = useState('')
   const [events, setEvents] = useState<string[]>(['message.sent', 'message.bounced'])
+  const [format, setFormat] = useState<WebhookFormat>('mailroom')
   const [created, setCreated] = useState<(Webhook & { secret: string }) | null>(null)
   const create = useMutation({
-    mutationFn: () => api<Webhook & { secret: string }>('POST', '/api/v2/webhooks', { endpoint: endpoint.trim(), description, events }),
+    mutationFn: () => api<Webhook & { secret: string }>('POST', '/api/v2/webhooks', { endpoint: endpoint.trim(), description, events, format }),
     onSuccess: (w) => {
       qc.invalidateQueries({ queryKey: ['webhooks'] })
       onOpenChange(false)
@@ -294,6 +321,7 @@ function NewWebhookDialog({ open, onOpenChange }: { open: boolean; onOpenChange:
         <FormField label="Description" error={fieldError(create.error, 'description')}>
           <Input value={description} onChange={(e) => setDescription(e.target.value)} placeholder="Bounces to the CRM" />
         </FormField>
+        <FormatField value={format} onChange={setFormat} error={fieldError(create.error, 'format')} />
         <EventPicker value={events} onChange={setEvents} error={eventsError(create.error) ?? (events.length ? undefined : 'Choose at least one event.')} />
       </FormDialog>
       <WebhookSecretDialog
@@ -333,6 +361,12 @@ function WebhookList() {
       ),
     },
     { id: 'events', header: 'Events', cell: (w) => <EventsSummary events={w.events} /> },
+    {
+      id: 'format',
+      header: 'Format',
+      className: 'hidden md:table-cell',
+      cell: (w) => <span className="text-muted-foreground">{FORMATS.find((f) => f.value === w.format)?.label ?? w.format}</span>,
+    },
     { id: 'state', header: 'State', cell: (w) => <StateBadge w={w} /> },
     {
       id: 'failures',
@@ -398,9 +432,11 @@ function SettingsCard({ w, mayUpdate }: { w: Webhook; mayUpdate: boolean }) {
   const [endpoint, setEndpoint] = useState(w.endpoint)
   const [description, setDescription] = useState(w.description)
   const [events, setEvents] = useState(w.events)
-  const dirty = endpoint !== w.endpoint || description !== w.description || events.slice().sort().join() !== w.events.slice().sort().join()
+  const [format, setFormat] = useState(w.format)
+  const dirty =
+    endpoint !== w.endpoint || description !== w.description || format !== w.format || events.slice().sort().join() !== w.events.slice().sort().join()
   const save = useMutation({
-    mutationFn: () => api<Webhook>('PATCH', `/api/v2/webhooks/${w.id}`, { endpoint: endpoint.trim(), description, events }),
+    mutationFn: () => api<Webhook>('PATCH', `/api/v2/webhooks/${w.id}`, { endpoint: endpoint.trim(), description, events, format }),
     onSuccess: (n) => {
       qc.setQueryData(['webhook', w.id], n)
       qc.invalidateQueries({ queryKey: ['webhooks'] })
@@ -413,7 +449,7 @@ function SettingsCard({ w, mayUpdate }: { w: Webhook; mayUpdate: boolean }) {
   return (
     <Card>
       <CardHeader>
-        <CardTitle>Endpoint and events</CardTitle>
+        <CardTitle>Endpoint, format and events</CardTitle>
         <CardDescription>Changes apply to events from now on.</CardDescription>
       </CardHeader>
       <CardContent>
@@ -430,6 +466,7 @@ function SettingsCard({ w, mayUpdate }: { w: Webhook; mayUpdate: boolean }) {
           <FormField label="Description" error={fieldError(save.error, 'description')}>
             <Input value={description} onChange={(e) => setDescription(e.target.value)} readOnly={!mayUpdate} />
           </FormField>
+          <FormatField value={format} onChange={setFormat} disabled={!mayUpdate} error={fieldError(save.error, 'format')} />
           <EventPicker
             value={events}
             onChange={mayUpdate ? setEvents : () => {}}
@@ -444,6 +481,7 @@ function SettingsCard({ w, mayUpdate }: { w: Webhook; mayUpdate: boolean }) {
                   onClick={() => {
                     setEndpoint(w.endpoint)
                     setDescription(w.description)
+                    setFormat(w.format)
                     setEvents(w.events)
                   }}
                 >

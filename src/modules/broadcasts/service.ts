@@ -51,6 +51,10 @@ const statements = preparedFor((db: Db) => ({
   poolExists: db.$client.prepare<{ one: number }, [number]>('SELECT 1 AS one FROM ip_pools WHERE id = ?'),
   customFieldExists: db.$client.prepare<{ one: number }, [string]>('SELECT 1 AS one FROM custom_fields WHERE key = ?'),
   hasRecipients: db.$client.prepare<{ one: number }, [number]>('SELECT 1 AS one FROM broadcast_recipients WHERE broadcast_id = ? LIMIT 1'),
+  // The runner writes broadcast.started in the transaction of the last snapshot chunk.
+  snapshotWhole: db.$client.prepare<{ one: number }, [number]>(
+    "SELECT 1 AS one FROM events WHERE broadcast_id = ? AND kind = 'broadcast.started' LIMIT 1",
+  ),
 }))
 
 // ---------------------------------------------------------------------------------------
@@ -457,14 +461,20 @@ export function pauseBroadcast(deps: Deps, id: number, actor: string): Broadcast
 }
 
 /**
- * paused -> the state it left: sending when it has recipient rows (the runner continues from
- * the committed rows), else scheduled with send_at now.
+ * paused -> the state it left: sending when its snapshot is whole (the runner continues from
+ * the committed rows), preparing when it was paused mid-snapshot with rows already (sending
+ * then would finish it with part of its audience), else scheduled with send_at now.
  */
 export function resumeBroadcast(deps: Deps, id: number): BroadcastView {
   const started = hasRecipients(deps, id)
+  const whole = started && statements(deps.db).snapshotWhole.get(id) !== null
   const now = deps.clock.now()
   return transition(deps, id, ['paused'], 'it can be resumed', () =>
-    started ? { status: 'sending', status_reason: null } : { status: 'scheduled', status_reason: null, send_at: now },
+    whole
+      ? { status: 'sending', status_reason: null }
+      : started
+        ? { status: 'preparing', status_reason: null }
+        : { status: 'scheduled', status_reason: null, send_at: now },
   )
 }
 

@@ -280,7 +280,9 @@ function seedMany(deps: Deps, name: string, n: number): number {
   return c
     .transaction(() => {
       const listId = (c.query('INSERT INTO lists (name, created_at, updated_at) VALUES (?, ?, ?) RETURNING id').get(name, now, now) as { id: number }).id
-      const insert = c.prepare("INSERT INTO contacts (list_id, email, first_name, status, fields, created_at, updated_at) VALUES (?, ?, 'M', 'subscribed', '{}', ?, ?)")
+      const insert = c.prepare(
+        "INSERT INTO contacts (list_id, email, first_name, status, fields, created_at, updated_at) VALUES (?, ?, 'M', 'subscribed', '{}', ?, ?)",
+      )
       for (let i = 0; i < n; i++) insert.run(listId, `m${i}@example.net`, now, now)
       return listId
     })
@@ -319,7 +321,9 @@ test('a broadcast that is not a split test sends the rows already copied while i
   const a = seedMany(deps, 'A', 60)
   const id = broadcast(deps, { list_ids: [a], status: 'scheduled', send_at: deps.clock.now() })
   const now = deps.clock.now()
-  const insert = deps.db.$client.query('INSERT INTO broadcast_versions (broadcast_id, name, weight, subject, created_at, updated_at) VALUES (?, ?, 1, ?, ?, ?) RETURNING id')
+  const insert = deps.db.$client.query(
+    'INSERT INTO broadcast_versions (broadcast_id, name, weight, subject, created_at, updated_at) VALUES (?, ?, 1, ?, ?, ?) RETURNING id',
+  )
   const v1 = (insert.get(id, 'one', 'One', now, now) as { id: number }).id
   const v2 = (insert.get(id, 'two', 'Two', now, now) as { id: number }).id
   // Three contacts a chunk: twenty chunks before the snapshot is whole.

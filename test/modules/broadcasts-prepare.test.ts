@@ -441,3 +441,29 @@ test('paused while preparing with messages already queued, resumed: it prepares 
   expect(messagesPerAddress(deps, id).length).toBe(n)
   expect(counts(deps, id)).toMatchObject({ total: n, pending: 0, queued: 0, sent: n })
 }, 120_000)
+
+test('the bounce threshold pauses a broadcast that sends while it prepares; resumed, it prepares on', async () => {
+  const deps = testDeps({ allow_unverified_domains: true, broadcast_queue_window: 20, broadcast_threshold_min_sample: 10 })
+  const n = 1000
+  const a = seedMany(deps, 'A', n)
+  const id = broadcast(deps, { list_ids: [a], status: 'scheduled', send_at: deps.clock.now() })
+  const runner = startBroadcasts(deps, { pollMs: 5, prepareChunk: 2 })
+  try {
+    await waitFor('a full window while preparing', () => counts(deps, id).queued === 20, 20_000)
+    const c = deps.db.$client
+    const queued = c.query("SELECT message_id FROM broadcast_recipients WHERE broadcast_id = ? AND state = 'queued'").all(id) as Array<{ message_id: string }>
+    c.transaction(() => {
+      for (const r of queued)
+        emitPrepared(deps.db, deps.clock.now(), { kind: 'message.bounced', message_id: r.message_id, data: { reason: '550 no such user' } })
+    }).immediate()
+    await waitFor('paused', () => statusOf(deps, id) === 'paused')
+  } finally {
+    await runner.stop()
+  }
+  const b = deps.db.$client.query('SELECT status_reason FROM broadcasts WHERE id = ?').get(id) as { status_reason: string }
+  expect(b.status_reason).toContain('Bounce rate')
+  const paused = deps.db.$client.query("SELECT data FROM events WHERE kind = 'broadcast.paused' AND broadcast_id = ?").get(id) as { data: string }
+  expect(JSON.parse(paused.data)).toMatchObject({ code: 'bounce_rate', from_status: 'preparing' })
+  expect(counts(deps, id).total).toBeLessThan(n)
+  expect(resumeBroadcast(deps, id).status).toBe('preparing')
+})

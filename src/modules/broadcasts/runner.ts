@@ -173,7 +173,7 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
     return true
   }
 
-  /** Auto-pause on the bounce or complaint rate (after a minimum sample); true when it paused. */
+  /** Auto-pause on the bounce or complaint rate (after a minimum sample), also while it sends during preparation; true when it paused. */
   const overThresholds = (b: BroadcastRow): boolean => {
     const delivered = countOf(deps.db, b.id, 'delivered')
     const bounced = countOf(deps.db, b.id, 'bounced')
@@ -187,14 +187,14 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
     if (bounceRate > maxBounce)
       return pause(
         b.id,
-        'sending',
+        b.status,
         `Bounce rate ${(bounceRate * 100).toFixed(1)} % is above ${(maxBounce * 100).toFixed(1)} % after ${attempted} messages.`,
         'bounce_rate',
       )
     if (complaintRate > maxComplaint)
       return pause(
         b.id,
-        'sending',
+        b.status,
         `Complaint rate ${(complaintRate * 100).toFixed(2)} % is above ${(maxComplaint * 100).toFixed(2)} % after ${delivered} delivered.`,
         'complaint_rate',
       )
@@ -305,11 +305,12 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
 
   /**
    * The sending batch of a broadcast still preparing (not a split test): the rows the chunks
-   * so far committed. No finish check and no thresholds here: both belong to `sending`.
+   * so far committed, under the same thresholds. No finish check: that belongs to `sending`.
    */
   const sendWhilePreparing = async (id: number, now: number): Promise<void> => {
     const b = broadcastRow(deps, id)
     if (b.status !== 'preparing' || (b.version_mode === 'split_test' && b.split_test)) return
+    if (overThresholds(b)) return
     try {
       await sendBatch(b, runOf(b), now)
     } catch (e) {

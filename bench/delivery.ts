@@ -5,21 +5,35 @@
  * once with DKIM (a verified sending domain), beside a plain SMTP client (nodemailer's pool)
  * blasting the same prebuilt messages at the same sink: the practical limit of one SMTP hop.
  *
- * Aim on a 2-core machine: at least 2,000 delivered/s end to end with DKIM.
+ * Aim on a 2-core machine: at least 2,000 delivered/s end to end with DKIM. Issue 18 adds, in
+ * the same run: Debian's Postfix relaying into the same sink (bench/peers.ts; "not installed"
+ * without it) and the ratios against it and the plain client; Mailroom's own CPU per message
+ * (the server's CPU time minus the signing); DNS queries per delivered message, counted at the
+ * test DNS server. `--footprint N` instead queues N messages with the MX silent and prints the
+ * server's memory.
  *
- *   bun bench/delivery.ts [--messages 20000] [--concurrency 64] [--dry-run]
+ *   bun bench/delivery.ts [--messages 20000] [--concurrency 64] [--no-postfix] [--dry-run]
+ *   bun bench/delivery.ts --footprint 100000
  */
 import { generateKeyPairSync } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import { parseArgs } from 'node:util'
 import nodemailer from 'nodemailer'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { createSignerPool } from '../src/delivery/signer-pool'
 import { startDnsServer, type DnsServer } from '../test/support/dns-server'
-import { readProcCpuMs } from './support/proc'
+import { POSTFIX_INSTALL_HINT, postfixAvailable, runPostfix, type PostfixRun } from './peers'
+import { fmtMiB, readProcCpuMs, readProcMemory } from './support/proc'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
 import { startMailroom, startServer, stopAll, type MailroomInstance, type ServerProcess } from './support/servers'
 
 const AIM_DKIM_PER_S = 2000
+/** Issue 18's aims, as ratios in the same run. */
+const AIM_DKIM_OVER_POSTFIX = 2.5
+const AIM_UNSIGNED_OVER_PLAIN = 0.8
+const AIM_OWN_CPU_MS = 0.2
+const AIM_DNS_PER_MESSAGE = 0.01
+const AIM_FOOTPRINT_MIB = 300
 const DOMAIN = 'bench.example'
 const HOSTNAME = 'mailroom.bench'
 
@@ -27,6 +41,8 @@ const HELP = `Usage: bun bench/delivery.ts [options]   (or: npm run bench -- del
 
   --messages N      messages per run (default 20000)
   --concurrency N   HTTP requests in flight while accepting (default 64)
+  --no-postfix      leave out the Postfix row even when Postfix is installed
+  --footprint N     only queue N messages with the MX silent and print the server's memory
   --dry-run         print the results without rewriting docs/benchmarks.md
 `
 
@@ -133,6 +149,8 @@ interface MailroomRun {
   acceptS: number
   deliverS: number
   cpu: CpuShare
+  /** DNS queries the test DNS server answered during the run (after the domain was verified). */
+  dnsQueries: number
 }
 
 async function api(server: MailroomInstance, method: string, path: string, body?: unknown) {
@@ -164,6 +182,85 @@ async function verifyDomain(server: MailroomInstance, dns: DnsServer): Promise<v
   if (verified.status !== 'verified') throw new Error(`the sending domain did not verify: ${JSON.stringify(verified.dns_records)}`)
 }
 
+/** POSTs `n` messages to /v1/send, `concurrency` in flight; each must be answered 202. */
+async function sendAll(server: MailroomInstance, n: number, concurrency: number): Promise<void> {
+  let next = 0
+  const worker = async () => {
+    while (next < n) {
+      const i = next++
+      const res = await fetch(`${server.url}/v1/send`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${server.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ from: `Bench <ada@${DOMAIN}>`, to: `user${i}@${DOMAIN}`, subject: `Benchmark message ${i}`, html: HTML }),
+      })
+      if (res.status !== 202) throw new Error(`POST /v1/send: HTTP ${res.status} ${await res.text()}`)
+      await res.arrayBuffer()
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+}
+
+/** An MX that accepts connections and never says a word: deliveries wait at the greeting, the rest stays queued. */
+export async function startSilentMx(): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    socket.on('error', () => {})
+    socket.on('close', () => sockets.delete(socket))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy()
+        server.close(() => resolve())
+      }),
+  }
+}
+
+/**
+ * Footprint (issue 18): `n` messages accepted with the MX silent, so they all stay in the
+ * queue (a few hundred wait at the MX's greeting); then the server's resident memory.
+ */
+async function footprint(dns: DnsServer, n: number, concurrency: number): Promise<number> {
+  const mx = await startSilentMx()
+  const server = await startMailroom('mailroom-footprint', {
+    rateLimit: 'unlimited',
+    settings: {
+      MAILROOM_MX_PORT: String(mx.port),
+      MAILROOM_DNS_SERVERS: dns.server,
+      MAILROOM_HOSTNAME: HOSTNAME,
+      MAILROOM_ALLOW_UNVERIFIED_DOMAINS: 'true',
+      MAILROOM_LOG_LEVEL: 'warn',
+      // No submission listener: its fixed default port may be taken on a shared machine.
+      MAILROOM_SMTP_LISTEN: 'off',
+    },
+    serveArgs: ['--access-log', 'false'],
+  })
+  try {
+    const idle = readProcMemory(server.pid)
+    const t0 = performance.now()
+    await sendAll(server, n, concurrency)
+    const acceptS = (performance.now() - t0) / 1000
+    await Bun.sleep(2000) // let the engine claim what it will and the checkpointer settle
+    const mem = readProcMemory(server.pid)
+    if (!mem || !idle) throw new Error('could not read the server memory from /proc')
+    const rssMiB = mem.vmRssKiB / 1024
+    const verdict = rssMiB <= AIM_FOOTPRINT_MIB ? 'met' : 'NOT met'
+    const mib = (kib: number) => `${fmtMiB(kib)} MiB`
+    process.stdout.write(
+      `footprint: ${fmtInt(n)} messages queued (accepted ${fmtInt(n / acceptS)}/s), MX silent\n` +
+        `  server RSS ${mib(mem.vmRssKiB)} (anonymous ${mib(mem.rssAnonKiB)}, file ${mib(mem.rssFileKiB)}); peak ${mib(mem.vmHwmKiB)}; idle before ${mib(idle.vmRssKiB)}\n` +
+        `  aim: RSS under ${AIM_FOOTPRINT_MIB} MiB: ${verdict}\n`,
+    )
+    return 0
+  } finally {
+    await server.dispose()
+    await mx.close()
+  }
+}
+
 async function mailroomRun(sink: Sink, dns: DnsServer, n: number, concurrency: number, dkim: boolean): Promise<MailroomRun> {
   const server = await startMailroom(dkim ? 'mailroom-dkim' : 'mailroom-unsigned', {
     rateLimit: 'unlimited',
@@ -173,35 +270,25 @@ async function mailroomRun(sink: Sink, dns: DnsServer, n: number, concurrency: n
       MAILROOM_HOSTNAME: HOSTNAME,
       MAILROOM_ALLOW_UNVERIFIED_DOMAINS: dkim ? 'false' : 'true',
       MAILROOM_LOG_LEVEL: 'warn',
+      // No submission listener: its fixed default port may be taken on a shared machine.
+      MAILROOM_SMTP_LISTEN: 'off',
     },
     serveArgs: ['--access-log', 'false'],
   })
   try {
     if (dkim) await verifyDomain(server, dns)
     const before = (await sink.count()).messages
-    let next = 0
+    const dnsBefore = dns.queries.length
     const meter = cpuMeter(sink.pid, server.pid)
     const t0 = performance.now()
-    const worker = async () => {
-      while (next < n) {
-        const i = next++
-        const res = await fetch(`${server.url}/v1/send`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${server.key}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ from: `Bench <ada@${DOMAIN}>`, to: `user${i}@${DOMAIN}`, subject: `Benchmark message ${i}`, html: HTML }),
-        })
-        if (res.status !== 202) throw new Error(`POST /v1/send: HTTP ${res.status} ${await res.text()}`)
-        await res.arrayBuffer()
-      }
-    }
-    await Promise.all(Array.from({ length: concurrency }, worker))
+    await sendAll(server, n, concurrency)
     const acceptS = (performance.now() - t0) / 1000
     await waitUntil(`${n} deliveries`, async () => (await sink.count()).messages - before >= n, 600_000)
     const deliverS = (performance.now() - t0) / 1000
     const cpu = meter.per(n)
     const delivered = (await sink.count()).messages - before
     if (delivered !== n) throw new Error(`the sink counted ${delivered} messages, expected ${n}`)
-    return { acceptS, deliverS, cpu }
+    return { acceptS, deliverS, cpu, dnsQueries: dns.queries.length - dnsBefore }
   } finally {
     await server.dispose()
   }
@@ -210,7 +297,14 @@ async function mailroomRun(sink: Sink, dns: DnsServer, n: number, concurrency: n
 export async function run(argv: string[], command: string): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { messages: { type: 'string' }, concurrency: { type: 'string' }, 'dry-run': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      messages: { type: 'string' },
+      concurrency: { type: 'string' },
+      'no-postfix': { type: 'boolean' },
+      footprint: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
   })
   if (values.help) return (process.stdout.write(HELP), 0)
   const n = Number(values.messages ?? 20000)
@@ -221,6 +315,14 @@ export async function run(argv: string[], command: string): Promise<number> {
     ttl: 60,
     zones: { [DOMAIN]: { MX: [{ exchange: `mx.${DOMAIN}`, priority: 10 }] }, [`mx.${DOMAIN}`]: { A: ['127.0.0.1'] }, [HOSTNAME]: { A: ['127.0.0.1'] } },
   })
+  if (values.footprint !== undefined) {
+    try {
+      return await footprint(dns, Number(values.footprint), concurrency)
+    } finally {
+      await stopAll()
+      await dns.close()
+    }
+  }
   const sink = await startSink()
   try {
     const sample = await nodemailer
@@ -231,6 +333,13 @@ export async function run(argv: string[], command: string): Promise<number> {
     const plain = await plainClient(sink, n, raw)
     const plainS = plain.s
     process.stdout.write(`plain SMTP client: ${fmtInt(n / plainS)}/s\n`)
+    let postfix: PostfixRun | null = null
+    const available = postfixAvailable()
+    let postfixNote = values['no-postfix'] ? 'left out (--no-postfix)' : available.ok ? '' : available.why
+    if (!values['no-postfix'] && available.ok) {
+      postfix = await runPostfix(sink, n, raw.length)
+      process.stdout.write(`Postfix relay (unsigned): ${fmtInt(n / postfix.s)}/s\n`)
+    } else if (!available.ok && !values['no-postfix']) process.stdout.write(`Postfix: ${postfixNote}\n${POSTFIX_INSTALL_HINT}\n`)
     const unsigned = await mailroomRun(sink, dns, n, concurrency, false)
     process.stdout.write(`mailroom without DKIM: accepted ${fmtInt(n / unsigned.acceptS)}/s, delivered ${fmtInt(n / unsigned.deliverS)}/s\n`)
     const signed = await mailroomRun(sink, dns, n, concurrency, true)
@@ -243,8 +352,51 @@ export async function run(argv: string[], command: string): Promise<number> {
 
     const ms = (v: number | null) => (v === null ? '' : v.toFixed(3))
     const cpuCells = (c: CpuShare) => [ms(c.server), ms(c.sink), ms(c.client), ms((c.server ?? 0) + c.sink + c.client)]
+    // Mailroom's own CPU a message: the server's CPU time, less the signatures in the signed run.
+    const ownUnsigned = unsigned.cpu.server ?? 0
+    const ownSigned = (signed.cpu.server ?? 0) - signing.cpuMs
+    const dkimOverPostfix = postfix ? postfix.s / signed.deliverS : null
+    const unsignedOverPlain = plainS / unsigned.deliverS
+    const dnsPerMessage = (unsigned.dnsQueries + signed.dnsQueries) / (2 * n)
+    const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met')
+    const aims = [
+      [
+        'Mailroom with DKIM / Postfix unsigned',
+        dkimOverPostfix === null ? `Postfix ${postfixNote || 'not run'}` : dkimOverPostfix.toFixed(2),
+        `>= ${AIM_DKIM_OVER_POSTFIX}`,
+        dkimOverPostfix === null ? '' : verdict(dkimOverPostfix >= AIM_DKIM_OVER_POSTFIX),
+      ],
+      [
+        'Mailroom unsigned / plain client',
+        unsignedOverPlain.toFixed(2),
+        `>= ${AIM_UNSIGNED_OVER_PLAIN}`,
+        verdict(unsignedOverPlain >= AIM_UNSIGNED_OVER_PLAIN),
+      ],
+      ['Mailroom own CPU ms/msg, unsigned', ownUnsigned.toFixed(3), `<= ${AIM_OWN_CPU_MS}`, verdict(ownUnsigned <= AIM_OWN_CPU_MS)],
+      ['Mailroom own CPU ms/msg, DKIM run less signing', ownSigned.toFixed(3), `<= ${AIM_OWN_CPU_MS}`, verdict(ownSigned <= AIM_OWN_CPU_MS)],
+      [
+        'DNS queries per delivered message (warm cache)',
+        `${dnsPerMessage.toFixed(4)} (${unsigned.dnsQueries} + ${signed.dnsQueries})`,
+        `<= ${AIM_DNS_PER_MESSAGE}`,
+        verdict(dnsPerMessage <= AIM_DNS_PER_MESSAGE),
+      ],
+    ]
+    const aimHead = ['measure (same run)', 'value', 'aim', '']
+    const postfixRow = postfix
+      ? [
+          'Postfix relay, unsigned (smtp-source, 10 sessions)',
+          `${fmtInt(n / postfix.acceptS)}/s`,
+          `${fmtInt(n / postfix.s)}/s (${postfix.s.toFixed(2)} s)`,
+          `${(plainS / postfix.s).toFixed(2)}`,
+          '',
+          '',
+          '',
+          '',
+        ]
+      : ['Postfix relay, unsigned', '', postfixNote, '', '', '', '', '']
     const rows = [
       ['plain SMTP client to the sink (the limit)', '', `${fmtInt(n / plainS)}/s (${plainS.toFixed(2)} s)`, '', ...cpuCells(plain.cpu)],
+      postfixRow,
       [
         'Mailroom, no DKIM',
         `${fmtInt(n / unsigned.acceptS)}/s`,
@@ -271,7 +423,7 @@ export async function run(argv: string[], command: string): Promise<number> {
       ],
     ]
     const head = ['path', 'accepted (HTTP 202)', 'delivered end to end', 'share of the limit', 'CPU ms/msg: Mailroom', 'sink', 'load client', 'all']
-    process.stdout.write(`\n${textTable(head, rows)}\n`)
+    process.stdout.write(`\n${textTable(head, rows)}\n\n${textTable(aimHead, aims)}\n`)
     const met = n / signed.deliverS >= AIM_DKIM_PER_S
     if (!values['dry-run']) {
       writeDocSection(
@@ -281,6 +433,10 @@ export async function run(argv: string[], command: string): Promise<number> {
 Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`${command}\` (bench/delivery.ts).
 
 ${markdownTable(head, rows)}
+
+Issue 18's aims, as ratios of this run:
+
+${markdownTable(aimHead, aims)}
 
 Aim: at least ${fmtInt(AIM_DKIM_PER_S)} delivered/s end to end with DKIM: **${met ? 'met' : 'not met'}**.
 
@@ -292,6 +448,8 @@ Ceiling in this run: a signature cost ${signing.cpuMs.toFixed(3)} ms of CPU and 
 - DNS: a DNS server on loopback (test/support/dns-server.ts) answers the MX and A lookups (TTL 60 s, cached by the engine); with DKIM, the sending domain was created, its records published there and verified over the API first.
 - CPU: user + system time of each process over the run (all its threads; /proc/PID/stat), divided by the messages. "Mailroom" is the server with its signing and checkpoint threads; "load client" is this benchmark process (the HTTP requests, or the plain SMTP client, and polling the sink's count). Two cores give at most 2,000 ms of CPU a second, so "all" bounds the rate at 2,000 / all messages a second.
 - Signing alone: the server's signer pool (\`src/delivery/signer-pool.ts\`, one worker thread per core) in this process, signing the same message with a fresh RSA-2048 key, 64 in flight; CPU is this process's over that loop.
+- Postfix: Debian's package run by bench/peers.ts from a directory of its own under /tmp, one smtpd on 127.0.0.1 only, relaying everything to the same sink (\`relayhost = [127.0.0.1]:SINK\`, 20 connections per destination as Mailroom), queue fsync'd as shipped; fed by \`smtp-source -s 10\` with messages of the same size; its "delivered" is from smtp-source's start to the sink counting the last message. Stopped and removed afterwards.
+- Mailroom's own CPU: the server's CPU per message in the unsigned run, and in the DKIM run less the CPU a signature cost in "signing alone". DNS queries: counted at the test DNS server during both Mailroom runs (after verifying the domain), divided by the messages delivered.
 - Sink: smtp-server in its own process, no TLS, discards the bytes and counts (bench/support/counting-sink.ts). The plain client is nodemailer's pooled SMTP transport with 8 connections sending the same prebuilt message.
 - Machine: ${machine.nproc} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.kernel}, Bun ${machine.bun}; load average ${machine.loadAverage} at the start.`,
       )

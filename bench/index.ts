@@ -17,8 +17,13 @@ const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchma
     load: async () => (await import('./broadcast')).run,
   },
   delivery: {
-    describe: '20,000 messages through /v1/send to an SMTP sink via real DNS, with and without DKIM, against a plain SMTP client',
+    describe:
+      '20,000 messages through /v1/send to an SMTP sink via real DNS, with and without DKIM, against a plain SMTP client and Postfix (when installed); --footprint N queues N with the MX silent',
     load: async () => (await import('./delivery')).run,
+  },
+  accept: {
+    describe: 'POST /v1/send alone (MX silent) against Elysia + one bun:sqlite insert with group commit (wrk, 64 connections)',
+    load: async () => (await import('./accept')).run,
   },
   smtp: {
     describe: 'messages/s accepted (committed) through the SMTP submission listener from parallel STARTTLS sessions, against a discarding listener',

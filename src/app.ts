@@ -5,6 +5,7 @@ import { bodyPlugin } from './http/body'
 import { envelopePlugin } from './http/envelope'
 import { openapiPlugin } from './http/openapi'
 import { requestLogPlugin } from './http/request-log'
+import { skipResponseValidation } from './http/response-validation'
 import { sessionRoutes } from './http/session'
 import { SEMANTIC_CHECK, type SemanticCheck } from './http/schemas'
 import { consoleDevRoutes, webPlugin } from './http/web'
@@ -16,6 +17,7 @@ import { resolveSession } from './modules/admins/sessions'
 import { apiKeyRoutes } from './modules/api-keys'
 import { bridgeRoutes } from './modules/bridges'
 import { broadcastArchiveRoutes, broadcastRoutes } from './modules/broadcasts'
+import { automationRoutes, trackRoutes } from './modules/automations'
 import { contactRoutes } from './modules/contacts'
 import { customFieldRoutes } from './modules/custom-fields'
 import { dmarcRoutes } from './modules/dmarc'
@@ -133,6 +135,9 @@ export function buildApp(deps: Deps) {
     // broadcasts and their public archive (issue 15)
     .use(broadcastRoutes(deps, auth.authOf))
     .use(broadcastArchiveRoutes(deps))
+    // drips, triggers and custom events (issue 16)
+    .use(automationRoutes(deps, auth.authOf))
+    .use(trackRoutes(deps, auth.authOf))
     // deliverability doctor (issue 17)
     .use(doctorRoutes(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) }))
     // web forms, their hosted pages and double opt-in (issue 16)
@@ -141,6 +146,7 @@ export function buildApp(deps: Deps) {
 
   table = routeTableOf(app)
   composed = app.routes as typeof composed
+  if (!deps.config.validate_responses) skipResponseValidation(app.routes)
   for (const r of app.routes) {
     const check = (r.hooks?.detail as Record<symbol, unknown> | undefined)?.[SEMANTIC_CHECK]
     if (typeof check === 'function') checks.set(`${r.method} ${r.path}`, check as SemanticCheck)

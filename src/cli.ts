@@ -32,6 +32,7 @@ import { startWebhooks } from './modules/webhooks/dispatcher'
 import { doctorSummaryLine, runAndRecordDoctor } from './modules/doctor/service'
 import { startDoctor } from './modules/doctor/runner'
 import { pauseForListedIp } from './delivery/guardrails'
+import { createAutomationRunner } from './modules/automations/runner'
 
 export const USAGE = `mailroom ${VERSION}: self-hosted email platform in one binary
 
@@ -527,6 +528,9 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   const broadcasts = startBroadcasts(deps)
   // Deliverability doctor (issue 17): at start (one summary line in the log) and daily, in the background
   const doctor = startDoctor(deps, { onListedIp: (ip, evidence) => pauseForListedIp(deps, ip, evidence) })
+  // Drips and triggers (issue 16): polls the wake-up table and the event log
+  const automations = createAutomationRunner(deps)
+  automations.start()
 
   const flusher = setInterval(() => {
     try {
@@ -546,6 +550,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   await broadcasts.stop()
   await statsRollup.stop()
   await doctor.stop()
+  await automations.stop()
   await webhooks.stop()
   await delivery.stop()
   await imports.stop()

@@ -18,6 +18,7 @@ export interface Config {
   hostname: string
   log_level: LogLevel
   access_log: boolean
+  validate_responses: boolean
   max_body_bytes: number
   max_import_bytes: number
   default_rate_limit: number | null
@@ -265,6 +266,14 @@ export const SETTINGS = [
     fallback: 'true',
     parse: parseBool,
     describe: 'Log one line per HTTP request (at info level).',
+  }),
+  setting({
+    key: 'validate_responses',
+    env: 'MAILROOM_VALIDATE_RESPONSES',
+    flag: 'validate-responses',
+    fallback: 'true',
+    parse: parseBool,
+    describe: 'Check every API response against its schema before sending it (the tests always do; off saves that work per request).',
   }),
   setting({
     key: 'max_body_bytes',

@@ -9,6 +9,7 @@ import type { Deps } from '../src/deps'
 import { systemClock } from '../src/lib/clock'
 import { SETTINGS } from '../src/config'
 import { listActivity } from '../src/modules/activity-logs/service'
+import { until } from './support/server-process'
 
 /** Runs the CLI in-process with captured output; `stop` resolves the stop signal. */
 function cli(argv: string[], env: Record<string, string> = {}) {
@@ -140,8 +141,9 @@ describe('command line', () => {
       ['mail.example.com', false],
     ]
     for (const [hostname, warned] of cases) {
-      const s = cli(['--http-listen', '127.0.0.1:0', '--hostname', hostname, '--data-dir', dataDir()])
-      for (let i = 0; i < 100 && !s.out.some((l) => l.includes('listening on')); i++) await Bun.sleep(20)
+      // Ports 0: a default port held by anything else on the machine must not fail this test.
+      const s = cli(['--http-listen', '127.0.0.1:0', '--smtp-listen', '127.0.0.1:0', '--hostname', hostname, '--data-dir', dataDir()])
+      await until('the server to announce itself', () => s.out.some((l) => l.includes('listening on')), 60_000)
       s.stop('SIGTERM')
       expect(await s.done).toBe(0)
       const warning = s.err.find((l) => l.startsWith('mailroom: WARNING:'))

@@ -147,7 +147,8 @@ export async function startMailroom(
   opts: { rateLimit: number | 'unlimited'; settings?: Record<string, string>; serveArgs?: string[] },
 ): Promise<MailroomInstance> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-'))
-  const env = mailroomEnv({ MAILROOM_LOG_LEVEL: 'info', ...opts.settings })
+  // No submission listener unless a benchmark asks for one: its fixed default port may be taken on a shared machine.
+  const env = mailroomEnv({ MAILROOM_LOG_LEVEL: 'info', MAILROOM_SMTP_LISTEN: 'off', ...opts.settings })
   let key: string
   try {
     key = createBenchKey(dataDir, env, opts.rateLimit)

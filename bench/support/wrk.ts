@@ -1,3 +1,5 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 /**
@@ -46,15 +48,34 @@ export interface WrkResult {
 
 const REPORT_SCRIPT = join(import.meta.dir, 'wrk-report.lua')
 
-/** Runs wrk once against `url` and returns its report (parsed from the line wrk-report.lua prints). */
-export async function runWrk(wrk: string, url: string, settings: WrkSettings, headers: Record<string, string> = {}): Promise<WrkResult> {
+/**
+ * A wrk script that sends every request as `method` with `body` (the same bytes each time)
+ * and reports like wrk-report.lua; returns its path (a file in a fresh temporary directory).
+ */
+export function requestScript(method: string, body: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'mailroom-wrk-')), 'request.lua')
+  // A Lua long string with a level no body contains, so nothing needs escaping.
+  let level = '='
+  while (body.includes(`]${level}]`)) level += '='
+  writeFileSync(file, `wrk.method = "${method}"\nwrk.body = [${level}[${body}]${level}]\n${readFileSync(REPORT_SCRIPT, 'utf8')}`)
+  return file
+}
+
+/** Runs wrk once against `url` and returns its report (parsed from the line wrk-report.lua prints); `script` replaces that script (requestScript). */
+export async function runWrk(
+  wrk: string,
+  url: string,
+  settings: WrkSettings,
+  headers: Record<string, string> = {},
+  script = REPORT_SCRIPT,
+): Promise<WrkResult> {
   const args = [
     wrk,
     `--threads=${settings.threads}`,
     `--connections=${settings.connections}`,
     `--duration=${settings.durationS}s`,
     `--timeout=${settings.timeoutS}s`,
-    `--script=${REPORT_SCRIPT}`,
+    `--script=${script}`,
     ...Object.entries(headers).flatMap(([k, v]) => ['--header', `${k}: ${v}`]),
     url,
   ]

@@ -5,8 +5,8 @@ export interface DkimKey {
   domain: string
   /** The selector (s=); the public key is published at <selector>._domainkey.<domain>. */
   selector: string
-  /** PEM private key (RSA 2048 for generated sending domains). */
-  privateKey: string
+  /** PEM private key (RSA 2048 for generated sending domains), or the key already parsed (signer workers hold one per key). */
+  privateKey: string | KeyObject
 }
 
 /**
@@ -63,7 +63,8 @@ export function normaliseLineEndings(raw: Buffer): Buffer {
 
 /** Parsed private keys by PEM: parsing costs more than a signature, and a worker signs for few domains. */
 const keys = new Map<string, KeyObject>()
-function keyObject(pem: string): KeyObject {
+function keyObject(pem: string | KeyObject): KeyObject {
+  if (typeof pem !== 'string') return pem
   let k = keys.get(pem)
   if (!k) {
     k = createPrivateKey(pem)

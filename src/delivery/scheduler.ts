@@ -150,6 +150,24 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
   const signed = new Map<string, Promise<Buffer>>()
 
   type DomainKey = NonNullable<ReturnType<typeof st.domainKey.get>>
+  type SigningKey = { domain: string; selector: string; privateKey: string }
+
+  /**
+   * The opened signing key of each sending domain, by its sealed value (issue 18): opening
+   * the seal on every message cost more than the rest of the lookup. The domain's row is still
+   * read per message, so a key that changes (rotated, re-sealed), a domain that is no longer
+   * verified or one that was deleted takes effect at the next message; the entry is replaced
+   * whenever the sealed value, name or selector differ from the cached ones.
+   */
+  const openedKeys = new Map<string, { sealed: string; key: SigningKey }>()
+  function signingKey(row: DomainKey): SigningKey {
+    const hit = openedKeys.get(row.name)
+    if (hit && hit.sealed === row.dkim_private_key && hit.key.selector === row.dkim_selector) return hit.key
+    const key = { domain: row.name, selector: row.dkim_selector, privateKey: deps.secrets.open(row.dkim_private_key) }
+    if (openedKeys.size >= 1000) openedKeys.delete(openedKeys.keys().next().value!)
+    openedKeys.set(row.name, { sealed: row.dkim_private_key, key })
+    return key
+  }
 
   /** The message signed, or with `sevenBit` first converted to 7 bits (downgrade.ts) and then signed, so the signature covers the bytes sent. */
   function signedRaw(messageId: string, m: MessageRow, key: DomainKey | null, sevenBit = false): Promise<Buffer> {
@@ -159,7 +177,7 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
     const cacheKey = sevenBit ? `${messageId} 7bit` : messageId
     let p = signed.get(cacheKey)
     if (!p) {
-      p = parts.signer.sign(raw, { domain: key.name, selector: key.dkim_selector, privateKey: deps.secrets.open(key.dkim_private_key) })
+      p = parts.signer.sign(raw, signingKey(key))
       signed.set(cacheKey, p)
       if (signed.size > 1000) signed.delete(signed.keys().next().value!)
     }

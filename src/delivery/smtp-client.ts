@@ -6,9 +6,11 @@
  * ReplyInput values for classify.
  */
 import { isAscii } from 'node:buffer'
+import { EventEmitter } from 'node:events'
 import SMTPConnection from 'nodemailer/lib/smtp-connection'
 import { parseReply } from '../lib/smtp-replies'
 import type { FailureKind, ReplyInput } from './classify'
+import { dataBlock } from './data-block'
 
 export type TlsMode = 'opportunistic' | 'none' | 'starttls' | 'tls'
 
@@ -238,6 +240,9 @@ type Internals = {
   _remainingSetupTime(): number
   _sendCommand(str: string, logStr?: string): void
   _createSendStream(callback: unknown): import('node:stream').Writable
+  _responseActions: Array<(str: string) => void>
+  _actionSMTPStream(str: string, callback: unknown): void
+  _currentDataStream: unknown
 }
 
 /**
@@ -272,13 +277,37 @@ function applyTimeouts(conn: SMTPConnection, t: CommandTimeouts, otherMs: number
       arm(pending[0] ?? otherMs)
     },
   })
-  const createSendStream = c._createSendStream.bind(conn)
+  // The message goes out as one prepared DATA block (data-block.ts) in one socket write,
+  // instead of nodemailer's Transform stream piped into the socket (issue 18). What this
+  // returns is all nodemailer's send() uses of that stream: write() and end() for a Buffer
+  // message, `outByteCount`, and unpipe() when the connection closes mid-message. The reply
+  // to the final dot is handled by nodemailer's own action for it (SMTP, never LMTP here).
   c._createSendStream = (callback) => {
-    const stream = createSendStream(callback)
+    const chunks: Buffer[] = []
+    const stream = Object.assign(new EventEmitter(), {
+      inByteCount: 0,
+      outByteCount: 0,
+      write(chunk: Buffer | string) {
+        chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk)
+        return true
+      },
+      end() {
+        const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+        const block = dataBlock(raw)
+        stream.inByteCount = raw.length
+        stream.outByteCount = block.length
+        if (c._currentDataStream === stream) c._currentDataStream = false
+        c._socket.write(block)
+        // Written: from then on we wait for the reply to the final dot.
+        arm(t.dotMs)
+        stream.emit('end')
+      },
+      unpipe() {},
+    })
+    c._responseActions.push((str) => c._actionSMTPStream(str, callback))
+    c._currentDataStream = stream
     arm(t.dataBlockMs)
-    // The stream ends after the final dot was written: from then on we wait for its reply.
-    stream.once('end', () => arm(t.dotMs))
-    return stream
+    return stream as unknown as import('node:stream').Writable
   }
 }
 

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Deps } from '../deps'
-import { AppError } from '../lib/errors'
+import { AppError, type ErrorCode } from '../lib/errors'
 import { clientAddress } from '../lib/client-address'
 import { isAllowed } from '../lib/ip-allowlist'
 import type { RateDecision, RateLimiter } from '../lib/rate-limit'
@@ -37,6 +37,21 @@ export interface AuthOptions {
 
 export { clientAddress }
 
+/**
+ * An AppError for a refused request, made without capturing a stack trace (issue 18): a
+ * refusal is an expected answer, not a bug, and the envelope never shows or logs its stack,
+ * while capturing one cost more than the rest of a 401. Thrown like any AppError.
+ */
+export function refusal(code: ErrorCode, message: string): AppError {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    return new AppError(code, message)
+  } finally {
+    Error.stackTraceLimit = limit
+  }
+}
+
 /** Path families where every request needs a key, even to learn that a route does not exist. */
 const PROTECTED_PREFIXES = ['/api/', '/v1/', '/compat/']
 const KEY_QUERY_PARAMS = ['api_key', 'apikey', 'key', 'token', 'access_token']
@@ -46,9 +61,9 @@ const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 function bearerToken(request: Request): string | null {
   // A key in the URL is refused even when the header carries one too: the URL has already
   // leaked it into logs and histories, and answering would teach the client that it works.
-  const query = new URL(request.url).searchParams
-  if (KEY_QUERY_PARAMS.some((p) => query.has(p))) {
-    throw new AppError(
+  const query = request.url.includes('?') ? new URL(request.url).searchParams : null
+  if (query && KEY_QUERY_PARAMS.some((p) => query.has(p))) {
+    throw refusal(
       'unauthorized',
       'API keys are accepted only in the Authorization header, never in the URL. Send "Authorization: Bearer <API_KEY>" and revoke a key that was put in a URL.',
     )
@@ -56,7 +71,7 @@ function bearerToken(request: Request): string | null {
   const header = request.headers.get('authorization')
   if (!header) return null
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header)
-  if (!m) throw new AppError('unauthorized', 'The Authorization header must be "Bearer <API_KEY>".')
+  if (!m) throw refusal('unauthorized', 'The Authorization header must be "Bearer <API_KEY>".')
   return m[1]!
 }
 
@@ -73,10 +88,10 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
   /** Steps 1-3: the key exists, the address is allowed, the key is live. */
   const identify = (request: Request, token: string, ip: string | null): KeyIdentity => {
     const key = opts.resolveKey(token)
-    if (!key) throw new AppError('unauthorized', 'The API key is not valid.')
-    if (key.allow && !isAllowed(key.allow, ip)) throw new AppError('ip_not_allowed', `Requests from ${ip ?? 'this address'} are not allowed for this API key.`)
-    if (key.deleted) throw new AppError('unauthorized', 'The API key has been deleted.')
-    if (key.status !== 'active') throw new AppError('unauthorized', 'The API key is inactive.')
+    if (!key) throw refusal('unauthorized', 'The API key is not valid.')
+    if (key.allow && !isAllowed(key.allow, ip)) throw refusal('ip_not_allowed', `Requests from ${ip ?? 'this address'} are not allowed for this API key.`)
+    if (key.deleted) throw refusal('unauthorized', 'The API key has been deleted.')
+    if (key.status !== 'active') throw refusal('unauthorized', 'The API key is inactive.')
     return key
   }
 
@@ -99,17 +114,17 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
     if (!route) return rateHeaders(headers, opts.limiter.peek(key.id, key.rate_limit, now))
     if (!route.permission) {
       // A route in a protected family that forgot to declare its permission is closed, not open.
-      refuse(new AppError('forbidden', 'This route declares no permission, so no key may call it.'))
+      refuse(refusal('forbidden', 'This route declares no permission, so no key may call it.'))
     }
     if (!grants(key.permissions, route.permission!)) {
-      refuse(new AppError('forbidden', `The API key's role does not grant the ${route.permission} permission.`))
+      refuse(refusal('forbidden', `The API key's role does not grant the ${route.permission} permission.`))
     }
     // An unlimited key is not counted: its headers say UNLIMITED (docs/api.md "Rate limits").
     const d = key.rate_limit === null ? opts.limiter.peek(key.id, null, now) : opts.limiter.take(key.id, key.rate_limit, now)
     rateHeaders(headers, d)
     if (!d.allowed) {
       headers['retry-after'] = String(d.resetSeconds)
-      throw new AppError('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry in ${d.resetSeconds} s.`)
+      throw refusal('rate_limited', `Rate limit of ${d.limit} requests per minute exceeded; retry in ${d.resetSeconds} s.`)
     }
   }
 
@@ -121,13 +136,13 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
    */
   const consoleSession = (request: Request, route: RouteInfo | null): SessionIdentity | null => {
     const cookie = sessionCookieOf(request)
-    if (!cookie) throw new AppError('unauthorized', 'Missing API key. Send the header "Authorization: Bearer <API_KEY>".')
+    if (!cookie) throw refusal('unauthorized', 'Missing API key. Send the header "Authorization: Bearer <API_KEY>".')
     const session = opts.resolveSession?.(cookie) ?? null
-    if (!session) throw new AppError('unauthorized', 'The console session has ended; sign in again.')
+    if (!session) throw refusal('unauthorized', 'The console session has ended; sign in again.')
     if (!route) return null
     if (MUTATING.has(request.method)) assertCsrf(request, deps, session)
-    if (!route.permission) throw new AppError('forbidden', 'This route declares no permission, so nobody may call it.')
-    if (!grants(session.permissions, route.permission)) throw new AppError('forbidden', `Your role does not grant the ${route.permission} permission.`)
+    if (!route.permission) throw refusal('forbidden', 'This route declares no permission, so nobody may call it.')
+    if (!grants(session.permissions, route.permission)) throw refusal('forbidden', `Your role does not grant the ${route.permission} permission.`)
     return session
   }
 

@@ -24,6 +24,10 @@ function trimSlash(path: string): string {
   return path.length > 1 && path.endsWith('/') ? path.replace(/\/+$/, '') || '/' : path
 }
 
+/** Most method-and-path answers a route table remembers. */
+export const MATCH_CACHE_SIZE = 4096
+
+/** A route table over `routes`: `match` finds the declared route of a method and path. */
 export function createRouteTable(routes: RouteInfo[]) {
   const byMethod = new Map<string, Compiled[]>()
   for (const info of routes) {
@@ -34,16 +38,31 @@ export function createRouteTable(routes: RouteInfo[]) {
   }
   for (const list of byMethod.values()) list.sort((a, b) => b.staticCount - a.staticCount)
 
+  // Answers by method and path (issue 18): auth, the body checks and the framework's own
+  // router each looked the route up again, by a scan of every route of the method. Bounded:
+  // emptied when full, so many distinct paths (ids) cost one scan each, as before.
+  const seen = new Map<string, RouteInfo | null>()
+  const scan = (method: string, pathname: string): RouteInfo | null => {
+    const parts = trimSlash(pathname).split('/')
+    const candidates = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined) ?? []
+    for (const c of candidates) {
+      if (c.segments.length !== parts.length) continue
+      if (c.segments.every((seg, i) => (seg.startsWith(':') ? parts[i] !== '' : seg === parts[i]))) return c.info
+    }
+    return null
+  }
+
   return {
     /** The route for a request, or null when none is declared (HEAD falls back to GET). */
     match(method: string, pathname: string): RouteInfo | null {
-      const parts = trimSlash(pathname).split('/')
-      const candidates = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined) ?? []
-      for (const c of candidates) {
-        if (c.segments.length !== parts.length) continue
-        if (c.segments.every((seg, i) => (seg.startsWith(':') ? parts[i] !== '' : seg === parts[i]))) return c.info
+      const key = `${method} ${pathname}`
+      let found = seen.get(key)
+      if (found === undefined) {
+        found = scan(method, pathname)
+        if (seen.size >= MATCH_CACHE_SIZE) seen.clear()
+        seen.set(key, found)
       }
-      return null
+      return found
     },
   }
 }

@@ -127,4 +127,53 @@ describe('createSignerPool', () => {
     }
     await expect(pool.sign(Buffer.from('x'), key)).rejects.toThrow(/closed/)
   })
+
+  test('each key goes to a worker once; messages of one turn travel as one batch', async () => {
+    const pool = createSignerPool({ size: 1 })
+    try {
+      const inputs = Array.from({ length: 10 }, (_, i) => Buffer.from(message('\r\n').replace('line one', `batch ${i}`)))
+      const signed = await Promise.all(inputs.map((raw) => pool.sign(raw, { ...key })))
+      for (const s of signed) expect(await verify(s)).toMatchObject([{ result: 'pass' }])
+      expect(pool.stats()).toEqual({ keysSent: 1, batches: 1, signed: 10 })
+      // Later messages with the same key (a new object, the same PEM) reuse the worker's parsed key.
+      await pool.sign(inputs[0]!, { ...key })
+      expect(pool.stats()).toMatchObject({ keysSent: 1, batches: 2, signed: 11 })
+    } finally {
+      await pool.close()
+    }
+  })
+
+  test('a rotated key under the same selector is a new key: the signature follows the PEM given', async () => {
+    const pool = createSignerPool({ size: 1 })
+    try {
+      await pool.sign(Buffer.from(message('\r\n')), key)
+      const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()
+      const [bad, good] = await Promise.all([
+        pool.sign(Buffer.from(message('\r\n')), { ...key, privateKey: other }),
+        pool.sign(Buffer.from(message('\r\n')), key),
+      ])
+      // The published key is the first one: a message signed with the other key must not verify.
+      expect((await verify(bad!))[0]!.result).not.toBe('pass')
+      expect(await verify(good!)).toMatchObject([{ result: 'pass' }])
+      expect(pool.stats().keysSent).toBe(2)
+    } finally {
+      await pool.close()
+    }
+  })
+
+  test('a bad key in a batch fails only its own message', async () => {
+    const pool = createSignerPool({ size: 1 })
+    try {
+      const results = await Promise.allSettled([
+        pool.sign(Buffer.from(message('\r\n')), key),
+        pool.sign(Buffer.from(message('\r\n')), { ...key, privateKey: 'nope' }),
+        pool.sign(Buffer.from(message('\r\n')), key),
+      ])
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
+      expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/DKIM signing failed/)
+      expect(pool.stats().batches).toBe(1)
+    } finally {
+      await pool.close()
+    }
+  })
 })

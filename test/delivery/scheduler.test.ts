@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { generateKeyPairSync } from 'node:crypto'
 import { dkimVerify } from 'mailauth/lib/dkim/verify'
 import { createSignerPool } from '../../src/delivery/signer-pool'
 import { createTransport } from '../../src/delivery/transport'
@@ -108,6 +109,33 @@ describe('delivery', () => {
     expect(result.results.map((r) => r.status?.result)).toEqual(['pass'])
     expect(result.results[0]!.signingDomain).toBe('example.com')
     expect(got!.raw.toString()).toMatch(/^DKIM-Signature: .*c=relaxed\/relaxed/)
+    await t.close()
+  })
+
+  test('the opened signing key is cached per domain, and a changed key or status takes effect at the next message', async () => {
+    const t = await setup({ allow_unverified_domains: true })
+    const domain = await verifiedDomain(t)
+    const verdict = async (raw: Buffer) =>
+      (await dkimVerify(raw, { resolver: ((name: string) => queryDns([zone.server], name, 'TXT')) as never })).results.map((r) => r.status?.result)
+    await t.send({ to: ['bob@example.net'] })
+    await t.send({ to: ['carol@example.net'] })
+    await t.engine.drain()
+    expect(sink.messages.length).toBe(2)
+    for (const m of sink.messages) expect(await verdict(m.raw)).toEqual(['pass'])
+    // A key the published record does not match: the next message must be signed with it (and so fail).
+    const other = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()
+    t.deps.db.$client.query('UPDATE sending_domains SET dkim_private_key = ? WHERE id = ?').run(t.deps.secrets.seal(other), domain.id)
+    sink.reset()
+    await t.send({ to: ['dave@example.net'] })
+    await t.engine.drain()
+    expect(sink.messages[0]!.raw.toString()).toStartWith('DKIM-Signature: ')
+    expect(await verdict(sink.messages[0]!.raw)).not.toEqual(['pass'])
+    // No longer verified: the next message goes out unsigned.
+    t.deps.db.$client.query("UPDATE sending_domains SET status = 'failed' WHERE id = ?").run(domain.id)
+    sink.reset()
+    await t.send({ to: ['erin@example.net'] })
+    await t.engine.drain()
+    expect(sink.messages[0]!.raw.toString()).not.toContain('DKIM-Signature')
     await t.close()
   })
 

@@ -134,6 +134,19 @@ describe('direct delivery', () => {
     expect(seen!.raw.toString()).toBe(message.raw.toString())
   })
 
+  test('lines starting with a dot, and several messages on one connection, arrive byte for byte', async () => {
+    const t = start()
+    const bodies = ['.\r\n..two\r\n.three\r\nend\r\n', 'no final line ending', '8-bit caf\u00e9\r\n.\r\n']
+    for (const [i, body] of bodies.entries()) {
+      const message = job('direct.test', [`dots${i}`], { raw: Buffer.from(`From: a@sender.test\r\nSubject: dots ${i}\r\n\r\n${body}`) })
+      const [result] = await t.deliver(message)
+      expect(result!.outcome).toBe('sent')
+      const seen = sink.messages.find((m) => m.rcptTo[0] === `dots${i}@direct.test`)
+      // A message without a final line ending gets one (RFC 5321 4.1.1.4: the data ends with CRLF . CRLF).
+      expect(seen!.raw.toString()).toBe(message.raw.toString() + (body.endsWith('\r\n') ? '' : '\r\n'))
+    }
+  })
+
   test('another source address gives another connection from that address; job.ehlo overrides; no source uses the default EHLO', async () => {
     const t = start()
     await t.deliver(job('direct.test', ['a']))

@@ -1,4 +1,6 @@
 import { expect, test } from 'bun:test'
+import { buildApp } from '../../src/app'
+import { createLogger } from '../../src/lib/logger'
 import { testApp } from '../support/app'
 
 test('the access log records the status the client got, errors included, with the request id', async () => {
@@ -22,4 +24,25 @@ test('the access log records the status the client got, errors included, with th
     ['POST', '/api/v2/roles', 422],
   ])
   expect(lines.map((l) => l.fields?.request_id)).toEqual(replies.map((r) => r.headers.get('x-request-id')))
+})
+
+test('above info level no access-log line is made', async () => {
+  const t = testApp({ access_log: true })
+  const admin = t.makeKey()
+  const written: string[] = []
+  const log = createLogger('warn', t.deps.clock, (s) => void written.push(s))
+  const { app } = buildApp({ ...t.deps, log })
+  const res = await app.handle(new Request('http://mailroom.test/api/v2/roles', { headers: { authorization: `Bearer ${admin.key}` } }))
+  expect(res.status).toBe(200)
+  expect(res.headers.get('x-request-id')).toBeTruthy()
+  await Bun.sleep(80)
+  log.flush()
+  expect(written.join('')).not.toContain('"msg":"request"')
+  // The same app at info level writes the line.
+  const infoLog = createLogger('info', t.deps.clock, (s) => void written.push(s))
+  const { app: infoApp } = buildApp({ ...t.deps, log: infoLog })
+  await infoApp.handle(new Request('http://mailroom.test/api/v2/roles', { headers: { authorization: `Bearer ${admin.key}` } }))
+  await Bun.sleep(10)
+  infoLog.flush()
+  expect(written.join('')).toContain('"msg":"request"')
 })

@@ -1,5 +1,5 @@
 import { expect, test } from 'bun:test'
-import { createRouteTable, pathnameOf, pathParams } from '../../src/lib/route-table'
+import { createRouteTable, MATCH_CACHE_SIZE, pathnameOf, pathParams } from '../../src/lib/route-table'
 
 const route = (method: string, path: string, permission: string) => ({ method, path, permission, contentTypes: [] })
 const table = createRouteTable([
@@ -46,4 +46,15 @@ test('pathnameOf takes the path from an absolute URL', () => {
     ['http://h.example', '/'],
   ])
     expect(pathnameOf(url!)).toBe(path!)
+})
+
+test('answers are remembered by method and path, and stay right past the cache size', () => {
+  const t = createRouteTable([route('GET', '/a/:id', 'a.read'), route('DELETE', '/a/:id', 'a.delete')])
+  expect(t.match('GET', '/a/1')?.permission).toBe('a.read')
+  expect(t.match('DELETE', '/a/1')?.permission).toBe('a.delete')
+  expect(t.match('POST', '/a/1')).toBeNull()
+  expect(t.match('GET', '/a/1')).toBe(t.match('GET', '/a/1'))
+  for (let i = 0; i < MATCH_CACHE_SIZE + 10; i++) expect(t.match(i % 2 ? 'GET' : 'DELETE', `/a/${i}`)?.permission).toBe(i % 2 ? 'a.read' : 'a.delete')
+  expect(t.match('DELETE', '/a/1')?.permission).toBe('a.delete')
+  expect(t.match('GET', '/a/1/x')).toBeNull()
 })

@@ -72,10 +72,17 @@ describe('web forms API', () => {
     expect(form.embed_html).toContain(`action="${t.deps.config.public_url}/f/${form.public_id}"`)
     expect(form.embed_html).toContain('/challenge"')
     expect(form.fields).toEqual([{ key: 'first_name', label: 'First name', required: true }])
-    const patched = await t.call('PATCH', `/api/v2/web-forms/${form.id}`, { key: t.key, body: { consent_text: 'New wording.', welcome_drip_id: 12 } })
+    const unknownDrip = await t.call('PATCH', `/api/v2/web-forms/${form.id}`, { key: t.key, body: { welcome_drip_id: 12 } })
+    expect(unknownDrip.status).toBe(422)
+    expect(unknownDrip.body.error.details).toEqual({ welcome_drip_id: ['no drip with id 12'] })
+    const drip = await t.call('POST', '/api/v2/drips', { key: t.key, body: { name: 'Welcome', graph: { steps: [{ id: 'end', kind: 'exit' }] } } })
+    const patched = await t.call('PATCH', `/api/v2/web-forms/${form.id}`, {
+      key: t.key,
+      body: { consent_text: 'New wording.', welcome_drip_id: drip.body.data.id },
+    })
     expect(patched.status).toBe(200)
     expect(patched.body.data.consent_version).toBe(2)
-    expect(patched.body.data.welcome_drip_id).toBe(12)
+    expect(patched.body.data.welcome_drip_id).toBe(drip.body.data.id)
     const again = await t.call('PATCH', `/api/v2/web-forms/${form.id}`, { key: t.key, body: { name: 'Renamed' } })
     expect(again.body.data.consent_version).toBe(2)
     const second = await makeForm(t)

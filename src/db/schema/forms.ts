@@ -1,5 +1,6 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { contacts } from './audience'
+import { automations } from './automations'
 import { createdAt, flag, ownedBy, serialId, timestamps, usesOptional } from './columns'
 
 /** One field a web form asks besides the address: a name, or a custom field by its key. */
@@ -13,9 +14,7 @@ export interface WebFormField {
 /**
  * A web form (issue 16): served at /f/{public_id} and posted to by embedded copies of it.
  * `list_ids` are checked to exist when the form is saved; a list deleted later is skipped at
- * submission. `welcome_drip_id` names a drip of the automation engine (issue 16, branch
- * h/auto) with no foreign key: that table does not exist on this branch; the lead adds the
- * reference (on delete set null) when both land.
+ * submission. `welcome_drip_id` names a drip of the automation engine (set null when it is deleted).
  */
 export const webForms = sqliteTable(
   'web_forms',
@@ -39,7 +38,8 @@ export const webForms = sqliteTable(
     /** Sender and subject of the confirmation mail; null sender: the default_from setting. */
     confirmation_from: text('confirmation_from'),
     confirmation_subject: text('confirmation_subject').notNull(),
-    welcome_drip_id: integer('welcome_drip_id'),
+    /** A drip started for each confirmed sign-up (the automation engine reads contact.confirmed). */
+    welcome_drip_id: usesOptional('welcome_drip_id', () => automations.id),
     ...timestamps(),
   },
   (t) => [uniqueIndex('web_forms_public_id_unique').on(t.public_id)],

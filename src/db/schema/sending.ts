@@ -135,7 +135,7 @@ export const sendingNodeUsage = hourlyUsageTable('sending_node_usage', 'node_id'
 // Messages and the per-recipient delivery queue.
 // ---------------------------------------------------------------------------------------
 
-export const MESSAGE_SOURCES = ['api', 'template', 'resend', 'smtp', 'broadcast', 'dsn', 'web_form'] as const
+export const MESSAGE_SOURCES = ['api', 'template', 'resend', 'smtp', 'broadcast', 'dsn', 'web_form', 'automation'] as const
 
 /**
  * One accepted message. `raw` is the complete RFC 5322 message as accepted (CRLF line ends,

@@ -96,6 +96,8 @@ export const EVENT_KINDS = [
   { kind: 'contact.unsubscribed', emitted: true },
   { kind: 'contact.bounced', emitted: true },
   { kind: 'contact.complained', emitted: true },
+  // A custom event (POST /api/v2/track) on the contact's timeline; the automation engine reads it.
+  { kind: 'event.tracked', emitted: true },
   { kind: 'broadcast.sent', emitted: true },
   { kind: 'broadcast.opened', emitted: true },
   { kind: 'broadcast.clicked', emitted: true },

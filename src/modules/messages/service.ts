@@ -14,7 +14,7 @@ import { checkMessage, senderDomain, type SendInput } from './compose'
 import { beginIdempotent, type StoredResponse } from './idempotency'
 import { buildMessage } from './mime'
 
-export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast' | 'dsn' | 'web_form'
+export type MessageSource = 'api' | 'template' | 'resend' | 'smtp' | 'broadcast' | 'dsn' | 'web_form' | 'automation'
 
 export interface AcceptContext {
   source: MessageSource

@@ -13,6 +13,7 @@ const ACTION_WORDS: Record<string, string> = {
   send: 'Send',
   verify: 'Verify',
   test: 'Test',
+  track: 'Record custom events for',
 }
 
 const GROUPS: Array<{ id: string; name: string; noun: string; actions: string[] }> = [
@@ -24,7 +25,7 @@ const GROUPS: Array<{ id: string; name: string; noun: string; actions: string[] 
   { id: 'sending_nodes', name: 'Sending Nodes', noun: 'sending nodes', actions: ['read', 'create', 'update', 'delete'] },
   { id: 'sending_domains', name: 'Sending Domains', noun: 'sending domains', actions: ['read', 'create', 'update', 'delete', 'verify'] },
   { id: 'drips', name: 'Drips', noun: 'drips', actions: ['read', 'create', 'update', 'delete'] },
-  { id: 'triggers', name: 'Triggers', noun: 'triggers', actions: ['read', 'create', 'update', 'delete'] },
+  { id: 'triggers', name: 'Triggers', noun: 'triggers', actions: ['read', 'create', 'update', 'delete', 'track'] },
   { id: 'suppressions', name: 'Suppression', noun: 'suppressions', actions: ['read', 'create', 'delete'] },
   { id: 'statistics', name: 'Statistics', noun: 'statistics and events', actions: ['read'] },
   { id: 'webhooks', name: 'Webhooks', noun: 'webhooks', actions: ['read', 'create', 'update', 'delete', 'test'] },

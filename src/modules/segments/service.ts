@@ -54,7 +54,7 @@ function catalogOf(deps: Deps): RuleCatalog {
 }
 
 /** Checks rules a client sends (lists must exist, one_of values must be options); 422 with paths on failure. */
-function compileInput(deps: Deps, rules: unknown): CompiledRules {
+export function compileInput(deps: Deps, rules: unknown): CompiledRules {
   const result = compileRules(rules, { now: deps.clock.now(), catalog: catalogOf(deps), checkReferences: true })
   if (!result.ok) throw new AppError('validation_failed', 'The segment rules are invalid.', result.errors)
   return result

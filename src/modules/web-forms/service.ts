@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { and, eq, inArray, isNull, lt } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { bulkDeleteByIds, findById, pageOfTable, timestampsOf, type BulkDeleteOutcome } from '../../db/crud'
-import { consents, contacts, lists, webFormSubmissions, webForms, type ContactStatus, type WebFormField } from '../../db/schema'
+import { automations, consents, contacts, lists, webFormSubmissions, webForms, type ContactStatus, type WebFormField } from '../../db/schema'
 import { AppError, type ErrorDetails } from '../../lib/errors'
 import { fieldDefinitions } from '../custom-fields/service'
 import type { FieldDefinition } from '../custom-fields/values'
@@ -116,6 +116,10 @@ function checkForm(deps: Deps, f: Omit<Row, 'id' | 'public_id' | 'created_at' | 
     if (problem) add('confirmation_from', problem)
   } else if (f.double_opt_in && !deps.config.default_from) {
     add('confirmation_from', 'is required for double opt-in: give it, or set default_from in the server configuration')
+  }
+  if (f.welcome_drip_id != null) {
+    const drip = deps.db.select({ kind: automations.kind }).from(automations).where(eq(automations.id, f.welcome_drip_id)).get()
+    if (drip?.kind !== 'drip') add('welcome_drip_id', `no drip with id ${f.welcome_drip_id}`)
   }
   if (Object.keys(errors).length) throw invalid(errors)
 }

@@ -23,6 +23,8 @@ import {
   startConsole,
   type ConsoleServer,
   type Viewport,
+  apiCall,
+  pollUntil,
 } from './support/console'
 
 const EMAIL = 'ops@example.com'
@@ -37,25 +39,10 @@ let dns: DnsServer
 let key: string
 
 /** An API call with the CLI-made key. */
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${server.base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  return { status: res.status, body: await res.json() }
-}
+const call = (method: string, path: string, body?: unknown) => apiCall(server.base, key, method, path, body)
 
 /** Polls the API until `check` holds (a failure bound, not a timing assertion). */
-async function until<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean): Promise<T> {
-  const end = Date.now() + STEP_MS
-  for (;;) {
-    const v = await read()
-    if (check(v)) return v
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}: ${JSON.stringify(v)}`)
-    await Bun.sleep(200)
-  }
-}
+const until = <T>(what: string, read: () => Promise<T>, check: (v: T) => boolean) => pollUntil(what, read, check, STEP_MS)
 
 /** An instant as the browser's datetime-local text (its own time zone, to the minute). */
 function localInput(page: Page, at: number): Promise<string> {

@@ -344,3 +344,24 @@ export async function accessibilityFindings(
   }
   return found
 }
+
+/** An API call with a key, answering the status and the parsed JSON body. */
+export async function apiCall(base: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  return { status: res.status, body: await res.json() }
+}
+
+/** Reads until `check` holds, every 200 ms, failing after `limitMs` (a failure bound, not a timing assertion). */
+export async function pollUntil<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean, limitMs: number): Promise<T> {
+  const end = Date.now() + limitMs
+  for (;;) {
+    const v = await read()
+    if (check(v)) return v
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}: ${JSON.stringify(v)}`)
+    await Bun.sleep(200)
+  }
+}

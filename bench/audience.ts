@@ -284,7 +284,8 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
     process.stdout.write(`audience: ${fmtInt(stats.rows)} rows, ${fmtMB(stats.bytes)} MiB of CSV written in ${fmtS(generateMs)} s (${csv})\n`)
 
     // 2. The server, its custom fields and a list.
-    server = await startMailroom('mailroom', { rateLimit: 'unlimited', serveArgs: ['--access-log', 'false'] })
+    // No SMTP listener: the benchmark does not use it, and the default port may be taken by another Mailroom on the machine.
+    server = await startMailroom('mailroom', { rateLimit: 'unlimited', settings: { MAILROOM_SMTP_LISTEN: 'off' }, serveArgs: ['--access-log', 'false'] })
     process.stdout.write(`  mailroom ${server.url} (pid ${server.pid}, data ${server.dataDir})\n`)
     const call = apiClient(server)
     const baseline = readProcMemory(server.pid)
@@ -429,7 +430,7 @@ Aims: import under ${AIMS.importS} s: ${metList(checks.import)}; under ${AIMS.pe
   \`${'email,first_name,last_name,plan,seats'}\`; unique lower-case addresses, names including non-ASCII ones and a quoted
   \`"Smith, Jr."\`; \`plan\` a one_of custom field (free ${fmtInt(stats.plans.free)}, pro ${fmtInt(stats.plans.pro)}, team ${fmtInt(stats.plans.team)}), \`seats\` a number
   field. The CSV has no status column, so every contact is imported \`subscribed\`: the status filters below keep every row (the worst case for them).
-- Server: \`mailroom serve --access-log false\` in its own process on a fresh data directory under ${tmpdir()} (the same disk as the
+- Server: \`mailroom serve --access-log false\` (SMTP listener off) in its own process on a fresh data directory under ${tmpdir()} (the same disk as the
   repository, not tmpfs), log level info to a file; one Administrator key without a rate limit. Custom fields and list created over the API.
 - Import: \`POST /api/v2/imports?list_id=ID\`, \`Content-Type: text/csv\`, the body streamed from the file (\`Bun.file\`); then
   \`GET /api/v2/imports/{id}\` every 100 ms until completed. Import time is from the upload request's start to the import's \`finished_at\`

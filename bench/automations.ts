@@ -72,7 +72,7 @@ for (let start = 0; start < N; start += 50_000)
 db.$client.run("INSERT INTO contact_counts (list_id, status, n) VALUES (1, 'subscribed', ?)", [N])
 console.log(`${N.toLocaleString('en')} contacts ready in ${dir}`)
 
-const runner = createAutomationRunner(deps, { batch: 1000 })
+const runner = createAutomationRunner(deps)
 runner.prepare()
 const drip = createAutomation(deps, 'drip', {
   name: 'bench drip',

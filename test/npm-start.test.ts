@@ -70,7 +70,20 @@ test('a server whose parent process dies (SIGKILL, nothing forwarded) stops by i
   const serve = [process.execPath, 'src/main.ts', 'serve', '--data-dir', dir, '--http-listen', '127.0.0.1:0', '--smtp-listen', 'off', '--access-log', 'false']
   // The shell is the parent: it starts the server in the background and waits; killing it
   // with SIGKILL forwards nothing, as when npm itself is killed.
-  const shell = Bun.spawn(['sh', '-c', `${serve.map((a) => `'${a}'`).join(' ')} > '${log}' 2>&1 & wait`], { cwd: ROOT, stdout: 'ignore', stderr: 'ignore' })
+  const shell = Bun.spawn(['sh', '-c', `${serve.map((a) => `'${a}'`).join(' ')} > '${log}' 2>&1 & echo $!; wait`], {
+    cwd: ROOT,
+    stdout: 'pipe',
+    stderr: 'ignore',
+  })
+  // The server's pid, so a failing run does not leave it behind.
+  const reader = shell.stdout.getReader()
+  let first = ''
+  while (!first.includes('\n')) {
+    const chunk = await reader.read()
+    if (chunk.done) break
+    first += new TextDecoder().decode(chunk.value)
+  }
+  const serverPid = Number.parseInt(first, 10)
   const text = () => (existsSync(log) ? readFileSync(log, 'utf8') : '')
   try {
     await until('the server to announce itself', () => /listening on http:\/\/127\.0\.0\.1:\d+/.test(text()), 60_000)
@@ -86,5 +99,10 @@ test('a server whose parent process dies (SIGKILL, nothing forwarded) stops by i
     expect(after).toBe('refused')
   } finally {
     shell.kill('SIGKILL')
+    try {
+      if (serverPid > 0) process.kill(serverPid, 'SIGKILL')
+    } catch {
+      // Already gone: the expected outcome.
+    }
   }
 }, 90_000)

@@ -36,6 +36,10 @@ const MAX_INTERVAL_MS = 100
 
 export function createGroupCommitter(db: Db): GroupCommitter {
   const client = db.$client
+  // Prepared once: a savepoint per caller is parsed again on every use otherwise.
+  const savepoint = client.prepare('SAVEPOINT group_item')
+  const release = client.prepare('RELEASE group_item')
+  const rollback = client.prepare('ROLLBACK TO group_item')
   const queue: Pending[] = []
   let scheduled = false
   let lastFlush = 0
@@ -51,13 +55,13 @@ export function createGroupCommitter(db: Db): GroupCommitter {
       client
         .transaction(() => {
           for (const p of group) {
-            client.run('SAVEPOINT group_item')
+            savepoint.run()
             try {
               outcomes.push({ ok: true, value: p.work() })
-              client.run('RELEASE group_item')
+              release.run()
             } catch (error) {
-              client.run('ROLLBACK TO group_item')
-              client.run('RELEASE group_item')
+              rollback.run()
+              release.run()
               outcomes.push({ ok: false, error })
             }
           }

@@ -19,14 +19,14 @@ interface Scope {
   name: string
 }
 
-/** Ids of broadcasts in `sending` that send over a pool (null = the default pool's) or from a sending domain. */
+/** Ids of broadcasts sending (or sending while their snapshot is still being copied, `preparing`) that send over a pool (null = the default pool's) or from a sending domain. */
 function runningBroadcasts(deps: Deps, scope: Scope): number[] {
   const c = deps.db.$client
   if (scope.kind === 'pool') {
     const isDefault = (c.query('SELECT is_default FROM ip_pools WHERE id = ?').get(scope.id) as { is_default: number } | null)?.is_default === 1
     return (
       c
-        .query(`SELECT id FROM broadcasts WHERE status = 'sending' AND (pool_id = ?1 OR (?2 = 1 AND pool_id IS NULL)) ORDER BY id`)
+        .query(`SELECT id FROM broadcasts WHERE status IN ('preparing', 'sending') AND (pool_id = ?1 OR (?2 = 1 AND pool_id IS NULL)) ORDER BY id`)
         .all(scope.id, isDefault ? 1 : 0) as Array<{ id: number }>
     ).map((r) => r.id)
   }
@@ -34,7 +34,7 @@ function runningBroadcasts(deps: Deps, scope: Scope): number[] {
   return (
     c
       .query(
-        `SELECT id FROM broadcasts WHERE status = 'sending' AND lower(rtrim(substr(from_address, instr(from_address, '@') + 1), '> ')) = lower(?) ORDER BY id`,
+        `SELECT id FROM broadcasts WHERE status IN ('preparing', 'sending') AND lower(rtrim(substr(from_address, instr(from_address, '@') + 1), '> ')) = lower(?) ORDER BY id`,
       )
       .all(scope.name) as Array<{ id: number }>
   ).map((r) => r.id)
@@ -45,7 +45,9 @@ function pauseScope(deps: Deps, scope: Scope, reason: string, data: Record<strin
   const now = deps.clock.now()
   return deps.db.transaction((tx) => {
     const ids = runningBroadcasts(deps, scope)
-    const update = deps.db.$client.prepare(`UPDATE broadcasts SET status = 'paused', status_reason = ?, updated_at = ? WHERE id = ? AND status = 'sending'`)
+    const update = deps.db.$client.prepare(
+      `UPDATE broadcasts SET status = 'paused', status_reason = ?, updated_at = ? WHERE id = ? AND status IN ('preparing', 'sending')`,
+    )
     for (const id of ids) update.run(reason, now, id)
     emit(tx, now, {
       kind: 'deliverability.alert',

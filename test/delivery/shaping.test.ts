@@ -291,6 +291,9 @@ describe('guardrails', () => {
     const ip2 = await t.ip('127.0.0.2')
     const main = await t.pool('main', [ip2], true)
     const running = t.broadcast('running', null)
+    // Sending while its snapshot is still copied (runner.ts) counts as running too.
+    const copying = t.broadcast('copying', null, 'preparing')
+    const drafted = t.broadcast('drafted', null, 'draft')
     expect(checkGuardrails(t.deps).paused).toEqual([])
     await t.send('ok1@example.net')
     await t.send('permfail@example.net')
@@ -300,10 +303,12 @@ describe('guardrails', () => {
     await t.send('ok2@example.net')
     await t.send('permfail@example.org')
     await t.engine.drain()
-    expect(checkGuardrails(t.deps).paused).toEqual([running])
+    expect(checkGuardrails(t.deps).paused).toEqual([running, copying])
     expect(t.broadcastStatus(running)).toEqual({ status: 'paused', status_reason: 'pool main: bounce rate 50.0 % over 5.0 % in the last 60 minutes' })
+    expect(t.broadcastStatus(copying).status).toBe('paused')
+    expect(t.broadcastStatus(drafted).status).toBe('draft')
     expect(t.alerts()).toEqual([
-      expect.objectContaining({ type: 'bounce_rate', scope: 'pool', scope_id: main, outcomes: 4, bounce_rate: 0.5, paused_broadcast_ids: [running] }),
+      expect.objectContaining({ type: 'bounce_rate', scope: 'pool', scope_id: main, outcomes: 4, bounce_rate: 0.5, paused_broadcast_ids: [running, copying] }),
     ])
     // Nothing left running: no second alert.
     expect(checkGuardrails(t.deps).paused).toEqual([])

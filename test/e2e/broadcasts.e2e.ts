@@ -23,6 +23,7 @@ import {
   startConsole,
   type ConsoleServer,
   type Viewport,
+  apiCall,
 } from './support/console'
 
 const EMAIL = 'ops@example.com'
@@ -63,14 +64,7 @@ let dns: DnsServer
 let key: string
 
 /** An API call with the CLI-made key. */
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${server.base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  return { status: res.status, body: await res.json() }
-}
+const call = (method: string, path: string, body?: unknown) => apiCall(server.base, key, method, path, body)
 
 beforeAll(async () => {
   sink = await startSmtpSink({ host: '127.0.0.1' })

@@ -22,6 +22,7 @@ import {
   shot,
   startConsole,
   type ConsoleServer,
+  apiCall,
 } from './support/console'
 
 const EMAIL = 'ops@example.com'
@@ -35,14 +36,8 @@ let dns: DnsServer
 let key: string
 let listId: number
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${server.base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  return { status: res.status, body: await res.json() }
-}
+/** An API call with the CLI-made key. */
+const call = (method: string, path: string, body?: unknown) => apiCall(server.base, key, method, path, body)
 
 /** A free loopback port: the hosted links and confirmation mails carry public_url, which port 0 cannot make. */
 async function freePort(): Promise<number> {

@@ -12,7 +12,18 @@ import type { Browser } from 'playwright-core'
 import { startDnsServer, type DnsServer } from '../support/dns-server'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver'
-import { createAdmin, createApiKey, launchBrowser, shot, startConsole, type ConsoleServer, openSignedIn, type Viewport } from './support/console'
+import {
+  createAdmin,
+  createApiKey,
+  launchBrowser,
+  shot,
+  startConsole,
+  type ConsoleServer,
+  openSignedIn,
+  type Viewport,
+  apiCall,
+  pollUntil,
+} from './support/console'
 
 const EMAIL = 'ops@example.com'
 const PASSWORD = 'correct horse battery'
@@ -26,25 +37,10 @@ let receiver: WebhookReceiver
 let key: string
 
 /** An API call with the CLI-made key. */
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${server.base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  return { status: res.status, body: await res.json() }
-}
+const call = (method: string, path: string, body?: unknown) => apiCall(server.base, key, method, path, body)
 
 /** Polls the API until `check` holds (a failure bound, not a timing assertion). */
-async function until<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean): Promise<T> {
-  const end = Date.now() + STEP_MS
-  for (;;) {
-    const v = await read()
-    if (check(v)) return v
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what}: ${JSON.stringify(v)}`)
-    await Bun.sleep(200)
-  }
-}
+const until = <T>(what: string, read: () => Promise<T>, check: (v: T) => boolean) => pollUntil(what, read, check, STEP_MS)
 
 beforeAll(async () => {
   sink = await startSmtpSink({ host: '127.0.0.1' })
@@ -247,7 +243,7 @@ test(
 )
 
 test(
-  'a webhook: created with its secret shown once, edited, tested against a loopback receiver, its delivery log, re-enabled after a 410, secret rotated',
+  'a webhook: created with its secret shown once, edited, tested against a loopback receiver, its delivery log, re-enabled after a 410, secret rotated, payload format set',
   async () => {
     const { page, close } = await signedIn()
     await page.goto(`${server.base}/admin/webhooks`)
@@ -331,8 +327,17 @@ test(
     await page.getByRole('button', { name: 'I have saved it' }).click()
     await page.getByText('Previous secret signs too until').waitFor()
 
+    // The payload format: Resend's, for a consumer written for Resend; saved and shown in the list.
+    await page.getByRole('combobox', { name: 'Payload format' }).click()
+    await page.getByRole('option', { name: 'Resend' }).click()
+    await page.getByText('signed with Svix headers').waitFor()
+    await page.getByRole('button', { name: 'Save changes' }).click()
+    await page.getByText('Webhook saved').waitFor()
+    expect((await call('GET', `/api/v2/webhooks/${id}`)).body.data.format).toBe('resend')
+
     await page.goto(`${server.base}/admin/webhooks`)
     await page.getByRole('link', { name: receiver.url }).waitFor()
+    await page.getByRole('cell', { name: 'Resend' }).waitFor()
     await shot(page, 'webhooks', { theme: 'light', width: 1440 })
     await shot(page, 'webhooks', { theme: 'dark', width: 1440 })
     await close()

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { simpleParser } from 'mailparser'
+import { nextTimeOfDay } from '../../src/modules/automations/graph'
 import { createAutomationRunner } from '../../src/modules/automations/runner'
 import { emit } from '../../src/modules/events/service'
 import { testApp } from '../support/app'
@@ -384,6 +385,112 @@ describe('triggers and custom events', () => {
       ['slow@example.net', 'timeout'],
       ['quick@example.net', 'event_received'],
     ])
+  })
+})
+
+describe('engine lookups', () => {
+  test('a trigger is found by its event name, and a changed event name counts from the next events', async () => {
+    const w = world()
+    const listId = await w.list('shop')
+    await w.contact(listId, 'ann@example.net')
+    const hold = { steps: [{ id: 'hold', kind: 'wait', settings: { duration_seconds: 3600 } }] }
+    const paid = (await w.api('POST', '/api/v2/triggers', { name: 'Paid', status: 'active', event_name: 'paid', reentry: 'always', graph: hold })).body.data
+    const left = (await w.api('POST', '/api/v2/triggers', { name: 'Left', status: 'active', event_name: 'left', reentry: 'always', graph: hold })).body.data
+    await w.api('POST', '/api/v2/track', { event: 'paid', email: 'ann@example.net' })
+    await w.runner.tick()
+    expect((await w.runsOf('triggers', paid.id)).length).toBe(1)
+    expect((await w.runsOf('triggers', left.id)).length).toBe(0)
+    // Renamed: 'paid' no longer starts it, 'refunded' does.
+    expect((await w.api('PATCH', `/api/v2/triggers/${paid.id}`, { event_name: 'refunded' })).status).toBe(200)
+    await w.api('POST', '/api/v2/track', { event: 'paid', email: 'ann@example.net' })
+    await w.api('POST', '/api/v2/track', { event: 'refunded', email: 'ann@example.net' })
+    await w.api('POST', '/api/v2/track', { event: 'left', email: 'ann@example.net' })
+    await w.runner.tick()
+    expect((await w.runsOf('triggers', paid.id)).length).toBe(2)
+    expect((await w.runsOf('triggers', left.id)).length).toBe(1)
+  })
+
+  test('an event by address goes to its subscribed contact first, else to its oldest', async () => {
+    const w = world()
+    const older = await w.contact(await w.list('older'), 'sam@example.net')
+    const newer = await w.contact(await w.list('newer'), 'sam@example.net')
+    const third = await w.contact(await w.list('third'), 'sam@example.net')
+    const setStatus = (id: number, status: string) => w.t.deps.db.$client.run('UPDATE contacts SET status = ? WHERE id = ?', [status, id])
+    const trackedContact = async () => (await w.api('POST', '/api/v2/track', { event: 'seen', email: 'sam@example.net' })).body.data.contact_id
+    expect(await trackedContact()).toBe(older)
+    setStatus(older, 'unsubscribed')
+    expect(await trackedContact()).toBe(newer)
+    setStatus(newer, 'unsubscribed')
+    expect(await trackedContact()).toBe(third)
+    setStatus(third, 'unsubscribed')
+    expect(await trackedContact()).toBe(older)
+  })
+
+  test('a run that throws is rolled back alone: the rest of its batch goes on, and it stays held until a restart', async () => {
+    const w = world()
+    const listId = await w.list('batch')
+    const bad = await w.contact(listId, 'bad@example.net')
+    await w.contact(listId, 'one@example.net')
+    await w.contact(listId, 'two@example.net')
+    // Fields that are not JSON make the time-of-day wait throw for this contact only.
+    w.t.deps.db.$client.run("UPDATE contacts SET fields = 'not json' WHERE id = ?", [bad])
+    const drip = (
+      await w.api('POST', '/api/v2/drips', {
+        name: 'Morning',
+        status: 'active',
+        graph: { steps: [{ id: 'morning', kind: 'wait', settings: { time_of_day: '09:00' } }] },
+      })
+    ).body.data
+    expect((await w.api('POST', `/api/v2/drips/${drip.id}/enroll`, { list_id: listId })).status).toBeLessThan(300)
+    expect((await w.runner.tick()).runs).toBe(3)
+    const runs = await w.runsOf('drips', drip.id)
+    expect(runs.map((r) => [r.email, r.state, r.steps.length]).sort()).toEqual([
+      ['bad@example.net', 'active', 0],
+      ['one@example.net', 'waiting', 1],
+      ['two@example.net', 'waiting', 1],
+    ])
+    const held = () => w.t.deps.db.$client.query<{ claimed: number }, []>('SELECT claimed FROM automation_wakeups WHERE claimed = 1').all().length
+    expect(held()).toBe(1)
+    // Not spun on: the next turn leaves it alone; a restart makes it due again.
+    expect((await w.runner.tick()).runs).toBe(0)
+    w.runner.prepare()
+    expect(held()).toBe(0)
+    expect((await w.runner.tick()).runs).toBe(1)
+  })
+
+  test("a time-of-day wait ends at that hour in the contact's own zone; a duration wait does not need it", async () => {
+    const w = world()
+    const listId = await w.list('zones')
+    const tokyo = await w.contact(listId, 'tokyo@example.net')
+    await w.contact(listId, 'utc@example.net')
+    w.t.deps.db.$client.run('UPDATE contacts SET fields = ? WHERE id = ?', [JSON.stringify({ timezone: 'Asia/Tokyo' }), tokyo])
+    const drip = (
+      await w.api('POST', '/api/v2/drips', {
+        name: 'Morning',
+        status: 'active',
+        graph: {
+          steps: [
+            { id: 'pause', kind: 'wait', settings: { duration_seconds: 60 }, edges: { next: 'morning' } },
+            { id: 'morning', kind: 'wait', settings: { time_of_day: '09:00' } },
+          ],
+        },
+      })
+    ).body.data
+    expect((await w.api('POST', `/api/v2/drips/${drip.id}/enroll`, { list_id: listId })).status).toBeLessThan(300)
+    await w.runner.tick()
+    w.clock.advance(60_001)
+    await w.runner.tick()
+    const now = w.clock.now()
+    const due = w.t.deps.db.$client
+      .query<{ email: string; due_at: number }, []>(
+        'SELECT e.email, w.due_at FROM automation_wakeups w JOIN automation_enrollments e ON e.id = w.enrollment_id ORDER BY e.email',
+      )
+      .all()
+    expect(due).toEqual([
+      { email: 'tokyo@example.net', due_at: nextTimeOfDay(now, '09:00', 'Asia/Tokyo') },
+      { email: 'utc@example.net', due_at: nextTimeOfDay(now, '09:00', 'UTC') },
+    ])
+    expect(due[0]!.due_at).not.toBe(due[1]!.due_at)
   })
 })
 

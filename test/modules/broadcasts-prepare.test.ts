@@ -3,8 +3,9 @@ import type { Deps } from '../../src/deps'
 import { prepareStep } from '../../src/modules/broadcasts/prepare'
 import { startBroadcasts } from '../../src/modules/broadcasts/runner'
 import { broadcastRow, renderArchiveCopy, sendBroadcastTest } from '../../src/modules/broadcasts/render'
+import { pauseBroadcast, resumeBroadcast } from '../../src/modules/broadcasts/service'
 import { decideSplitTest } from '../../src/modules/broadcasts/split-test'
-import { emit } from '../../src/modules/events/service'
+import { emit, emitPrepared } from '../../src/modules/events/service'
 import { getMessage } from '../../src/modules/messages/service'
 import { createSegment } from '../../src/modules/segments/service'
 import { testDeps } from '../support/app'
@@ -270,4 +271,199 @@ test('a report-only split test by one link picks the winner, gives it the waitin
   expect(after.status_reason).toContain('resume')
   expect((c.query('SELECT count(*) AS n FROM broadcast_recipients WHERE broadcast_id = ? AND version_id IS NULL').get(id) as { n: number }).n).toBe(0)
   expect(counts(deps, id, v2).total).toBe(20 - counts(deps, id, v1).total!)
+})
+
+/** `n` subscribed contacts on a new list, in one transaction (the snapshot tests below need many). */
+function seedMany(deps: Deps, name: string, n: number): number {
+  const c = deps.db.$client
+  const now = deps.clock.now()
+  return c
+    .transaction(() => {
+      const listId = (c.query('INSERT INTO lists (name, created_at, updated_at) VALUES (?, ?, ?) RETURNING id').get(name, now, now) as { id: number }).id
+      const insert = c.prepare(
+        "INSERT INTO contacts (list_id, email, first_name, status, fields, created_at, updated_at) VALUES (?, ?, 'M', 'subscribed', '{}', ?, ?)",
+      )
+      for (let i = 0; i < n; i++) insert.run(listId, `m${i}@example.net`, now, now)
+      return listId
+    })
+    .immediate()
+}
+
+/** The delivery engine's outcome for every queued message of the broadcast, written as it writes them: events only. */
+function deliverQueued(deps: Deps, id: number): number {
+  const c = deps.db.$client
+  const ids = c.query("SELECT message_id FROM broadcast_recipients WHERE broadcast_id = ? AND state = 'queued'").all(id) as Array<{ message_id: string }>
+  c.transaction(() => {
+    for (const r of ids) emitPrepared(deps.db, deps.clock.now(), { kind: 'message.sent', message_id: r.message_id })
+  }).immediate()
+  return ids.length
+}
+
+const statusOf = (deps: Deps, id: number) => (deps.db.$client.query('SELECT status FROM broadcasts WHERE id = ?').get(id) as { status: string }).status
+const eventId = (deps: Deps, sql: string, ...args: Array<string | number>) =>
+  (deps.db.$client.query(`SELECT min(id) AS id FROM events WHERE ${sql}`).get(...args) as { id: number | null }).id
+
+/** Each address's number of queued messages of the broadcast (one message per contact). */
+const messagesPerAddress = (deps: Deps, id: number) =>
+  deps.db.$client
+    .query(
+      "SELECT e.recipient AS email, count(*) AS n FROM events e JOIN broadcast_recipients r ON r.message_id = e.message_id WHERE r.broadcast_id = ? AND e.kind = 'message.queued' GROUP BY e.recipient",
+    )
+    .all(id) as Array<{ email: string; n: number }>
+
+async function waitFor(what: string, check: () => boolean, tries = 4000): Promise<void> {
+  for (let i = 0; i < tries && !check(); i++) await Bun.sleep(2)
+  if (!check()) throw new Error(`gave up waiting for: ${what}`)
+}
+
+test('a broadcast that is not a split test sends the rows already copied while its snapshot continues, and reaches everyone once', async () => {
+  const deps = testDeps({ allow_unverified_domains: true })
+  const a = seedMany(deps, 'A', 60)
+  const id = broadcast(deps, { list_ids: [a], status: 'scheduled', send_at: deps.clock.now() })
+  const now = deps.clock.now()
+  const insert = deps.db.$client.query(
+    'INSERT INTO broadcast_versions (broadcast_id, name, weight, subject, created_at, updated_at) VALUES (?, ?, 1, ?, ?, ?) RETURNING id',
+  )
+  const v1 = (insert.get(id, 'one', 'One', now, now) as { id: number }).id
+  const v2 = (insert.get(id, 'two', 'Two', now, now) as { id: number }).id
+  // Three contacts a chunk: twenty chunks before the snapshot is whole.
+  const runner = startBroadcasts(deps, { pollMs: 5, prepareChunk: 3 })
+  try {
+    await waitFor('all queued', () => counts(deps, id).queued === 60)
+    expect(statusOf(deps, id)).toBe('sending')
+    // The first message was queued before the snapshot was complete (`broadcast.started`).
+    const started = eventId(deps, "kind = 'broadcast.started' AND broadcast_id = ?", id)!
+    const firstQueued = eventId(deps, "kind = 'message.queued'")!
+    expect(started).not.toBeNull()
+    expect(firstQueued).toBeLessThan(started)
+    deliverQueued(deps, id)
+    await waitFor('sent', () => statusOf(deps, id) === 'sent')
+  } finally {
+    await runner.stop()
+  }
+  const per = messagesPerAddress(deps, id)
+  expect(per.length).toBe(60)
+  expect(per.every((p) => p.n === 1)).toBe(true)
+  expect(counts(deps, id)).toMatchObject({ total: 60, pending: 0, queued: 0, sent: 60, delivered: 60 })
+  // Rotation still splits the early rows evenly.
+  expect(counts(deps, id, v1).total).toBe(30)
+  expect(counts(deps, id, v2).total).toBe(30)
+  expect(deps.db.$client.query("SELECT count(*) AS n FROM events WHERE kind = 'broadcast.finished' AND broadcast_id = ?").get(id)).toEqual({ n: 1 })
+})
+
+test('a split test sends nothing before its snapshot is whole: the sample needs the whole audience', async () => {
+  const deps = testDeps({ allow_unverified_domains: true })
+  const a = seedMany(deps, 'A', 40)
+  const id = broadcast(deps, {
+    list_ids: [a],
+    status: 'scheduled',
+    send_at: deps.clock.now(),
+    version_mode: 'split_test',
+    split_test: { sample_percent: 50, metric: 'open_rate', wait_seconds: 60, auto_send_winner: true },
+  })
+  const now = deps.clock.now()
+  const insert = deps.db.$client.query('INSERT INTO broadcast_versions (broadcast_id, name, weight, created_at, updated_at) VALUES (?, ?, 1, ?, ?)')
+  insert.run(id, 'one', now, now)
+  insert.run(id, 'two', now, now)
+  const runner = startBroadcasts(deps, { pollMs: 5, prepareChunk: 3 })
+  try {
+    await waitFor('the sample queued', () => (counts(deps, id).queued ?? 0) > 0 && statusOf(deps, id) === 'sending')
+  } finally {
+    await runner.stop()
+  }
+  expect(eventId(deps, "kind = 'message.queued'")!).toBeGreaterThan(eventId(deps, "kind = 'broadcast.started' AND broadcast_id = ?", id)!)
+})
+
+test('a restart mid-preparation with messages in flight: the snapshot continues from its cursor and everyone gets the message once', async () => {
+  const deps = testDeps({ allow_unverified_domains: true, broadcast_queue_window: 20 })
+  const n = 1000
+  const a = seedMany(deps, 'A', n)
+  const id = broadcast(deps, { list_ids: [a], status: 'scheduled', send_at: deps.clock.now() })
+  const cursor = () => (deps.db.$client.query('SELECT prepare_cursor FROM broadcasts WHERE id = ?').get(id) as { prepare_cursor: number | null }).prepare_cursor
+  // Two contacts a chunk: 500 chunks, and nothing delivers the first window.
+  const first = startBroadcasts(deps, { pollMs: 5, prepareChunk: 2 })
+  try {
+    await waitFor('a full window while preparing', () => counts(deps, id).queued === 20, 20_000)
+  } finally {
+    await first.stop()
+  }
+  expect(statusOf(deps, id)).toBe('preparing')
+  const stoppedAt = cursor()!
+  expect(stoppedAt).toBeLessThan(n)
+  expect(counts(deps, id).total).toBe(stoppedAt)
+  // The messages in flight at the restart are delivered meanwhile.
+  expect(deliverQueued(deps, id)).toBe(20)
+
+  const second = startBroadcasts(deps, { pollMs: 5, prepareChunk: 2 })
+  try {
+    await waitFor(
+      'sent',
+      () => {
+        deliverQueued(deps, id)
+        return statusOf(deps, id) === 'sent'
+      },
+      60_000,
+    )
+  } finally {
+    await second.stop()
+  }
+  const per = messagesPerAddress(deps, id)
+  expect(per.length).toBe(n)
+  expect(per.every((p) => p.n === 1)).toBe(true)
+  expect(counts(deps, id)).toMatchObject({ total: n, pending: 0, queued: 0, sent: n })
+}, 120_000)
+
+test('paused while preparing with messages already queued, resumed: it prepares on, and is sent only once the snapshot is whole', async () => {
+  const deps = testDeps({ allow_unverified_domains: true, broadcast_queue_window: 20 })
+  const n = 1000
+  const a = seedMany(deps, 'A', n)
+  const id = broadcast(deps, { list_ids: [a], status: 'scheduled', send_at: deps.clock.now() })
+  const runner = startBroadcasts(deps, { pollMs: 5, prepareChunk: 2 })
+  try {
+    await waitFor('a full window while preparing', () => counts(deps, id).queued === 20, 20_000)
+    pauseBroadcast(deps, id, 'test')
+    expect(counts(deps, id).total).toBeLessThan(n)
+    // Every message queued so far is delivered while it is paused: nothing is pending in flight.
+    deliverQueued(deps, id)
+    await waitFor('outcomes applied', () => counts(deps, id).queued === 0)
+    expect(resumeBroadcast(deps, id).status).toBe('preparing')
+    await waitFor(
+      'sent',
+      () => {
+        deliverQueued(deps, id)
+        return statusOf(deps, id) === 'sent'
+      },
+      60_000,
+    )
+  } finally {
+    await runner.stop()
+  }
+  expect(messagesPerAddress(deps, id).length).toBe(n)
+  expect(counts(deps, id)).toMatchObject({ total: n, pending: 0, queued: 0, sent: n })
+}, 120_000)
+
+test('the bounce threshold pauses a broadcast that sends while it prepares; resumed, it prepares on', async () => {
+  const deps = testDeps({ allow_unverified_domains: true, broadcast_queue_window: 20, broadcast_threshold_min_sample: 10 })
+  const n = 1000
+  const a = seedMany(deps, 'A', n)
+  const id = broadcast(deps, { list_ids: [a], status: 'scheduled', send_at: deps.clock.now() })
+  const runner = startBroadcasts(deps, { pollMs: 5, prepareChunk: 2 })
+  try {
+    await waitFor('a full window while preparing', () => counts(deps, id).queued === 20, 20_000)
+    const c = deps.db.$client
+    const queued = c.query("SELECT message_id FROM broadcast_recipients WHERE broadcast_id = ? AND state = 'queued'").all(id) as Array<{ message_id: string }>
+    c.transaction(() => {
+      for (const r of queued)
+        emitPrepared(deps.db, deps.clock.now(), { kind: 'message.bounced', message_id: r.message_id, data: { reason: '550 no such user' } })
+    }).immediate()
+    await waitFor('paused', () => statusOf(deps, id) === 'paused')
+  } finally {
+    await runner.stop()
+  }
+  const b = deps.db.$client.query('SELECT status_reason FROM broadcasts WHERE id = ?').get(id) as { status_reason: string }
+  expect(b.status_reason).toContain('Bounce rate')
+  const paused = deps.db.$client.query("SELECT data FROM events WHERE kind = 'broadcast.paused' AND broadcast_id = ?").get(id) as { data: string }
+  expect(JSON.parse(paused.data)).toMatchObject({ code: 'bounce_rate', from_status: 'preparing' })
+  expect(counts(deps, id).total).toBeLessThan(n)
+  expect(resumeBroadcast(deps, id).status).toBe('preparing')
 })

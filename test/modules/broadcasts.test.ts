@@ -414,16 +414,29 @@ const transitions: Scenario[] = [
     json: { data: { status: 'scheduled', send_at: NOW, status_reason: null } },
   },
   {
-    name: 'resume with recipient rows: sending',
+    name: 'resume with its snapshot complete (broadcast.started): sending',
     method: 'POST',
     url: (ctx) => `/api/v2/broadcasts/${ctx.setup}/resume`,
     before: (ctx) => {
       const id = make(ctx, {}, 'paused')
       addRecipients(ctx, id, [{ email: 'a1@x.test', state: 'pending' }])
+      ctx.t.deps.db.insert(events).values({ kind: 'broadcast.started', broadcast_id: id, created_at: 0, data: {} }).run()
       return id
     },
     status: 200,
     json: { data: { status: 'sending' } },
+  },
+  {
+    name: 'resume of one paused mid-snapshot (rows, no broadcast.started): preparing, never sending with part of its audience',
+    method: 'POST',
+    url: (ctx) => `/api/v2/broadcasts/${ctx.setup}/resume`,
+    before: (ctx) => {
+      const id = make(ctx, {}, 'paused', { prepare_cursor: 3 })
+      addRecipients(ctx, id, [{ email: 'a1@x.test', state: 'queued' }])
+      return id
+    },
+    status: 200,
+    json: { data: { status: 'preparing' } },
   },
   {
     name: 'resume a sent broadcast',
@@ -947,5 +960,47 @@ describe('broadcasts: events', () => {
       expect(r.status).toBe(409)
       expect(r.body.error.message).toContain('is sent')
     })
+  })
+})
+
+describe('broadcasts: the single view', () => {
+  test('GET /api/v2/broadcasts/{id} (prepared reads) shows flags as booleans, JSON columns parsed and the counters, as the list does', async () => {
+    const t = seeded()
+    const key = t.makeKey().key
+    const id = createBroadcast(t.deps, {
+      ...valid,
+      track_opens: false,
+      archive: true,
+      tags: ['nov'],
+      send_window: { start_hour: 9, end_hour: 17, timezone: 'Europe/Paris' },
+    } as CreateBroadcastInput).id
+    t.deps.db
+      .insert(broadcastCounts)
+      .values([
+        { broadcast_id: id, version_id: 0, metric: 'total', n: 7 },
+        { broadcast_id: id, version_id: 0, metric: 'pending', n: 2 },
+        { broadcast_id: id, version_id: 0, metric: 'queued', n: 1 },
+        { broadcast_id: id, version_id: 0, metric: 'sent', n: 4 },
+        // Another version's counter is not the broadcast's.
+        { broadcast_id: id, version_id: 99, metric: 'sent', n: 50 },
+      ])
+      .run()
+    const one = await t.call('GET', `/api/v2/broadcasts/${id}`, { key })
+    expect(one.status).toBe(200)
+    expect(one.body.data).toMatchObject({
+      id,
+      track_opens: false,
+      track_clicks: true,
+      archive: true,
+      tags: ['nov'],
+      list_ids: [1],
+      send_window: { start_hour: 9, end_hour: 17, timezone: 'Europe/Paris' },
+      counts: { total: 7, pending: 3, sent: 4 },
+      created_at: NOW,
+    })
+    const list = await t.call('GET', '/api/v2/broadcasts', { key })
+    const summary = list.body.data.find((b: { id: number }) => b.id === id)
+    for (const [k, v] of Object.entries(summary)) expect([k, one.body.data[k]]).toEqual([k, v])
+    expect((await t.call('GET', '/api/v2/broadcasts/9999', { key })).status).toBe(404)
   })
 })

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildApp } from '../../src/app'
 import { listContacts } from '../../src/modules/contacts/service'
-import { createImportRunner } from '../../src/modules/imports/runner'
+import { createImportRunner, IMPORT_CACHE_KIB } from '../../src/modules/imports/runner'
 import { getImport, listImportErrors } from '../../src/modules/imports/service'
 import { createList } from '../../src/modules/lists/service'
 import { testApp, testDeps } from '../support/app'
@@ -213,6 +213,31 @@ describe('bulk import', () => {
     expect(inWorker.counts).toEqual(['completed', 7, 3, 1, 3])
     expect(inWorker.errors.map((e: any) => e.row)).toEqual([2, 4, 6])
     expect(await outcome(false)).toEqual(inWorker)
+  })
+
+  test('an import runs with its own small page cache and gives the connection its own back', async () => {
+    const { t, upload, list } = setup()
+    await t.imports.stop() // driven below
+    const l = await list()
+    const id = (await upload(l, 'email\n' + Array.from({ length: 12 }, (_, i) => `c${i}@example.com`).join('\n') + '\n')).body.data.id
+    const client = t.deps.db.$client
+    const cacheSize = () => (client.query('PRAGMA cache_size').get() as { cache_size: number }).cache_size
+    const before = cacheSize()
+    // Asked inside each batch's transaction: what the connection runs the inserts with.
+    const during: number[] = []
+    const runner = createImportRunner(t.deps, {
+      batchRows: 5,
+      suppressionReasons: () => {
+        during.push(cacheSize())
+        return new Map()
+      },
+    })
+    runner.kick()
+    await runner.idle()
+    expect(getImport(t.deps, id)).toMatchObject({ status: 'completed', created: 12 })
+    expect(during).toEqual([-IMPORT_CACHE_KIB, -IMPORT_CACHE_KIB, -IMPORT_CACHE_KIB])
+    expect(before).not.toBe(-IMPORT_CACHE_KIB)
+    expect(cacheSize()).toBe(before)
   })
 
   test('an import whose file vanished fails cleanly with a reason', async () => {

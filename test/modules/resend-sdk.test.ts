@@ -655,3 +655,137 @@ describe('contact imports', () => {
     expect(error).toMatchObject({ name: 'validation_error', statusCode: 422, message: expect.stringContaining('Mail') })
   })
 })
+
+describe('broadcasts', () => {
+  test('create a draft, get, list with cursors, update, duplicate, remove', async () => {
+    const seg = (await client().segments.create({ name: 'Readers' })).data!
+    const made = await client().broadcasts.create({
+      name: 'Issue 1',
+      segmentId: seg.id,
+      from: 'News <news@acme.example>',
+      subject: 'Hello {{first_name}}',
+      html: '<p>Hi</p>',
+      replyTo: 'editor@acme.example',
+    })
+    expect(made.error).toBeNull()
+    expect(made.data).toEqual({ id: expect.any(String) })
+    const id = made.data!.id
+    // The same broadcast natively: a draft to the segment's list.
+    const native = await t.call('GET', `/api/v2/broadcasts/${decodeId('broadcast', id)}`, { key: admin.key })
+    expect(native.body.data).toMatchObject({ status: 'draft', list_ids: [decodeId('segment', seg.id)], reply_to: 'editor@acme.example', name: 'Issue 1' })
+
+    const got = await client().broadcasts.get(id)
+    expect(got.error).toBeNull()
+    expect(got.data).toEqual({
+      object: 'broadcast',
+      id,
+      name: 'Issue 1',
+      audience_id: seg.id,
+      segment_id: seg.id,
+      from: 'News <news@acme.example>',
+      subject: 'Hello {{first_name}}',
+      reply_to: ['editor@acme.example'],
+      preview_text: null,
+      status: 'draft',
+      created_at: expect.any(String),
+      scheduled_at: null,
+      sent_at: null,
+      topic_id: null,
+      html: '<p>Hi</p>',
+      text: null,
+    })
+
+    const updated = await client().broadcasts.update(id, { subject: 'Issue one', text: 'Hi', replyTo: [] })
+    expect(updated).toEqual({ data: { id }, error: null, headers: expect.anything() })
+    expect((await client().broadcasts.get(id)).data).toMatchObject({ subject: 'Issue one', text: 'Hi', reply_to: null })
+
+    // No name: named after its subject. The deprecated audience_id is the same segment.
+    const second = (await client().broadcasts.create({ audienceId: seg.id, from: 'news@acme.example', subject: 'Second', text: 'Two' })).data!
+    expect((await client().broadcasts.get(second.id)).data).toMatchObject({ name: 'Second', segment_id: seg.id })
+    const copy = await client().broadcasts.duplicate(second.id)
+    expect(copy.data).toEqual({ object: 'broadcast', id: expect.any(String) })
+
+    // Newest first; `after` walks to older ones.
+    const first = await client().broadcasts.list({ limit: 2 })
+    expect(first.data).toMatchObject({ object: 'list', has_more: true })
+    expect(first.data!.data.map((b) => b.id)).toEqual([copy.data!.id, second.id])
+    expect(first.data!.data[1]).toEqual({
+      id: second.id,
+      name: 'Second',
+      audience_id: seg.id,
+      segment_id: seg.id,
+      status: 'draft',
+      created_at: expect.any(String),
+      scheduled_at: null,
+      sent_at: null,
+    })
+    const next = await client().broadcasts.list({ limit: 2, after: second.id })
+    expect(next.data!.data[0]!.id).toBe(id)
+
+    for (const b of [id, second.id, copy.data!.id]) expect((await client().broadcasts.remove(b)).data).toEqual({ object: 'broadcast', id: b, deleted: true })
+    expect((await client().broadcasts.get(id)).error).toMatchObject({ name: 'not_found', statusCode: 404, message: 'Broadcast not found.' })
+  })
+
+  test('send with scheduled_at schedules it; cancel before it starts makes it a draft again', async () => {
+    const seg = (await client().segments.create({ name: 'Later' })).data!
+    const id = (await client().broadcasts.create({ segmentId: seg.id, from: 'news@acme.example', subject: 'Later', html: '<p>Later</p>' })).data!.id
+    const at = new Date(t.deps.clock.now() + 86_400_000).toISOString()
+    expect((await client().broadcasts.send(id, { scheduledAt: at })).data).toEqual({ id })
+    expect((await client().broadcasts.get(id)).data).toMatchObject({ status: 'scheduled', scheduled_at: at })
+    const native = await t.call('GET', `/api/v2/broadcasts/${decodeId('broadcast', id)}`, { key: admin.key })
+    expect(native.body.data).toMatchObject({ status: 'scheduled', send_at: at })
+    // Sending again while scheduled is refused.
+    expect((await client().broadcasts.send(id)).error).toMatchObject({ statusCode: 409 })
+
+    expect((await client().broadcasts.cancel(id)).data).toEqual({ object: 'broadcast', id })
+    expect((await client().broadcasts.get(id)).data!.status).toBe('draft')
+    // A draft again: editable and sendable (now = queued for the engine).
+    expect((await client().broadcasts.update(id, { subject: 'Now' })).error).toBeNull()
+    expect((await client().broadcasts.send(id)).error).toBeNull()
+    expect((await client().broadcasts.get(id)).data!.status).toBe('queued')
+    // A due broadcast cancelled is cancelled for good.
+    await client().broadcasts.cancel(id)
+    expect<string>((await client().broadcasts.get(id)).data!.status).toBe('canceled')
+    expect((await client().broadcasts.send(id)).error).toMatchObject({ statusCode: 409 })
+
+    // Created and scheduled in one call, in Resend's words for a time.
+    const both = await client().broadcasts.create({
+      segmentId: seg.id,
+      from: 'news@acme.example',
+      subject: 'Both',
+      text: 'x',
+      send: true,
+      scheduledAt: 'in 1 day',
+    })
+    expect((await client().broadcasts.get(both.data!.id)).data).toMatchObject({ status: 'scheduled', scheduled_at: at })
+  })
+
+  test('what Mailroom cannot keep is refused by name, and nothing is left behind', async () => {
+    const seg = (await client().segments.create({ name: 'Refusals' })).data!
+    const before = (await t.call('GET', '/api/v2/broadcasts?per_page=100', { key: admin.key })).body.meta.total
+    const base = { segmentId: seg.id, from: 'news@acme.example', subject: 'S', html: '<p>x</p>' }
+    const cases: Array<[object, string]> = [
+      [{ previewText: 'Peek' }, 'preview_text'],
+      [{ topicId: 'topic' }, 'topic_id'],
+      [{ replyTo: ['a@acme.example', 'b@acme.example'] }, 'reply_to'],
+      [{ send: true, scheduledAt: 'some day soon' }, 'scheduled_at'],
+      [{ segmentId: encodeId('segment', 999_999) }, 'Segment not found'],
+    ]
+    for (const [extra, word] of cases) {
+      const { data, error } = await client().broadcasts.create({ ...base, ...extra } as Parameters<ReturnType<typeof client>['broadcasts']['create']>[0])
+      expect(data).toBeNull()
+      expect(error!.message).toContain(word)
+    }
+    // A from on an invalid address fails natively after nothing was created.
+    expect((await client().broadcasts.create({ ...base, from: 'not an address', send: true })).error).toMatchObject({
+      statusCode: 422,
+      message: expect.stringContaining('from'),
+    })
+    expect((await t.call('GET', '/api/v2/broadcasts?per_page=100', { key: admin.key })).body.meta.total).toBe(before)
+
+    // Create-and-send needs the send permission; create alone does not.
+    const creator = t.makeKey({ permissions: ['broadcasts.create', 'lists.read'] })
+    expect((await client(creator.key).broadcasts.create({ ...base, send: true })).error).toMatchObject({ name: 'restricted_api_key' })
+    expect((await client(creator.key).broadcasts.create(base)).error).toBeNull()
+  })
+})

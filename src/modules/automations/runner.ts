@@ -56,13 +56,22 @@ const statements = preparedFor((db) => {
   const c = db.$client
   return {
     unclaimAll: c.prepare<never, []>('UPDATE automation_wakeups SET claimed = 0 WHERE claimed = 1'),
-    // Walks the due_at index; runs of paused automations stay where they are (held).
-    claim: c.prepare<{ enrollment_id: number }, [number, number]>(
-      `UPDATE automation_wakeups SET claimed = 1 WHERE enrollment_id IN (
-         SELECT w.enrollment_id FROM automation_wakeups w JOIN automations a ON a.id = w.automation_id
-         WHERE w.claimed = 0 AND w.due_at <= ?1 AND a.status = 'active' ORDER BY w.due_at LIMIT ?2)
-       RETURNING enrollment_id`,
+    // A batch is walked under one savepoint; only if a run throws is it walked again with one
+    // savepoint per run (a savepoint per run costs a page copy for every page a run touches).
+    batchSavepoint: c.prepare<never, []>('SAVEPOINT automation_batch'),
+    batchRelease: c.prepare<never, []>('RELEASE automation_batch'),
+    batchRollback: c.prepare<never, []>('ROLLBACK TO automation_batch'),
+    savepoint: c.prepare<never, []>('SAVEPOINT automation_run'),
+    release: c.prepare<never, []>('RELEASE automation_run'),
+    rollback: c.prepare<never, []>('ROLLBACK TO automation_run'),
+    // Walks the due_at index; runs of paused automations stay where they are (held). A plain
+    // read: the batch is walked in this same transaction, so only the runs left for the
+    // asynchronous send and webhook steps (and failed ones) are then marked as held.
+    due: c.prepare<{ enrollment_id: number }, [number, number]>(
+      `SELECT w.enrollment_id FROM automation_wakeups w JOIN automations a ON a.id = w.automation_id
+       WHERE w.claimed = 0 AND w.due_at <= ?1 AND a.status = 'active' ORDER BY w.due_at LIMIT ?2`,
     ),
+    hold: c.prepare<never, [number]>('UPDATE automation_wakeups SET claimed = 1 WHERE enrollment_id = ?'),
     webhook: c.prepare<{ url: string; secret: string; previous_secret: string | null; previous_secret_until: number | null; enabled: number }, [number]>(
       'SELECT url, secret, previous_secret, previous_secret_until, enabled FROM webhooks WHERE id = ?',
     ),
@@ -146,7 +155,7 @@ export type AutomationRunner = ReturnType<typeof createAutomationRunner>
 export function createAutomationRunner(deps: Deps, parts: RunnerParts = {}) {
   const st = statements(deps.db)
   const pollMs = parts.pollMs ?? 250
-  const batch = parts.batch ?? 500
+  const batch = parts.batch ?? 1000
   const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
   const ctx: AcceptContext = { source: 'automation', apiKeyId: null }
   let timer: ReturnType<typeof setTimeout> | null = null
@@ -296,11 +305,39 @@ export function createAutomationRunner(deps: Deps, parts: RunnerParts = {}) {
   }
 
   /**
-   * One turn: reads new events, then claims due runs `batch` at a time and walks each in the
-   * claiming transaction (one savepoint per run, so a run that throws is rolled back alone and
-   * stays claimed until the next start instead of being spun on). Runs that reach a send or
-   * webhook step go on asynchronously, their commits grouped. Returns the counts.
+   * One turn: reads new events, then takes due runs `batch` at a time and walks them in one
+   * transaction. If a run throws, the batch is rolled back and walked again one savepoint per
+   * run, so the failing run alone is rolled back and stays held (claimed) until the next start
+   * instead of being spun on. Runs that reach a send or webhook step are held and go on
+   * asynchronously, their commits grouped. Returns the counts.
    */
+  type Walked = { id: number; end: WalkEnd; error: unknown }
+
+  /** Walks due runs inside the caller's transaction: all under one savepoint, or one by one if any throws. */
+  const walkBatch = (ids: number[], automations: Map<number, AutomationRow>): Walked[] => {
+    st.batchSavepoint.run()
+    try {
+      const out = ids.map((id): Walked => ({ id, end: resumeOne(id, automations), error: null }))
+      st.batchRelease.run()
+      return out
+    } catch {
+      st.batchRollback.run()
+      st.batchRelease.run()
+    }
+    return ids.map((id): Walked => {
+      st.savepoint.run()
+      try {
+        const end = resumeOne(id, automations)
+        st.release.run()
+        return { id, end, error: null }
+      } catch (error) {
+        st.rollback.run()
+        st.release.run()
+        return { id, end: { kind: 'parked' }, error }
+      }
+    })
+  }
+
   async function tick(): Promise<{ events: number; runs: number }> {
     let events = 0
     for (;;) {
@@ -309,23 +346,14 @@ export function createAutomationRunner(deps: Deps, parts: RunnerParts = {}) {
       if (n < 1000) break
     }
     let runs = 0
-    const client = deps.db.$client
     for (;;) {
       const automations = loadAutomations(deps.db)
-      const walked = await deps.commits.run(() =>
-        st.claim.all(deps.clock.now(), batch).map(({ enrollment_id: id }) => {
-          client.run('SAVEPOINT automation_run')
-          try {
-            const end = resumeOne(id, automations)
-            client.run('RELEASE automation_run')
-            return { id, end, error: null as unknown }
-          } catch (error) {
-            client.run('ROLLBACK TO automation_run')
-            client.run('RELEASE automation_run')
-            return { id, end: { kind: 'parked' } as WalkEnd, error }
-          }
-        }),
-      )
+      const walked = await deps.commits.run(() => {
+        const ids = st.due.all(deps.clock.now(), batch).map((r) => r.enrollment_id)
+        const out = walkBatch(ids, automations)
+        for (const w of out) if (w.error || w.end.kind === 'io') st.hold.run(w.id)
+        return out
+      })
       const io = walked.filter((w) => w.end.kind === 'io')
       const results = await Promise.allSettled(io.map((w) => continueIo(w.id, w.end, automations)))
       const failures = [

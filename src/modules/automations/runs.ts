@@ -112,6 +112,7 @@ const statements = preparedFor((db: Db) => {
     ),
     wakeup: c.prepare<{ due_at: number }, [number]>('SELECT due_at FROM automation_wakeups WHERE enrollment_id = ?'),
     deleteWakeup: c.prepare<never, [number]>('DELETE FROM automation_wakeups WHERE enrollment_id = ?'),
+    release: c.prepare<never, [number]>('UPDATE automation_wakeups SET claimed = 0 WHERE enrollment_id = ?'),
     moveTo: c.prepare<never, [string | null, number, number]>(
       "UPDATE automation_enrollments SET state = 'active', step_id = ?1, wait_event = NULL, wait_filter = NULL, wait_since = NULL, updated_at = ?2 WHERE id = ?3",
     ),
@@ -310,7 +311,8 @@ export function ingestEvents(deps: Deps, limit: number): number {
   const rows = st.eventsAfter.all(after, limit)
   if (!rows.length) return 0
   const now = deps.clock.now()
-  const automations = [...loadAutomations(deps.db).values()]
+  const index = automationIndex(loadAutomations(deps.db))
+  const automations = index.all
   for (const ev of rows) {
     if (ev.contact_id === null) continue
     if (ev.kind === 'contact.subscribed') {
@@ -329,7 +331,7 @@ export function ingestEvents(deps: Deps, limit: number): number {
       continue
     }
     const data = JSON.parse(ev.data) as { event: string; properties: Record<string, unknown>; custom_event_id: number; email: string }
-    applyTrackedEvent(deps, automations, { ...data, contact_id: ev.contact_id, at: ev.created_at }, now)
+    applyTrackedEvent(deps, index, { ...data, contact_id: ev.contact_id, at: ev.created_at }, now)
   }
   st.setCursor.run(EVENT_CURSOR_KEY, String(rows[rows.length - 1]!.id), now)
   return rows.length
@@ -347,9 +349,31 @@ interface TrackedEvent {
 
 const conditionMatches = (c: AutomationCondition, ev: TrackedEvent) => !!c.event && c.event === ev.event && matchesFilter(c.filter, ev.properties)
 
-function applyTrackedEvent(deps: Deps, automations: AutomationRow[], ev: TrackedEvent, now: number): void {
+/**
+ * The automations of one ingest batch, indexed: by id, and the triggers by event name, so a
+ * tracked event looks up its triggers instead of scanning every automation. Built from the
+ * table at the start of each batch, so a change to an automation counts from the next batch.
+ */
+interface AutomationIndex {
+  all: AutomationRow[]
+  byId: Map<number, AutomationRow>
+  triggers: Map<string, AutomationRow[]>
+}
+
+function automationIndex(rows: Map<number, AutomationRow>): AutomationIndex {
+  const triggers = new Map<string, AutomationRow[]>()
+  for (const a of rows.values()) {
+    if (a.kind !== 'trigger' || a.event_name === null) continue
+    const list = triggers.get(a.event_name)
+    if (list) list.push(a)
+    else triggers.set(a.event_name, [a])
+  }
+  return { all: [...rows.values()], byId: rows, triggers }
+}
+
+function applyTrackedEvent(deps: Deps, index: AutomationIndex, ev: TrackedEvent, now: number): void {
   const st = statements(deps.db)
-  const byId = new Map(automations.map((a) => [a.id, a]))
+  const byId = index.byId
   // Runs under way first, so a trigger's new run is not ended by the event that started it.
   for (const run of st.liveByEmail.all(ev.email)) {
     const a = byId.get(run.automation_id)
@@ -378,8 +402,8 @@ function applyTrackedEvent(deps: Deps, automations: AutomationRow[], ev: Tracked
       }
     }
   }
-  for (const a of automations) {
-    if (a.kind !== 'trigger' || a.event_name !== ev.event || !matchesFilter(a.event_filter, ev.properties)) continue
+  for (const a of index.triggers.get(ev.event) ?? []) {
+    if (!matchesFilter(a.event_filter, ev.properties)) continue
     enrollContact(deps, a, { id: ev.contact_id, email: ev.email }, now, ev.custom_event_id)
   }
 }
@@ -495,9 +519,8 @@ export function walk(deps: Deps, automation: AutomationRow, run: EnrollmentRow, 
         st.moveTo.run(current, now, run.id)
         return { kind: 'io', step: s }
       case 'wait': {
-        const contact = readContact(deps.db, run.contact_id)
-        const zoneField = typeof settings.timezone_field === 'string' ? settings.timezone_field : 'timezone'
-        const zone = contact ? (((JSON.parse(contact.fields) as Record<string, unknown>)[zoneField] as string | undefined) ?? null) : null
+        // Only a time-of-day wait needs the contact's zone: a duration or a date reads no row.
+        const zone = waitNeedsZone(settings) ? contactZone(deps, run.contact_id, settings) : null
         const until = waitUntil(settings, now, typeof zone === 'string' ? zone : null, automation.timezone)
         recordStep(deps, run, current, null, now)
         st.park.run(current, null, null, now, run.id)
@@ -540,6 +563,18 @@ export function walk(deps: Deps, automation: AutomationRow, run: EnrollmentRow, 
   }
   endRun(deps, run, 'failed', `more than ${MAX_CHAIN} steps without a wait`, now)
   return { kind: 'parked' }
+}
+
+/** Whether a wait step's end depends on the contact's time zone (neither a duration nor a date). */
+function waitNeedsZone(settings: Record<string, unknown>): boolean {
+  return typeof settings.duration_seconds !== 'number' && typeof settings.until !== 'string'
+}
+
+/** The contact's time zone from its custom field (`timezone_field`, default `timezone`), or null. */
+function contactZone(deps: Deps, contactId: number, settings: Record<string, unknown>): unknown {
+  const contact = readContact(deps.db, contactId)
+  const zoneField = typeof settings.timezone_field === 'string' ? settings.timezone_field : 'timezone'
+  return contact ? (((JSON.parse(contact.fields) as Record<string, unknown>)[zoneField] as string | undefined) ?? null) : null
 }
 
 /** A condition step: segment rules on the contact, a property of the triggering event, or engagement with an earlier send. */
@@ -624,5 +659,5 @@ export function dropWakeup(db: Db, enrollmentId: number): void {
 
 /** Marks a run's wake-up as no longer held (paused automation, or a walk that stopped early). */
 export function releaseWakeup(db: Db, enrollmentId: number): void {
-  db.$client.run('UPDATE automation_wakeups SET claimed = 0 WHERE enrollment_id = ?', [enrollmentId])
+  statements(db).release.run(enrollmentId)
 }

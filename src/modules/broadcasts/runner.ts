@@ -8,7 +8,7 @@ import { acceptMessages, type PreparedMessage } from '../messages/service'
 import { checkRecipients } from '../suppressions/service'
 import { bump, countOf, moveStatus } from './counts'
 import { outcomeBatch } from './outcomes'
-import { prepareStep } from './prepare'
+import { PREPARE_CHUNK, prepareStep } from './prepare'
 import { broadcastRow, compileContent, versionsOf, prepareRecipientMessage, type BroadcastRow, type CompiledContent, type ContactValues } from './render'
 import { isTimeZone, nextOpening } from './send-window'
 import { decideSplitTest } from './split-test'
@@ -20,7 +20,13 @@ import { decideSplitTest } from './split-test'
  *
  *   scheduled (send_at due) -> preparing, or paused when the schedule was missed by more
  *     than broadcast_max_lateness_seconds (never fires silently late);
- *   preparing -> the audience snapshot in chunks (prepare.ts), then sending;
+ *   preparing -> the audience snapshot in chunks (prepare.ts), then sending. A broadcast
+ *     that is not a split test also sends while it prepares: after each chunk, one sending
+ *     batch over the pending rows committed so far (their versions are assigned in the
+ *     chunk's transaction), so the first message does not wait for a million-row snapshot.
+ *     Only `sending` (reached when the snapshot is whole) is ever finished, so a broadcast is
+ *     never marked sent before all its recipient rows exist. A split test's sample needs the
+ *     whole audience, so it sends nothing before `sending`;
  *   sending -> batches of pending rows in id order: checked again (contact status,
  *     suppressions incl. program:broadcast:<id>, send window), rendered (render.ts) and
  *     queued through acceptMessages, the rows marked `queued` with their message ids and the
@@ -119,9 +125,10 @@ const rate = (x: string | null, fallback: number) => {
  * Starts the runner for `mailroom serve` (and tests): attaches to the doorbell, runs one
  * step per broadcast per turn while there is work, otherwise sleeps until the next poll or ring.
  */
-export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: number } = {}): BroadcastRunner {
+export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: number; prepareChunk?: number } = {}): BroadcastRunner {
   const pollMs = opts.pollMs ?? POLL_MS
   const batch = opts.batch ?? SEND_BATCH
+  const prepareChunk = opts.prepareChunk ?? PREPARE_CHUNK
   const runs = new Map<number, RunState>()
   let stopped = false
   let woken: (() => void) | null = null
@@ -166,7 +173,7 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
     return true
   }
 
-  /** Auto-pause on the bounce or complaint rate (after a minimum sample); true when it paused. */
+  /** Auto-pause on the bounce or complaint rate (after a minimum sample), also while it sends during preparation; true when it paused. */
   const overThresholds = (b: BroadcastRow): boolean => {
     const delivered = countOf(deps.db, b.id, 'delivered')
     const bounced = countOf(deps.db, b.id, 'bounced')
@@ -180,14 +187,14 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
     if (bounceRate > maxBounce)
       return pause(
         b.id,
-        'sending',
+        b.status,
         `Bounce rate ${(bounceRate * 100).toFixed(1)} % is above ${(maxBounce * 100).toFixed(1)} % after ${attempted} messages.`,
         'bounce_rate',
       )
     if (complaintRate > maxComplaint)
       return pause(
         b.id,
-        'sending',
+        b.status,
         `Complaint rate ${(complaintRate * 100).toFixed(2)} % is above ${(maxComplaint * 100).toFixed(2)} % after ${delivered} delivered.`,
         'complaint_rate',
       )
@@ -267,7 +274,9 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
         respond: () => ({ status: 202, body: null }),
         within: (_accepted, at) => {
           // Re-read in the transaction: a pause committed before this batch stops it whole.
-          if (st.status.get(b.id)?.status !== 'sending') throw new StatusChanged()
+          // A batch picked while preparing may commit after the last chunk moved it to sending.
+          const status = st.status.get(b.id)?.status
+          if (status !== 'sending' && (b.status !== 'preparing' || status !== 'preparing')) throw new StatusChanged()
           for (const p of prepared) {
             st.queue.run(p.message.id, at, p.row.id)
             bump(deps.db, b.id, p.row.version_id, 'pending', -1)
@@ -292,6 +301,23 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
     }
     if (perMinute) run.nextAt = now + Math.ceil((rows.length * 60_000) / perMinute)
     return 'sent'
+  }
+
+  /**
+   * The sending batch of a broadcast still preparing (not a split test): the rows the chunks
+   * so far committed, under the same thresholds. No finish check: that belongs to `sending`.
+   */
+  const sendWhilePreparing = async (id: number, now: number): Promise<void> => {
+    const b = broadcastRow(deps, id)
+    if (b.status !== 'preparing' || (b.version_mode === 'split_test' && b.split_test)) return
+    if (overThresholds(b)) return
+    try {
+      await sendBatch(b, runOf(b), now)
+    } catch (e) {
+      // The step's caller fails the broadcast (it is `preparing`), with this reason.
+      if (e instanceof StatusChanged) return
+      throw e
+    }
   }
 
   /** One step for a sending broadcast; returns true when more work is ready at once. */
@@ -354,7 +380,7 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
       try {
         if (b.status === 'scheduled') busy = startDue(b.id, b.send_at, now) || busy
         else if (b.status === 'preparing') {
-          prepareStep(deps, b.id)
+          if (!prepareStep(deps, b.id, prepareChunk)) await sendWhilePreparing(b.id, now)
           busy = true
         } else busy = (await stepSending(b.id, now)) || busy
       } catch (e) {
@@ -362,7 +388,10 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
         if (b.status === 'preparing') fail(b.id, 'preparing', (e as Error).message)
       }
     }
-    for (const id of runs.keys()) if (st().status.get(id)?.status !== 'sending') runs.delete(id)
+    for (const id of runs.keys()) {
+      const s = st().status.get(id)?.status
+      if (s !== 'sending' && s !== 'preparing') runs.delete(id)
+    }
     return busy
   }
 

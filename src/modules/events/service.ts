@@ -42,8 +42,8 @@ export function emit(db: EventDb, at: number, event: NewEvent): number {
 }
 
 const eventStatements = preparedFor((db) =>
-  db.$client.prepare<never, [string, number, string | null, string | null, number | null, number | null, number | null, string]>(
-    'INSERT INTO events (kind, created_at, message_id, recipient, contact_id, list_id, bridge_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  db.$client.prepare<never, [string, number, string | null, string | null, number | null, number | null, number | null, number | null, string]>(
+    'INSERT INTO events (kind, created_at, message_id, recipient, contact_id, list_id, bridge_id, broadcast_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
   ),
 )
 
@@ -51,12 +51,14 @@ const eventStatements = preparedFor((db) =>
  * `emit` for hot paths (the send queue writes several events per message): one prepared
  * statement instead of a query built per call. Call it inside the transaction of the change.
  * A message event of a message that came through a bridge passes its `bridge_id` (the
- * messages.bridge_id the writer already holds), so `GET /api/v2/events?bridge_id=` finds it.
+ * messages.bridge_id the writer already holds), so `GET /api/v2/events?bridge_id=` finds it;
+ * a broadcast's events (broadcast.sent / opened / clicked, one per delivered message) pass
+ * their `broadcast_id` likewise.
  */
 export function emitPrepared(
   db: Db,
   at: number,
-  event: Pick<NewEvent, 'kind' | 'data' | 'message_id' | 'recipient' | 'contact_id' | 'list_id' | 'bridge_id'>,
+  event: Pick<NewEvent, 'kind' | 'data' | 'message_id' | 'recipient' | 'contact_id' | 'list_id' | 'bridge_id' | 'broadcast_id'>,
 ): void {
   eventStatements(db).run(
     event.kind,
@@ -66,6 +68,7 @@ export function emitPrepared(
     event.contact_id ?? null,
     event.list_id ?? null,
     event.bridge_id ?? null,
+    event.broadcast_id ?? null,
     JSON.stringify(event.data ?? {}),
   )
 }

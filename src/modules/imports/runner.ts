@@ -30,11 +30,24 @@ export const IMPORT_WAL_AUTOCHECKPOINT = 50_000
 
 /**
  * SQLite page cache while an import runs, in KiB (the connection's usual 64 MiB comes back
- * afterwards). A million-row import with 40 MiB took 24.2 s against 23.2 s with 64 MiB and
- * peaked at 189 instead of 232 MiB (measured): the pages it needs most, the upper levels of
- * the (list, email) index and the ends of the others, fit; the rest is in the OS cache.
+ * afterwards). Measured on a million-row import through the server (issue 18): peak memory
+ * 287 MiB with 40 MiB, 248 with 16, 226 with 8, 233 with 2 (the noise is about 10 MiB), and
+ * no slower: the pages the inserts touch most, the upper levels of the (list, email) index
+ * and the right-hand ends of the others, fit in 8 MiB; the rest is in the OS cache.
  */
-export const IMPORT_CACHE_KIB = 40 * 1024
+export const IMPORT_CACHE_KIB = 8 * 1024
+
+/**
+ * A full garbage collection of the server's thread every this many batches while an import
+ * runs. The batches copied in from the worker and the rows made from them are garbage a
+ * moment later, but JavaScriptCore let the heap grow by tens of MiB before collecting. A
+ * million rows with the 8 MiB cache and the worker's own collections peaked at 215 MiB with
+ * none here, 208-215 with one every 10 batches, 188 every 5, 195 every batch; an async
+ * collection (`Bun.gc(false)`) every batch left it at 253 (measured, issue 18). Every 5 is
+ * 40 collections in a million rows, 15-70 ms each on the loaded VM: about 1 s of the
+ * import's time, and a pause of that length for requests in between batches.
+ */
+export const IMPORT_GC_EVERY_BATCHES = 5
 
 export { rowToContact } from './prepare'
 
@@ -199,8 +212,11 @@ export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
       client.run(`PRAGMA cache_size = ${-IMPORT_CACHE_KIB}`)
       try {
         let batch = viaWorker ? viaWorker.first : await source.next()
+        let committed = 0
         while (batch) {
           commit(batch)
+          batch = null // collectable from here on
+          if (++committed % IMPORT_GC_EVERY_BATCHES === 0) Bun.gc(true)
           // Stopping leaves the import 'running': the next start resumes it after the committed rows.
           if (stopping) return
           // Let HTTP requests in between batches.

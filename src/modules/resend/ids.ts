@@ -23,6 +23,7 @@ export const ID_KINDS = {
   webhook_event: 10,
   template_version: 11,
   webhook_attempt: 12,
+  broadcast: 13,
 } as const
 export type IdKind = keyof typeof ID_KINDS
 

@@ -3,6 +3,7 @@ import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
 import type { ImportRunner } from '../imports/runner'
 import { apiKeyRoutes } from './api-keys'
+import { broadcastRoutes } from './broadcasts'
 import { contactImportRoutes } from './contact-imports'
 import { contactPropertyRoutes } from './contact-properties'
 import { contactRoutes } from './contacts'
@@ -31,5 +32,6 @@ export function resendSdkRoutes(deps: Deps, authOf: AuthOf, imports?: ImportRunn
       .use(contactPropertyRoutes(deps))
       .use(suppressionRoutes(deps))
       .use(templateRoutes(deps))
+      .use(broadcastRoutes(deps, authOf))
   )
 }

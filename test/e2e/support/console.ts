@@ -179,6 +179,41 @@ export async function openSignedIn(browser: Browser, base: string, email: string
   return { context, page, close: () => context.close() }
 }
 
+/** How long `settleAnimations` waits for finite animations (a failure bound, not a timing assertion). */
+const SETTLE_MS = 5_000
+
+/**
+ * Brings every CSS animation and transition of the page to rest: an infinite one (a spinner,
+ * `animate-pulse`) never resolves its `finished` promise, so it is paused at its start frame
+ * (the same picture on every run); a finite one is waited for, at most SETTLE_MS, and then
+ * finished. So a page with a spinner cannot hang a screenshot or an axe run.
+ */
+export async function settleAnimations(page: Page, limitMs = SETTLE_MS): Promise<void> {
+  await page.evaluate(async (limit) => {
+    const animations = document.getAnimations()
+    const finite: Animation[] = []
+    for (const a of animations) {
+      if (a.effect?.getComputedTiming().endTime === Infinity) {
+        a.pause()
+        a.currentTime = 0
+      } else finite.push(a)
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), limit)))
+    const done = Promise.all(finite.map((a) => a.finished.catch(() => null)))
+    if ((await Promise.race([done, late])) === 'late') {
+      for (const a of finite) {
+        try {
+          a.finish()
+        } catch {
+          // An animation with no end cannot finish (already paused above); nothing else to do.
+        }
+      }
+    }
+    clearTimeout(timer)
+  }, limitMs)
+}
+
 /**
  * Saves a screenshot as docs/screenshots/<name>-<theme>-<width>.png. The theme is switched
  * through the saved choice (what the theme menu writes) so the page is painted in it.
@@ -196,11 +231,12 @@ export async function shot(page: Page, name: string, { theme = 'light', width = 
   // No focus ring left by the last click (unless a dialog holds the focus on purpose).
   if (fullPage) await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur?.())
   // Let opening animations (sheets, dialogs) finish and the charts settle before the capture.
-  await page.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished.catch(() => null))))
+  await settleAnimations(page)
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))
   mkdirSync(SCREENSHOTS, { recursive: true })
   const path = join(SCREENSHOTS, `${name}-${theme}-${width}.png`)
-  await page.screenshot({ path, fullPage })
+  // Belt and braces: Playwright also finishes finite animations and resets infinite ones for the capture.
+  await page.screenshot({ path, fullPage, animations: 'disabled' })
   return path
 }
 
@@ -262,7 +298,7 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   // Evaluated through the DevTools protocol: the console's CSP (script-src 'self') rightly refuses an inline script tag.
   await page.evaluate(axeSource)
   // Let opening animations finish: half-faded text would be measured at the wrong contrast.
-  await page.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished.catch(() => null))))
+  await settleAnimations(page)
   return page.evaluate(async () => {
     const axe = (
       window as unknown as {
@@ -307,4 +343,25 @@ export async function accessibilityFindings(
     await close()
   }
   return found
+}
+
+/** An API call with a key, answering the status and the parsed JSON body. */
+export async function apiCall(base: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  return { status: res.status, body: await res.json() }
+}
+
+/** Reads until `check` holds, every 200 ms, failing after `limitMs` (a failure bound, not a timing assertion). */
+export async function pollUntil<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean, limitMs: number): Promise<T> {
+  const end = Date.now() + limitMs
+  for (;;) {
+    const v = await read()
+    if (check(v)) return v
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}: ${JSON.stringify(v)}`)
+    await Bun.sleep(200)
+  }
 }

@@ -14,7 +14,7 @@ import { apiPage } from '../lib/api'
 import { usePermissionTree } from '../lib/roles'
 import { can, useSession } from '../lib/session'
 import { useUrlQuery } from '../lib/url-query'
-import { formatDateTime } from '../lib/utils'
+import { formatDateTime, fromLocalInput, toLocalInput } from '../lib/utils'
 
 /** An entry as GET /api/v2/activity-logs answers. */
 interface Activity {
@@ -32,22 +32,6 @@ interface Activity {
 
 const FILTERS = ['key_id', 'admin_id', 'action', 'target_type', 'target_id', 'outcome', 'since', 'until']
 const ANY = 'any'
-
-/** An ISO time as the value of a datetime-local field (local time, minutes). */
-function toLocalInput(iso: string | null): string {
-  if (!iso) return ''
-  const d = new Date(iso)
-  if (Number.isNaN(d.getTime())) return ''
-  const pad = (n: number) => String(n).padStart(2, '0')
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`
-}
-
-/** A datetime-local value (local time) as ISO 8601 UTC for the API, or null. */
-function fromLocalInput(v: string): string | null {
-  if (!v) return null
-  const d = new Date(v)
-  return Number.isNaN(d.getTime()) ? null : d.toISOString()
-}
 
 function ActorCell({ actor }: { actor: Activity['actor'] }) {
   const Icon = actor.type === 'api_key' ? KeyRoundIcon : actor.type === 'admin' ? UserIcon : TerminalIcon

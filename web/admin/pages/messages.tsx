@@ -1,12 +1,15 @@
 /**
- * Messages (issue 14 page 6): search sent mail by recipient, subject, id, bridge and status
- * (GET /api/v2/messages), and a message's page: its delivery timeline per recipient from
- * GET /api/v2/messages/:id, its header fields (GET .../headers) and its raw source (.../raw).
+ * Messages (issue 14 page 6): search sent mail by recipient, subject, id, bridge, status, tag
+ * and acceptance time (GET /api/v2/messages), and a message's page: its delivery timeline per
+ * recipient from GET /api/v2/messages/:id with each recipient's TLS and bounce reason, a
+ * scheduled send's reschedule (PATCH) and cancel (POST .../cancel), its header fields
+ * (GET .../headers) and its raw source (.../raw).
  */
-import { useQuery } from '@tanstack/react-query'
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import {
   AlertOctagonIcon,
   BanIcon,
+  CalendarClockIcon,
   CheckCircle2Icon,
   ClockIcon,
   CopyIcon,
@@ -14,6 +17,8 @@ import {
   EyeIcon,
   HourglassIcon,
   InboxIcon,
+  LockIcon,
+  LockOpenIcon,
   type LucideIcon,
   MailIcon,
   MousePointerClickIcon,
@@ -24,7 +29,10 @@ import {
   XIcon,
 } from 'lucide-react'
 import { useMemo, useState, type FormEvent, type ReactNode } from 'react'
+import { toast } from 'sonner'
 import { Link, Route, Switch, useLocation, useParams } from 'wouter'
+import { ConfirmDialog } from '../components/confirm-dialog'
+import { FormDialog } from '../components/form-dialog'
 import { SelectField } from '../components/select-field'
 import { BackLink, detailStates } from '../components/detail-page'
 import { DataTable, type Column } from '../components/data-table'
@@ -40,8 +48,9 @@ import { Tabs, TabsContent, TabsList, TabsTrigger } from '../components/ui/tabs'
 import { ApiError, api, apiPage } from '../lib/api'
 import { copyWithToast } from '../lib/clipboard'
 import { can, useSession } from '../lib/session'
+import { fieldErrorOf, reportError } from '../lib/form-errors'
 import { useUrlQuery } from '../lib/url-query'
-import { cn, formatDateTime, formatNumber, timeAgo } from '../lib/utils'
+import { cn, formatDateTime, formatNumber, fromLocalInput, timeAgo, toLocalInput } from '../lib/utils'
 
 /** The recipient states of docs/api.md "Message states", in the order a person reads them. */
 const STATES = ['scheduled', 'queued', 'sending', 'deferred', 'sent', 'bounced', 'failed', 'suppressed', 'canceled'] as const
@@ -95,6 +104,8 @@ interface MessageRecipient {
   reason: string | null
   mx: string | null
   source_ip: string | null
+  /** The TLS of the last attempt's session; null: plaintext, or no session was opened. */
+  tls: { version: string | null; cipher: string | null; verified: boolean; verify_error: string | null } | null
   suppression: Record<string, unknown> | null
   updated_at: string
   finished_at: string | null
@@ -121,6 +132,8 @@ interface MessageDetail {
   size: number
   status: string
   created_at: string
+  /** When a scheduled send is (or was) due; null when it was sent at once. */
+  scheduled_at: string | null
   recipients: MessageRecipient[]
   events: MessageEvent[]
 }
@@ -137,44 +150,80 @@ function formatWithSeconds(iso: string): string {
   return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' })
 }
 
+/** The bounce reasons of docs/api.md "Bounce reasons", as a person reads them. */
+const REASON_LABEL: Record<string, string> = {
+  user_unknown: 'The mailbox does not exist',
+  host_unknown: 'The domain does not exist or accepts no mail',
+  mailbox_full: 'The mailbox is full',
+  policy: 'Refused by a filter or an access rule',
+  spam_block: 'Blocklist, reputation or spam verdict',
+  rate_limit: 'Too much, too fast',
+  expired: 'Gave up after retrying',
+  auth_failure: 'SPF, DKIM, DMARC or reverse DNS',
+  message_too_large: 'The message is too large',
+  relay_denied: 'The server is not the domain’s mail server',
+  mailbox_disabled: 'The account is disabled',
+  other: 'The reply does not say why',
+}
+
+/** A bounce reason in words, with its code from the API. */
+function Reason({ reason }: { reason: string }) {
+  return (
+    <span>
+      {REASON_LABEL[reason] ?? reason.replace(/_/g, ' ')} <code className="font-mono text-muted-foreground">{reason}</code>
+    </span>
+  )
+}
+
 const SOURCE_LABEL: Record<string, string> = { api: 'API', template: 'Template', resend: 'Resend API', smtp: 'SMTP', broadcast: 'Broadcast' }
 
 // ---------------------------------------------------------------------------------------
 // Search
 // ---------------------------------------------------------------------------------------
 
-const FILTERS = ['recipient', 'subject', 'id', 'bridge_id', 'status'] as const
+const FILTERS = ['recipient', 'subject', 'id', 'bridge_id', 'status', 'tag', 'created_after', 'created_before'] as const
+type Filter = (typeof FILTERS)[number]
+/** The time filters: ISO 8601 in the URL and the API, local time in their datetime-local fields. */
+const TIMES: readonly Filter[] = ['created_after', 'created_before']
 const ANY = 'any'
 
 function SearchForm() {
   const [params, setParams] = useUrlQuery()
   const { data: session } = useSession()
-  const [draft, setDraft] = useState(() => Object.fromEntries(FILTERS.map((f) => [f, params.get(f) ?? ''])) as Record<(typeof FILTERS)[number], string>)
+  const [draft, setDraft] = useState(
+    () => Object.fromEntries(FILTERS.map((f) => [f, TIMES.includes(f) ? toLocalInput(params.get(f)) : (params.get(f) ?? '')])) as Record<Filter, string>,
+  )
+  const [rangeError, setRangeError] = useState<string | null>(null)
   const bridges = useQuery({
     queryKey: ['bridges-for-filter'],
     queryFn: () => apiPage<{ id: number; name: string }>('/api/v2/bridges', { per_page: 100 }),
     enabled: can(session?.admin, 'bridges.read'),
     staleTime: 60_000,
   })
-  const set = (k: (typeof FILTERS)[number], v: string) => setDraft((d) => ({ ...d, [k]: v }))
+  const set = (k: Filter, v: string) => setDraft((d) => ({ ...d, [k]: v }))
   const submit = (e: FormEvent) => {
     e.preventDefault()
-    setParams({ ...Object.fromEntries(FILTERS.map((f) => [f, draft[f].trim() || null])), page: null })
+    const after = fromLocalInput(draft.created_after)
+    const before = fromLocalInput(draft.created_before)
+    if (after && before && after >= before) return setRangeError('The end must be after the start.')
+    setRangeError(null)
+    setParams({
+      ...Object.fromEntries(FILTERS.map((f) => [f, TIMES.includes(f) ? null : draft[f].trim() || null])),
+      created_after: after,
+      created_before: before,
+      page: null,
+    })
   }
   const active = FILTERS.some((f) => params.get(f))
   const clear = () => {
-    setDraft({ recipient: '', subject: '', id: '', bridge_id: '', status: '' })
+    setDraft(Object.fromEntries(FILTERS.map((f) => [f, ''])) as Record<Filter, string>)
+    setRangeError(null)
     setParams({ ...Object.fromEntries(FILTERS.map((f) => [f, null])), page: null })
   }
   return (
     <Card className="py-4">
       <CardContent className="px-4">
-        <form
-          role="search"
-          aria-label="Search messages"
-          onSubmit={submit}
-          className="grid gap-3 sm:grid-cols-2 lg:grid-cols-[1.3fr_1.3fr_1fr_0.8fr_0.8fr_auto] lg:items-end"
-        >
+        <form role="search" aria-label="Search messages" onSubmit={submit} className="grid gap-3 sm:grid-cols-2 lg:grid-cols-5 lg:items-start">
           <FormField label="Recipient">
             <Input type="search" placeholder="ada@example.org" value={draft.recipient} onChange={(e) => set('recipient', e.target.value)} autoComplete="off" />
           </FormField>
@@ -217,7 +266,17 @@ function SearchForm() {
               ))}
             </SelectField>
           </FormField>
-          <div className="flex gap-2 sm:col-span-2 lg:col-span-1">
+          <FormField label="Tag">
+            <Input type="search" placeholder="receipt" value={draft.tag} onChange={(e) => set('tag', e.target.value)} autoComplete="off" />
+          </FormField>
+          <FormField label="Accepted from">
+            <Input type="datetime-local" value={draft.created_after} onChange={(e) => set('created_after', e.target.value)} />
+          </FormField>
+          <FormField label="Accepted before" error={rangeError}>
+            <Input type="datetime-local" value={draft.created_before} onChange={(e) => set('created_before', e.target.value)} />
+          </FormField>
+          {/* Aligned with the fields' inputs, below their labels. */}
+          <div className="flex gap-2 sm:col-span-2 lg:pt-[1.375rem]">
             <Button type="submit" className="flex-1 lg:flex-none">
               <SearchIcon /> Search
             </Button>
@@ -315,6 +374,8 @@ function MessageList() {
 // ---------------------------------------------------------------------------------------
 
 const EVENT_STYLE: Record<string, { icon: LucideIcon; label: string; tone: string }> = {
+  'message.scheduled': { icon: CalendarClockIcon, label: 'Scheduled', tone: 'bg-primary/12 text-primary' },
+  'message.canceled': { icon: BanIcon, label: 'Canceled before it was sent', tone: 'bg-muted text-muted-foreground' },
   'message.queued': { icon: InboxIcon, label: 'Queued', tone: 'bg-muted text-muted-foreground' },
   'message.sent': { icon: CheckCircle2Icon, label: 'Delivered to the receiving server', tone: 'bg-success/15 text-success' },
   'message.deferred': { icon: HourglassIcon, label: 'Deferred, will retry', tone: 'bg-warning/20 text-foreground' },
@@ -352,7 +413,10 @@ function EventDetail({ e }: { e: MessageEvent }) {
   if (str(d.ip)) facts.push(['Reader IP', str(d.ip)!])
   if (str(d.user_agent)) facts.push(['Client', str(d.user_agent)!])
   if (['message.suppressed', 'message.bounced', 'message.deferred', 'message.delayed', 'message.failed'].includes(e.kind) && str(d.reason))
-    facts.push(['Reason', str(d.reason)!.replace(/_/g, ' ')])
+    facts.push(['Reason', REASON_LABEL[str(d.reason)!] ?? str(d.reason)!.replace(/_/g, ' ')])
+  if (e.kind === 'message.scheduled' && str(d.scheduled_at)) facts.push(['Due', formatDateTime(str(d.scheduled_at))])
+  const tls = d.tls && typeof d.tls === 'object' ? (d.tls as Record<string, unknown>) : null
+  if (tls && str(tls.version)) facts.push(['TLS', [str(tls.version), str(tls.cipher)].filter(Boolean).join(' · ')])
   return (
     <div className="grid gap-2 text-sm">
       {e.kind === 'message.deferred' && str(d.next_attempt_at) ? (
@@ -414,6 +478,27 @@ function Timeline({ events, showRecipient }: { events: MessageEvent[]; showRecip
   )
 }
 
+/** The last attempt's TLS: version and cipher, and whether the MX certificate verified (RFC 6125) or why not. */
+function TlsFact({ tls }: { tls: MessageRecipient['tls'] }) {
+  if (!tls || !tls.version) return <span className="text-muted-foreground">None (plaintext, or no session)</span>
+  return (
+    <span className="grid gap-0.5">
+      <span className="inline-flex items-center gap-1">
+        {tls.verified ? (
+          <LockIcon className="size-3 text-success" aria-hidden="true" />
+        ) : (
+          <LockOpenIcon className="size-3 text-muted-foreground" aria-hidden="true" />
+        )}
+        <span>{tls.version}</span>
+        {tls.cipher ? <code className="font-mono break-all text-muted-foreground">{tls.cipher}</code> : null}
+      </span>
+      <span className={tls.verified ? 'text-success' : 'text-muted-foreground'}>
+        {tls.verified ? 'Certificate verified' : `Certificate not verified${tls.verify_error ? ` (${tls.verify_error})` : ''}`}
+      </span>
+    </span>
+  )
+}
+
 function RecipientCard({ r }: { r: MessageRecipient }) {
   return (
     <div className="grid gap-2 rounded-lg border p-3 text-sm">
@@ -448,7 +533,17 @@ function RecipientCard({ r }: { r: MessageRecipient }) {
         {r.reason ? (
           <>
             <dt className="text-muted-foreground">Reason</dt>
-            <dd>{r.reason.replace(/_/g, ' ')}</dd>
+            <dd>
+              <Reason reason={r.reason} />
+            </dd>
+          </>
+        ) : null}
+        {r.attempts > 0 || r.tls ? (
+          <>
+            <dt className="text-muted-foreground">TLS</dt>
+            <dd>
+              <TlsFact tls={r.tls} />
+            </dd>
           </>
         ) : null}
         {r.suppression ? (
@@ -488,6 +583,104 @@ function HeadersCard({ id }: { id: string }) {
         </div>
       ))}
     </dl>
+  )
+}
+
+/**
+ * A scheduled send waiting for its time: when it goes out, and (with transactional.send)
+ * Reschedule (PATCH scheduled_at; now or a past time sends at once) and Cancel (POST
+ * .../cancel, nothing is sent). The API answers 409 once the message is picked up.
+ */
+function ScheduledCard({ m }: { m: MessageDetail }) {
+  const { data: session } = useSession()
+  const qc = useQueryClient()
+  const [rescheduling, setRescheduling] = useState(false)
+  const [canceling, setCanceling] = useState(false)
+  const [at, setAt] = useState('')
+  const path = `/api/v2/messages/${encodeURIComponent(m.id)}`
+  const done = (saved: MessageDetail) => {
+    qc.setQueryData(['message', m.id], saved)
+    qc.invalidateQueries({ queryKey: ['message', m.id] })
+    qc.invalidateQueries({ queryKey: ['messages'] })
+  }
+  const reschedule = useMutation({
+    mutationFn: () => api<MessageDetail>('PATCH', path, { scheduled_at: fromLocalInput(at) ?? at }),
+    onSuccess: (saved) => {
+      done(saved)
+      setRescheduling(false)
+      toast.success(saved.status === 'scheduled' ? `Rescheduled for ${formatDateTime(saved.scheduled_at)}` : 'Sending now')
+    },
+    onError: (e) => reportError(e, ['scheduled_at']),
+  })
+  const cancel = useMutation({
+    mutationFn: () => api<MessageDetail>('POST', `${path}/cancel`),
+    onSuccess: (saved) => {
+      done(saved)
+      setCanceling(false)
+      toast.success('The scheduled send is canceled; nothing was sent.')
+    },
+    onError: (e) => {
+      setCanceling(false)
+      reportError(e, [])
+    },
+  })
+  if (m.status !== 'scheduled' || !m.scheduled_at) return null
+  const maySend = can(session?.admin, 'transactional.send')
+  return (
+    <Card className="border-primary/40 bg-primary/5 py-4" data-testid="scheduled-send">
+      <CardContent className="flex flex-wrap items-center gap-x-4 gap-y-3 px-4">
+        <CalendarClockIcon className="size-5 shrink-0 text-primary" aria-hidden="true" />
+        <p className="min-w-0 flex-1 text-sm">
+          <span className="font-medium">Scheduled to go out </span>
+          <time dateTime={m.scheduled_at} className="font-medium">
+            {formatDateTime(m.scheduled_at)}
+          </time>{' '}
+          <span className="text-muted-foreground">({timeAgo(m.scheduled_at)}). Until then it can be moved or canceled.</span>
+        </p>
+        {maySend ? (
+          <div className="flex gap-2">
+            <Button
+              variant="outline"
+              onClick={() => {
+                setAt(toLocalInput(m.scheduled_at))
+                reschedule.reset()
+                setRescheduling(true)
+              }}
+            >
+              <CalendarClockIcon /> Reschedule
+            </Button>
+            <Button variant="outline" className="text-destructive" onClick={() => setCanceling(true)}>
+              <BanIcon /> Cancel send
+            </Button>
+          </div>
+        ) : null}
+      </CardContent>
+      <FormDialog
+        open={rescheduling}
+        onOpenChange={setRescheduling}
+        title="Reschedule this message"
+        description="At most 30 days ahead. A time that has passed sends it at once."
+        onSubmit={() => reschedule.mutate()}
+        submitLabel="Reschedule"
+        busy={reschedule.isPending}
+        submitDisabled={reschedule.isPending || !at}
+      >
+        <FormField label="Send at" hint="Your local time." error={fieldErrorOf(reschedule.error, 'scheduled_at')}>
+          <Input type="datetime-local" value={at} onChange={(e) => setAt(e.target.value)} required />
+        </FormField>
+      </FormDialog>
+      <ConfirmDialog
+        open={canceling}
+        onOpenChange={setCanceling}
+        title="Cancel this scheduled send?"
+        description={`None of its ${m.recipients.length === 1 ? 'recipient' : `${m.recipients.length} recipients`} will get it. This cannot be undone.`}
+        confirmLabel="Cancel send"
+        pendingLabel="Canceling…"
+        pending={cancel.isPending}
+        keepOpen
+        onConfirm={() => cancel.mutate()}
+      />
+    </Card>
   )
 }
 
@@ -538,6 +731,7 @@ function MessagePage() {
           </>
         }
       />
+      <ScheduledCard m={m} />
       <div className="grid gap-6 lg:grid-cols-[minmax(0,1fr)_22rem]">
         <Card className="min-w-0">
           <CardHeader className="flex-row flex-wrap items-center justify-between gap-3">
@@ -586,6 +780,7 @@ function MessagePage() {
                   {m.message_id_header}
                 </Fact>
                 <Fact label="Sent through">{SOURCE_LABEL[m.source] ?? m.source}</Fact>
+                {m.scheduled_at ? <Fact label="Scheduled for">{formatDateTime(m.scheduled_at)}</Fact> : null}
                 <Fact label="Size">{formatBytes(m.size)}</Fact>
                 <Fact label="DKIM">{m.signed ? 'Signed at delivery' : 'Not signed (the domain is not verified)'}</Fact>
                 {m.template_id !== null ? (

@@ -36,7 +36,7 @@ import {
   type BridgeSecrets,
 } from './sending-shared'
 
-const FIELDS = ['name', 'domains', 'pool_id', 'node_id', 'hourly_quota', 'daily_quota', 'allowed_ips', 'track_opens', 'track_clicks', 'active']
+const FIELDS = ['name', 'domains', 'pool_id', 'node_id', 'hourly_quota', 'daily_quota', 'allowed_ips', 'track_opens', 'track_clicks', 'active', 'send_dsn']
 
 function BridgeDialog({ bridge, onClose, onCreated }: { bridge: Bridge | null; onClose: () => void; onCreated: (b: Bridge & BridgeSecrets) => void }) {
   const [name, setName] = useState(bridge?.name ?? '')
@@ -49,6 +49,7 @@ function BridgeDialog({ bridge, onClose, onCreated }: { bridge: Bridge | null; o
   const [opens, setOpens] = useState(bridge?.track_opens ?? false)
   const [clicks, setClicks] = useState(bridge?.track_clicks ?? false)
   const [active, setActive] = useState(bridge?.active ?? true)
+  const [sendDsn, setSendDsn] = useState(bridge?.send_dsn ?? true)
   const domainOptions = useDomainOptions()
   const pools = usePoolOptions()
   const nodes = useNodeOptions()
@@ -69,6 +70,7 @@ function BridgeDialog({ bridge, onClose, onCreated }: { bridge: Bridge | null; o
         track_opens: opens,
         track_clicks: clicks,
         active,
+        send_dsn: sendDsn,
       }
       return bridge ? api<Bridge>('PATCH', `/api/v2/bridges/${bridge.id}`, body) : api<Bridge & BridgeSecrets>('POST', '/api/v2/bridges', body)
     },
@@ -178,6 +180,15 @@ function BridgeDialog({ bridge, onClose, onCreated }: { bridge: Bridge | null; o
             <span className="text-xs text-muted-foreground">An inactive bridge refuses SMTP logins and sends.</span>
           </span>
           <Toggle checked={active} onCheckedChange={setActive} aria-label="Active" />
+        </label>
+        <label className="flex items-center justify-between gap-4 text-sm">
+          <span className="grid gap-0.5">
+            <span className="font-medium">Send bounce reports</span>
+            <span className="text-xs text-muted-foreground">
+              Mail it submits over SMTP that bounces or expires gets a delivery status notification (RFC 3464) to its envelope sender.
+            </span>
+          </span>
+          <Toggle checked={sendDsn} onCheckedChange={setSendDsn} aria-label="Send bounce reports" />
         </label>
       </div>
     </FormDialog>
@@ -345,6 +356,11 @@ export function SendingBridgesPage() {
                 <span className="flex items-center gap-2 font-medium">
                   {b.name}
                   {!b.active ? <Badge variant="outline">Inactive</Badge> : null}
+                  {b.send_dsn === false ? (
+                    <Badge variant="outline" title="Bounces of its SMTP mail are not reported to the sender">
+                      No bounce reports
+                    </Badge>
+                  ) : null}
                 </span>
                 <span className="font-mono text-xs text-muted-foreground">{b.smtp_username}</span>
               </div>

@@ -94,6 +94,8 @@ export interface Bridge {
   track_opens: boolean
   track_clicks: boolean
   active: boolean
+  /** Whether SMTP-submitted mail that bounces or expires gets an RFC 3464 DSN to its envelope sender. */
+  send_dsn: boolean
   counts: { accepted: number; delivered: number; bounced: number; complained: number }
   usage: { this_hour: number; today: number }
   created_at: string

@@ -16,7 +16,7 @@ import { Badge } from '../components/ui/badge'
 import { Button } from '../components/ui/button'
 import { FormField } from '../components/ui/form-field'
 import { Input } from '../components/ui/input'
-import { Tabs, TabsList, TabsTrigger } from '../components/ui/tabs'
+import { Tabs, TabsContent, TabsList, TabsTrigger } from '../components/ui/tabs'
 import { Textarea } from '../components/ui/textarea'
 import { ApiError, api, errorMessage, fieldError } from '../lib/api'
 import { can, useSession } from '../lib/session'
@@ -322,14 +322,22 @@ function TemplatesIndex() {
         }
       />
       {mayReadTags ? (
+        // Each tab has its panel (the tabs pattern: a tab's aria-controls must name an element).
         <Tabs value={tab} onValueChange={(v) => setParams({ tab: v === 'templates' ? null : v, page: null })}>
-          <TabsList>
+          <TabsList aria-label="Templates or spin tags">
             <TabsTrigger value="templates">Templates</TabsTrigger>
             <TabsTrigger value="spin-tags">Spin tags</TabsTrigger>
           </TabsList>
+          <TabsContent value="templates" className="mt-6">
+            <TemplateList />
+          </TabsContent>
+          <TabsContent value="spin-tags" className="mt-6">
+            <SpinTagList creating={creatingTag} setCreating={setCreatingTag} />
+          </TabsContent>
         </Tabs>
-      ) : null}
-      {tab === 'spin-tags' && mayReadTags ? <SpinTagList creating={creatingTag} setCreating={setCreatingTag} /> : <TemplateList />}
+      ) : (
+        <TemplateList />
+      )}
       <NewTemplateDialog open={creating} onOpenChange={setCreating} />
     </div>
   )

@@ -54,8 +54,34 @@ interface Webhook {
   last_success_at: string | null
   last_failure_at: string | null
   previous_secret_expires_at: string | null
+  format: WebhookFormat
   created_at: string
   updated_at: string
+}
+
+type WebhookFormat = 'mailroom' | 'resend'
+
+const FORMATS: Array<{ value: WebhookFormat; label: string; hint: string }> = [
+  { value: 'mailroom', label: 'Mailroom', hint: 'Mailroom’s event names and data, signed with Standard Webhooks headers.' },
+  {
+    value: 'resend',
+    label: 'Resend',
+    hint: 'Resend’s event names and data (email.sent, email.bounced…), signed with Svix headers: a consumer written for Resend works unchanged.',
+  },
+]
+
+/** The payload format as a labelled select, with what each one means under it. */
+function FormatField({ value, onChange, disabled, error }: { value: WebhookFormat; onChange: (v: WebhookFormat) => void; disabled?: boolean; error?: string }) {
+  return (
+    <FormField label="Payload format" hint={FORMATS.find((f) => f.value === value)?.hint} error={error}>
+      <SelectField
+        value={value}
+        onValueChange={(v) => onChange(v as WebhookFormat)}
+        disabled={disabled}
+        options={FORMATS.map((f) => ({ value: f.value, label: f.label }))}
+      />
+    </FormField>
+  )
 }
 
 interface Delivery {
@@ -143,7 +169,22 @@ function useEventKinds() {
   })
 }
 
-/** The event kinds as checkboxes, grouped by what they are about, with "every event" on top. */
+/** The heading of a group of event kinds (the part before the dot); an unknown group shows as it is. */
+const GROUP_LABEL: Record<string, string> = {
+  contact: 'Contacts',
+  broadcast: 'Broadcasts',
+  message: 'Messages',
+  domain: 'Sending domains',
+  webhook: 'Webhooks',
+  deliverability: 'Deliverability',
+  doctor: 'Deliverability doctor',
+}
+
+/**
+ * The event kinds as checkboxes, grouped by what they are about, with "every event" on top.
+ * The kinds come from the API (about 30 and growing): the groups flow in balanced columns
+ * rather than rows as tall as the longest group, and each group has a checkbox for all of it.
+ */
 function EventPicker({ value, onChange, error }: { value: string[]; onChange: (v: string[]) => void; error?: string }) {
   const kinds = useEventKinds()
   const all = value.includes('*')
@@ -153,9 +194,22 @@ function EventPicker({ value, onChange, error }: { value: string[]; onChange: (v
     groups.set(g, [...(groups.get(g) ?? []), k])
   }
   const toggle = (kind: string, on: boolean) => onChange(on ? [...value.filter((v) => v !== '*'), kind] : value.filter((v) => v !== kind))
+  const toggleGroup = (list: Array<{ kind: string }>, on: boolean) => {
+    const members = new Set(list.map((k) => k.kind))
+    const rest = value.filter((v) => v !== '*' && !members.has(v))
+    onChange(on ? [...rest, ...members] : rest)
+  }
+  const chosen = all ? (kinds.data?.length ?? 0) : value.length
   return (
     <fieldset className="grid gap-3" aria-describedby={error ? 'events-error' : undefined} aria-invalid={error ? true : undefined}>
-      <legend className="mb-2 text-sm font-medium">Events</legend>
+      <legend className="mb-2 text-sm font-medium">
+        Events{' '}
+        {kinds.data ? (
+          <span className="font-normal text-muted-foreground" data-testid="events-chosen">
+            ({all ? 'all' : chosen} of {kinds.data.length})
+          </span>
+        ) : null}
+      </legend>
       <Label className="flex items-start gap-2.5 rounded-md border p-3 font-normal">
         <Checkbox checked={all} onCheckedChange={(c) => onChange(c === true ? ['*'] : [])} className="mt-0.5" />
         <span className="grid gap-0.5">
@@ -165,21 +219,40 @@ function EventPicker({ value, onChange, error }: { value: string[]; onChange: (v
       </Label>
       {kinds.isPending ? <LoadingState rows={3} label="Loading the event kinds" /> : null}
       {kinds.isError ? <ErrorState error={kinds.error} onRetry={() => kinds.refetch()} /> : null}
-      <div className={cn('grid gap-4 sm:grid-cols-2', all && 'opacity-50')}>
-        {[...groups].map(([group, list]) => (
-          <div key={group} className="grid content-start gap-2">
-            <p className="text-xs font-medium tracking-wide text-muted-foreground uppercase">{group}</p>
-            {list.map((k) => (
-              <Label key={k.kind} className="flex items-start gap-2.5 font-normal">
-                <Checkbox checked={all || value.includes(k.kind)} disabled={all} onCheckedChange={(c) => toggle(k.kind, c === true)} className="mt-0.5" />
-                <span className="grid gap-0.5">
-                  <span className="font-mono text-xs">{k.kind}</span>
-                  <span className="text-xs text-muted-foreground">{k.description}</span>
+      <div className={cn('gap-6 sm:columns-2', all && 'opacity-50')} data-testid="event-groups">
+        {[...groups].map(([group, list]) => {
+          const picked = all ? list.length : list.filter((k) => value.includes(k.kind)).length
+          const groupId = `event-group-${group}`
+          return (
+            <fieldset key={group} className="mb-5 grid break-inside-avoid content-start gap-2 last:mb-0" aria-labelledby={groupId}>
+              <Label className="flex items-center gap-2.5 font-normal">
+                <Checkbox
+                  checked={picked === list.length ? true : picked > 0 ? 'indeterminate' : false}
+                  disabled={all}
+                  onCheckedChange={(c) => toggleGroup(list, c === true)}
+                  aria-label={`All ${GROUP_LABEL[group] ?? group} events`}
+                />
+                <span id={groupId} className="text-xs font-medium tracking-wide text-muted-foreground uppercase">
+                  {GROUP_LABEL[group] ?? group}
+                </span>
+                <span className="text-xs text-muted-foreground tabular-nums">
+                  {picked}/{list.length}
                 </span>
               </Label>
-            ))}
-          </div>
-        ))}
+              <div className="grid gap-2 border-l pl-4 ml-2">
+                {list.map((k) => (
+                  <Label key={k.kind} className="flex items-start gap-2.5 font-normal">
+                    <Checkbox checked={all || value.includes(k.kind)} disabled={all} onCheckedChange={(c) => toggle(k.kind, c === true)} className="mt-0.5" />
+                    <span className="grid min-w-0 gap-0.5">
+                      <span className="font-mono text-xs break-all">{k.kind}</span>
+                      <span className="text-xs text-muted-foreground">{k.description}</span>
+                    </span>
+                  </Label>
+                ))}
+              </div>
+            </fieldset>
+          )
+        })}
       </div>
       {error ? (
         <p id="events-error" role="alert" className="text-sm text-destructive">
@@ -197,7 +270,7 @@ function eventsError(error: unknown): string | undefined {
   return entries.length ? entries.map(([, v]) => (Array.isArray(v) ? v.join(' ') : String(v))).join(' ') : undefined
 }
 
-const FORM_FIELDS = ['endpoint', 'description']
+const FORM_FIELDS = ['endpoint', 'description', 'format']
 
 function NewWebhookDialog({ open, onOpenChange }: { open: boolean; onOpenChange: (o: boolean) => void }) {
   const qc = useQueryClient()
@@ -205,9 +278,10 @@ function NewWebhookDialog({ open, onOpenChange }: { open: boolean; onOpenChange:
   const [endpoint, setEndpoint] = useState('')
   const [description, setDescription] = useState('')
   const [events, setEvents] = useState<string[]>(['message.sent', 'message.bounced'])
+  const [format, setFormat] = useState<WebhookFormat>('mailroom')
   const [created, setCreated] = useState<(Webhook & { secret: string }) | null>(null)
   const create = useMutation({
-    mutationFn: () => api<Webhook & { secret: string }>('POST', '/api/v2/webhooks', { endpoint: endpoint.trim(), description, events }),
+    mutationFn: () => api<Webhook & { secret: string }>('POST', '/api/v2/webhooks', { endpoint: endpoint.trim(), description, events, format }),
     onSuccess: (w) => {
       qc.invalidateQueries({ queryKey: ['webhooks'] })
       onOpenChange(false)
@@ -247,6 +321,7 @@ function NewWebhookDialog({ open, onOpenChange }: { open: boolean; onOpenChange:
         <FormField label="Description" error={fieldError(create.error, 'description')}>
           <Input value={description} onChange={(e) => setDescription(e.target.value)} placeholder="Bounces to the CRM" />
         </FormField>
+        <FormatField value={format} onChange={setFormat} error={fieldError(create.error, 'format')} />
         <EventPicker value={events} onChange={setEvents} error={eventsError(create.error) ?? (events.length ? undefined : 'Choose at least one event.')} />
       </FormDialog>
       <WebhookSecretDialog
@@ -286,6 +361,12 @@ function WebhookList() {
       ),
     },
     { id: 'events', header: 'Events', cell: (w) => <EventsSummary events={w.events} /> },
+    {
+      id: 'format',
+      header: 'Format',
+      className: 'hidden md:table-cell',
+      cell: (w) => <span className="text-muted-foreground">{FORMATS.find((f) => f.value === w.format)?.label ?? w.format}</span>,
+    },
     { id: 'state', header: 'State', cell: (w) => <StateBadge w={w} /> },
     {
       id: 'failures',
@@ -351,9 +432,11 @@ function SettingsCard({ w, mayUpdate }: { w: Webhook; mayUpdate: boolean }) {
   const [endpoint, setEndpoint] = useState(w.endpoint)
   const [description, setDescription] = useState(w.description)
   const [events, setEvents] = useState(w.events)
-  const dirty = endpoint !== w.endpoint || description !== w.description || events.slice().sort().join() !== w.events.slice().sort().join()
+  const [format, setFormat] = useState(w.format)
+  const dirty =
+    endpoint !== w.endpoint || description !== w.description || format !== w.format || events.slice().sort().join() !== w.events.slice().sort().join()
   const save = useMutation({
-    mutationFn: () => api<Webhook>('PATCH', `/api/v2/webhooks/${w.id}`, { endpoint: endpoint.trim(), description, events }),
+    mutationFn: () => api<Webhook>('PATCH', `/api/v2/webhooks/${w.id}`, { endpoint: endpoint.trim(), description, events, format }),
     onSuccess: (n) => {
       qc.setQueryData(['webhook', w.id], n)
       qc.invalidateQueries({ queryKey: ['webhooks'] })
@@ -366,7 +449,7 @@ function SettingsCard({ w, mayUpdate }: { w: Webhook; mayUpdate: boolean }) {
   return (
     <Card>
       <CardHeader>
-        <CardTitle>Endpoint and events</CardTitle>
+        <CardTitle>Endpoint, format and events</CardTitle>
         <CardDescription>Changes apply to events from now on.</CardDescription>
       </CardHeader>
       <CardContent>
@@ -383,6 +466,7 @@ function SettingsCard({ w, mayUpdate }: { w: Webhook; mayUpdate: boolean }) {
           <FormField label="Description" error={fieldError(save.error, 'description')}>
             <Input value={description} onChange={(e) => setDescription(e.target.value)} readOnly={!mayUpdate} />
           </FormField>
+          <FormatField value={format} onChange={setFormat} disabled={!mayUpdate} error={fieldError(save.error, 'format')} />
           <EventPicker
             value={events}
             onChange={mayUpdate ? setEvents : () => {}}
@@ -397,6 +481,7 @@ function SettingsCard({ w, mayUpdate }: { w: Webhook; mayUpdate: boolean }) {
                   onClick={() => {
                     setEndpoint(w.endpoint)
                     setDescription(w.description)
+                    setFormat(w.format)
                     setEvents(w.events)
                   }}
                 >

@@ -3,8 +3,9 @@
  * (a sending domain and a local part), reply-to, subject, content (a template with a preview
  * of its active version, or inline HTML and text), the audience with a live recipient count
  * (POST /api/v2/broadcasts/audience-count), tracking, send rate, send window and time zone,
- * archive; scheduling with a confirmation that shows the count; versions and split-test
- * settings; a test send. Outside draft, scheduled and paused the API refuses changes, so the
+ * archive, IP pool, tags, auto-pause bounce and complaint thresholds; scheduling with a
+ * confirmation that shows the count; versions (each with its own content or template and
+ * send time) and split-test settings; a test send. Outside draft, scheduled and paused the API refuses changes, so the
  * form is read-only with a notice.
  */
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
@@ -29,9 +30,9 @@ import { Textarea } from '../../components/ui/textarea'
 import { api, apiPage, errorMessage } from '../../lib/api'
 import { fieldErrorOf, reportError } from '../../lib/form-errors'
 import { can, useSession } from '../../lib/session'
-import { cn, formatNumber } from '../../lib/utils'
+import { cn, formatDateTime, formatNumber, fromLocalInput, toLocalInput } from '../../lib/utils'
 import { useDebounced, useListMenu } from '../audience/shared'
-import type { SendingDomain } from '../sending-shared'
+import { usePoolOptions, type SendingDomain } from '../sending-shared'
 import type { TemplateSummary } from '../templates'
 import { allowedActions, BroadcastStatusBadge, EDITABLE, type Broadcast, type SplitMetric, type Version } from './shared'
 
@@ -70,7 +71,19 @@ interface Draft {
   link_url: string
   wait_hours: string
   auto_send_winner: boolean
+  /** '' = the sending domain's or the default pool. */
+  pool_id: string
+  /** Comma-separated, as typed. */
+  tags: string
+  /** Percentages as typed ('' = the server default); the API takes fractions. */
+  max_bounce_pct: string
+  max_complaint_pct: string
 }
+
+/** A fraction as a percentage field's text: 0.05 -> '5'. */
+const pctText = (r: number | null | undefined) => (r == null ? '' : String(Number((r * 100).toFixed(4))))
+/** A percentage field's text as the API's fraction, null when empty. */
+const fractionOf = (s: string) => (s.trim() === '' ? null : Number(s) / 100)
 
 /** "Name <local@domain>" or "local@domain" into its parts. */
 function splitFrom(from: string): Pick<Draft, 'fromName' | 'fromLocal' | 'fromDomain'> {
@@ -111,6 +124,10 @@ function draftOf(b: Broadcast | null): Draft {
     link_url: b?.split_test?.link_url ?? '',
     wait_hours: String((b?.split_test?.wait_seconds ?? 4 * 3600) / 3600),
     auto_send_winner: b?.split_test?.auto_send_winner ?? true,
+    pool_id: b?.pool_id != null ? String(b.pool_id) : '',
+    tags: (b?.tags ?? []).join(', '),
+    max_bounce_pct: pctText(b?.max_bounce_rate),
+    max_complaint_pct: pctText(b?.max_complaint_rate),
   }
 }
 
@@ -137,6 +154,17 @@ function bodyOf(d: Draft) {
     track_opens: d.track_opens,
     track_clicks: d.track_clicks,
     archive: d.archive,
+    pool_id: d.pool_id ? Number(d.pool_id) : null,
+    tags: [
+      ...new Set(
+        d.tags
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean),
+      ),
+    ],
+    max_bounce_rate: fractionOf(d.max_bounce_pct),
+    max_complaint_rate: fractionOf(d.max_complaint_pct),
     send_rate_per_minute: rate,
     timezone: d.timezone.trim() || null,
     send_window: d.windowOn
@@ -369,7 +397,10 @@ function VersionDialog({ broadcastId, version, onClose }: { broadcastId: number;
     html: version?.html ?? '',
     text: version?.text ?? '',
     weight: String(version?.weight ?? 1),
+    template_id: version?.template_id != null ? String(version.template_id) : '',
+    send_at: toLocalInput(version?.send_at),
   })
+  const templates = useQuery({ queryKey: ['templates', 'menu'], queryFn: () => apiPage<TemplateSummary>('/api/v2/templates', MENU) })
   const set = (k: keyof typeof v) => (e: { target: { value: string } }) => setV({ ...v, [k]: e.target.value })
   const m = useMutation({
     mutationFn: () => {
@@ -380,6 +411,8 @@ function VersionDialog({ broadcastId, version, onClose }: { broadcastId: number;
         html: v.html || null,
         text: v.text || null,
         weight: Number(v.weight),
+        template_id: v.template_id ? Number(v.template_id) : null,
+        send_at: fromLocalInput(v.send_at),
       }
       return version
         ? api<Version>('PATCH', `/api/v2/broadcasts/${broadcastId}/versions/${version.id}`, body)
@@ -390,7 +423,7 @@ function VersionDialog({ broadcastId, version, onClose }: { broadcastId: number;
       onClose()
       await qc.invalidateQueries({ queryKey: ['broadcasts', broadcastId, 'versions'] })
     },
-    onError: (e) => reportError(e, ['name', 'subject', 'from_name', 'html', 'text', 'weight']),
+    onError: (e) => reportError(e, ['name', 'subject', 'from_name', 'html', 'text', 'weight', 'template_id', 'send_at']),
   })
   const err = (f: string) => fieldErrorOf(m.error, f)
   return (
@@ -411,6 +444,24 @@ function VersionDialog({ broadcastId, version, onClose }: { broadcastId: number;
         </FormField>
         <FormField label="Weight" hint="Its share in rotation (1-1,000)." error={err('weight')}>
           <Input type="number" min={1} max={1000} value={v.weight} onChange={set('weight')} />
+        </FormField>
+      </div>
+      <div className="grid gap-4 sm:grid-cols-2">
+        <FormField label="Version template" hint="Its active version, pinned at the start; the HTML and text below win over it." error={err('template_id')}>
+          <SelectField
+            value={v.template_id || 'none'}
+            onValueChange={(x) => setV({ ...v, template_id: x === 'none' ? '' : x })}
+            options={[
+              { value: 'none', label: 'None: the broadcast’s content' },
+              ...(templates.data?.data ?? []).map((t) => ({ value: String(t.id), label: t.name })),
+              ...(v.template_id && !templates.data?.data.some((t) => String(t.id) === v.template_id)
+                ? [{ value: v.template_id, label: `Template ${v.template_id}` }]
+                : []),
+            ]}
+          />
+        </FormField>
+        <FormField label="Send at" hint="Its recipients get it then, in this browser’s time zone; empty: with the broadcast." error={err('send_at')}>
+          <Input type="datetime-local" value={v.send_at} onChange={set('send_at')} />
         </FormField>
       </div>
       <FormField label="Version subject" error={err('subject')}>
@@ -447,6 +498,8 @@ function VersionsPanel({ broadcast, readOnly }: { broadcast: Broadcast; readOnly
     onError: (e) => toast.error(errorMessage(e)),
   })
   const versions = q.data ?? []
+  const templates = useQuery({ queryKey: ['templates', 'menu'], queryFn: () => apiPage<TemplateSummary>('/api/v2/templates', MENU) })
+  const templateName = (id: number) => templates.data?.data.find((t) => t.id === id)?.name ?? `template ${id}`
   return (
     <div className="grid gap-3">
       {q.isError ? <p className="text-sm text-destructive">{errorMessage(q.error)}</p> : null}
@@ -458,7 +511,11 @@ function VersionsPanel({ broadcast, readOnly }: { broadcast: Broadcast; readOnly
             <li key={v.id} className="flex items-center gap-3 rounded-md border px-3 py-2 text-sm">
               <div className="grid min-w-0 flex-1 gap-0.5">
                 <span className="font-medium">{v.name}</span>
-                <span className="truncate text-xs text-muted-foreground">{v.subject ?? 'the broadcast’s subject'}</span>
+                <span className="truncate text-xs text-muted-foreground">
+                  {v.subject ?? 'the broadcast’s subject'}
+                  {v.template_id != null ? ` · ${templateName(v.template_id)}` : ''}
+                  {v.send_at ? ` · sends ${formatDateTime(v.send_at)}` : ''}
+                </span>
               </div>
               <Badge variant="outline">weight {v.weight}</Badge>
               {broadcast.winner_version_id === v.id ? <Badge variant="success">winner</Badge> : null}
@@ -527,6 +584,7 @@ function EditorForm({ broadcast }: { broadcast: Broadcast | null }) {
     queryFn: () => apiPage<{ id: number; name: string }>('/api/v2/segments', MENU),
   })
   const lists = useListMenu()
+  const pools = usePoolOptions()
   const count = useAudienceCount(d)
   const zones = useMemo(() => (typeof Intl.supportedValuesOf === 'function' ? Intl.supportedValuesOf('timeZone') : []), [])
 
@@ -841,6 +899,35 @@ function EditorForm({ broadcast }: { broadcast: Broadcast | null }) {
               checked={d.archive}
               onChange={(v) => set('archive', v)}
             />
+            <FormField label="IP pool" error={err('pool_id')}>
+              <SelectField
+                value={d.pool_id || 'usual'}
+                onValueChange={(v) => set('pool_id', v === 'usual' ? '' : v)}
+                options={[
+                  { value: 'usual', label: 'The sending domain’s pool, else the default' },
+                  ...(pools.data ?? []).map((x) => ({ value: String(x.id), label: x.name })),
+                  ...(d.pool_id && !pools.data?.some((x) => String(x.id) === d.pool_id) ? [{ value: d.pool_id, label: `Pool ${d.pool_id}` }] : []),
+                ]}
+                disabled={readOnly}
+              />
+            </FormField>
+            <FormField label="Tags" hint="Comma-separated; every message carries them, for search and statistics." error={err('tags')}>
+              <Input value={d.tags} onChange={(e) => set('tags', e.target.value)} placeholder="newsletter, november" autoComplete="off" />
+            </FormField>
+            <fieldset className="grid gap-2" aria-describedby="broadcast-thresholds-hint">
+              <legend className="mb-2 text-sm leading-none font-medium">Pause automatically when a rate passes</legend>
+              <div className="grid gap-4 sm:grid-cols-2">
+                <FormField label="Bounce rate (%)" error={err('max_bounce_rate')}>
+                  <Input type="number" min={0} max={100} step="any" value={d.max_bounce_pct} onChange={(e) => set('max_bounce_pct', e.target.value)} />
+                </FormField>
+                <FormField label="Complaint rate (%)" error={err('max_complaint_rate')}>
+                  <Input type="number" min={0} max={100} step="any" value={d.max_complaint_pct} onChange={(e) => set('max_complaint_pct', e.target.value)} />
+                </FormField>
+              </div>
+              <p id="broadcast-thresholds-hint" className="text-xs text-muted-foreground">
+                Of the mail sent so far. Empty: the server’s defaults (5% and 0.3% unless configured).
+              </p>
+            </fieldset>
             <FormField label="Send rate (messages a minute)" hint="Empty: as fast as the server goes." error={err('send_rate_per_minute')}>
               <Input type="number" min={1} value={d.rate} onChange={(e) => set('rate', e.target.value)} />
             </FormField>
@@ -941,6 +1028,10 @@ const FIELDS = [
   'send_window',
   'version_mode',
   'split_test',
+  'pool_id',
+  'tags',
+  'max_bounce_rate',
+  'max_complaint_rate',
 ] as const
 
 /** /broadcasts/new and /broadcasts/:id/edit. */

@@ -110,19 +110,20 @@ function Preview({ rendered, pending, stale }: { rendered: Rendered | undefined;
         </div>
         <Tabs value={device} onValueChange={setDevice}>
           <TabsList aria-label="Preview as">
-            <TabsTrigger value="desktop">
+            <TabsTrigger value="desktop" aria-controls="template-preview">
               <MonitorIcon /> Desktop
             </TabsTrigger>
-            <TabsTrigger value="mobile">
+            <TabsTrigger value="mobile" aria-controls="template-preview">
               <SmartphoneIcon /> Mobile
             </TabsTrigger>
-            <TabsTrigger value="text">
+            <TabsTrigger value="text" aria-controls="template-preview">
               <TypeIcon /> Text
             </TabsTrigger>
           </TabsList>
         </Tabs>
       </CardHeader>
-      <CardContent className="grid gap-3">
+      {/* The one region the device tabs switch (their aria-controls), as the dashboard's period tabs do. */}
+      <CardContent id="template-preview" className="grid gap-3">
         {!rendered ? (
           <LoadingState rows={4} label="Rendering the preview" />
         ) : (

@@ -1,0 +1,36 @@
+import { expect, test } from 'bun:test'
+import { chartSvg, linearFit, trend, type Sample } from '../../bench/soak'
+
+const series = (rss: (t: number) => number, p99: (t: number) => number): Sample[] =>
+  Array.from({ length: 90 }, (_, i) => {
+    const t = (i + 1) * 10
+    return { t, rssMiB: rss(t), ops: 100, p50: 1, p99: p99(t), errors: 0 }
+  })
+
+test('the least-squares line of a straight series is that line', () => {
+  expect(linearFit([0, 1, 2, 3], [1, 3, 5, 7])).toEqual({ slope: 2, intercept: 1 })
+  expect(linearFit([5], [4])).toEqual({ slope: 0, intercept: 4 })
+})
+
+test('the soak calls RSS that keeps growing in the second half not flat, and noise around a level flat', () => {
+  const noisy = (level: number) => (t: number) => level + ((t * 7919) % 13) - 6
+  const growing = series((t) => 200 + (t / 60) * 6, noisy(20))
+  const flat = series(noisy(240), noisy(20))
+  expect(trend(growing, (s) => s.rssMiB, 8).flat).toBe(false)
+  expect(trend(flat, (s) => s.rssMiB, 8).flat).toBe(true)
+  expect(trend(flat, (s) => s.p99, 5).flat).toBe(true)
+  const slowing = series(noisy(240), (t) => 10 + t / 10)
+  expect(trend(slowing, (s) => s.p99, 5).flat).toBe(false)
+})
+
+test('the chart is one SVG with a path per series', () => {
+  const svg = chartSvg(
+    series(
+      () => 100,
+      () => 5,
+    ),
+    'soak',
+  )
+  expect(svg.startsWith('<svg')).toBe(true)
+  expect(svg.match(/<path /g)?.length).toBe(2)
+})

@@ -14,6 +14,7 @@ import { startDnsServer, type DnsServer } from '../support/dns-server'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
 import {
   accessibilityFindings,
+  apiCall,
   createAdmin,
   createApiKey,
   launchBrowser,
@@ -38,14 +39,8 @@ let dripId: number
 let triggerId: number
 let adaId: number
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${server.base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  return { status: res.status, body: await res.json() }
-}
+/** An API call with the CLI-made key. */
+const call = (method: string, path: string, body?: unknown) => apiCall(server.base, key, method, path, body)
 
 beforeAll(async () => {
   // Mail is delivered to a loopback sink (through a loopback DNS server): a bounce would unsubscribe the contact.

@@ -96,7 +96,7 @@ test(
     const sent = await totals.locator('text=Sent').locator('xpath=../..').locator('.text-2xl').textContent()
     expect(Number(sent?.replace(/\D/g, ''))).toBeGreaterThan(0)
     // The queue section comes from GET /api/v2/system/overview.
-    await page.getByText('Queue', { exact: true }).waitFor()
+    await page.getByRole('heading', { name: 'Queue', exact: true }).waitFor()
     await page.getByTestId('queue-depth').waitFor()
 
     await shot(page, 'dashboard', { theme: 'light', width: 1440 })

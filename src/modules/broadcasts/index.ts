@@ -59,6 +59,11 @@ const editable = 'Only while the broadcast is draft, scheduled or paused; otherw
  */
 export function broadcastRoutes(deps: Deps, authOf: AuthOf) {
   const actorOf = (request: Request) => authOf(request).actor.name
+  /** A draft made from another broadcast (duplicate, resend to non-openers): the activity log names the new one. */
+  const newDraft = <T extends { id: number }>(request: Request, copy: T) => {
+    authOf(request).target = { type: 'broadcasts', id: copy.id }
+    return ok(copy)
+  }
   return crudRoutes(authOf, {
     resource: 'broadcasts',
     view: BroadcastSchema,
@@ -144,22 +149,14 @@ export function broadcastRoutes(deps: Deps, authOf: AuthOf) {
         description: 'Any live state -> cancelled. Pending recipients stay pending and are not sent.',
       }),
     })
-    .post(
-      '/:id/duplicate',
-      ({ params, request, status }) => {
-        const copy = duplicateBroadcast(deps, params.id)
-        authOf(request).target = { type: 'broadcasts', id: copy.id }
-        return status(201, ok(copy))
-      },
-      {
-        params: IdParams,
-        response: { 201: Envelope(BroadcastSchema), ...item },
-        detail: requires('broadcasts.create', 'Duplicate a broadcast', {
-          tags,
-          description: 'A new draft "<name> (copy)" with the same settings, content and versions.',
-        }),
-      },
-    )
+    .post('/:id/duplicate', ({ params, request, status }) => status(201, newDraft(request, duplicateBroadcast(deps, params.id))), {
+      params: IdParams,
+      response: { 201: Envelope(BroadcastSchema), ...item },
+      detail: requires('broadcasts.create', 'Duplicate a broadcast', {
+        tags,
+        description: 'A new draft "<name> (copy)" with the same settings, content and versions.',
+      }),
+    })
     .post('/:id/test', async ({ params, body, status }) => status(202, ok({ message_ids: await sendBroadcastTest(deps, params.id, body.to) })), {
       params: IdParams,
       body: TestSendBody,
@@ -170,23 +167,15 @@ export function broadcastRoutes(deps: Deps, authOf: AuthOf) {
           "Every version (or the broadcast's own content) rendered for a sample contact of the audience and queued to each address: marked as a test (subject prefix, tag test), no tracking, counted nowhere.",
       }),
     })
-    .post(
-      '/:id/resend-to-non-openers',
-      ({ params, request, status }) => {
-        const copy = resendToNonOpeners(deps, params.id)
-        authOf(request).target = { type: 'broadcasts', id: copy.id }
-        return status(201, ok(copy))
-      },
-      {
-        params: IdParams,
-        response: { 201: Envelope(BroadcastSchema), ...withConflict },
-        detail: requires('broadcasts.send', 'Resend a sent broadcast to its recipients without an open', {
-          tags,
-          description:
-            'Only for a sent broadcast: a new draft "<name> (non-openers)" whose audience is the original\'s recipients without an open (source_broadcast_id).',
-        }),
-      },
-    )
+    .post('/:id/resend-to-non-openers', ({ params, request, status }) => status(201, newDraft(request, resendToNonOpeners(deps, params.id))), {
+      params: IdParams,
+      response: { 201: Envelope(BroadcastSchema), ...withConflict },
+      detail: requires('broadcasts.send', 'Resend a sent broadcast to its recipients without an open', {
+        tags,
+        description:
+          'Only for a sent broadcast: a new draft "<name> (non-openers)" whose audience is the original\'s recipients without an open (source_broadcast_id).',
+      }),
+    })
     .get('/:id/recipients', ({ params, query }) => okPage(listRecipients(deps, params.id, query)), {
       params: IdParams,
       query: t.Object({ ...PageQuery, ...RecipientQuery }),

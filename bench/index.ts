@@ -37,6 +37,10 @@ const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchma
     describe: 'tracking whole messages: raw-mime.ts against the same rewrite on mailsplit (byte-exactness, and speed as a ratio)',
     load: async () => (await import('./raw-mime')).run,
   },
+  'html-text': {
+    describe: 'the text part of HTML-only sends: html-text.ts against html-to-text (compiled), CPU per conversion as a ratio',
+    load: async () => (await import('./html-text')).run,
+  },
   webhooks: { describe: 'webhook deliveries/s for 10,000 queued events to a receiver on loopback', load: async () => (await import('./webhooks')).run },
 }
 

@@ -19,7 +19,9 @@ declare module 'libmime' {
   export default libmime
 }
 
-/** html-to-text (mailparser's dependency) ships no types; the part used here. */
+/** html-to-text (mailparser's dependency, and bench/html-text.ts's baseline) ships no types; the part used there. */
 declare module 'html-to-text' {
-  export function convert(html: string, options?: { wordwrap?: number | false; selectors?: Array<{ selector: string; format?: string }> }): string
+  type Options = { wordwrap?: number | false; selectors?: Array<{ selector: string; format?: string }> }
+  export function convert(html: string, options?: Options): string
+  export function compile(options?: Options): (html: string) => string
 }

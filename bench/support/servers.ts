@@ -45,7 +45,9 @@ export async function startServer(
   opts: { env?: Record<string, string | undefined>; stderrFile?: string; pattern: RegExp; timeoutMs?: number },
 ): Promise<ServerProcess> {
   installHandlers()
-  const proc = Bun.spawn([BUN, ...args], {
+  // BENCH_CPU_PROFILE=DIR: each Mailroom server writes a CPU profile in Markdown to DIR when it stops (how the issue 18 regression was found).
+  const profile = process.env.BENCH_CPU_PROFILE && args[0] === 'src/main.ts' ? ['--cpu-prof-md', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : []
+  const proc = Bun.spawn([BUN, ...profile, ...args], {
     cwd: ROOT,
     env: opts.env ?? process.env,
     stdin: 'ignore',

@@ -146,6 +146,18 @@ describe('traffic shaping', () => {
     await t.close()
   })
 
+  test('at the connections limit a delivery waits for one in progress to end, instead of being postponed', async () => {
+    const t = await setup({ shaping_limits: { other: { connections: 2 } } })
+    const ids: string[] = []
+    for (let i = 0; i < 10; i++) ids.push(await t.send(`c${i}@example.net`))
+    await t.engine.drain()
+    // The clock stands still: a postponed row would still be deferred here.
+    expect(ids.map((id) => t.row(id))).toEqual(ids.map(() => expect.objectContaining({ state: 'sent', attempts: 1 })))
+    expect(sink.messages).toHaveLength(10)
+    expect(new Set(sink.messages.map((m) => m.connectionId)).size).toBeLessThanOrEqual(2)
+    await t.close()
+  })
+
   test('a Spamhaus block suspends the group on that IP, raises an alert, pauses its running broadcasts; mail spills to the other IP', async () => {
     const t = await setup()
     const ip2 = await t.ip('127.0.0.2')

@@ -1,4 +1,4 @@
-import { convert as htmlToText } from 'html-to-text'
+import { htmlToText } from '../../lib/html-text'
 import libmime from 'libmime'
 import addressparser from 'nodemailer/lib/addressparser'
 import { checkEmail, domainOf } from '../../lib/email'
@@ -127,9 +127,9 @@ class Problems {
   }
 }
 
-/** The text alternative of an HTML body (html-to-text: links kept as "text [url]", images dropped). */
+/** The text alternative of an HTML body (lib/html-text.ts: links kept as "text [url]", images dropped). */
 export function generatedText(html: string): string {
-  return htmlToText(html, { wordwrap: 78, selectors: [{ selector: 'img', format: 'skip' }] })
+  return htmlToText(html)
 }
 
 /** An attachment's type from its file name's extension (libmime's table): report.pdf -> application/pdf; unknown: application/octet-stream. */

@@ -55,7 +55,8 @@ export function rfc5322Date(date: Date): string {
 function textPart(contentType: string, body: string): string {
   const normalised = body.replace(/\r\n|\r|\n/g, CRLF)
   // eslint-disable-next-line no-control-regex
-  const plain = !/[^\x09\x0d\x0a\x20-\x7e]/.test(normalised) && normalised.split(CRLF).every((l) => l.length <= 998)
+  // RFC 5322 2.1.1: at most 998 characters a line, else the part needs an encoding.
+  const plain = !/[^\x09\x0d\x0a\x20-\x7e]/.test(normalised) && !/[^\r\n]{999}/.test(normalised)
   const encoding = plain ? '7bit' : 'quoted-printable'
   const encoded = plain ? normalised : qp.wrap(qp.encode(normalised), 76).replace(/\r?\n/g, CRLF)
   return `Content-Type: ${contentType}; charset=utf-8${CRLF}Content-Transfer-Encoding: ${encoding}${CRLF}${CRLF}${encoded}${CRLF}`

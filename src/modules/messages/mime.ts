@@ -51,12 +51,22 @@ export function rfc5322Date(date: Date): string {
   return date.toUTCString().replace(/GMT$/, '+0000')
 }
 
+/** Whether every CRLF-separated line is at most 998 characters (RFC 5322 2.1.1), without splitting the text. */
+function linesFit(text: string): boolean {
+  let start = 0
+  for (;;) {
+    const end = text.indexOf(CRLF, start)
+    if ((end === -1 ? text.length : end) - start > 998) return false
+    if (end === -1) return true
+    start = end + 2
+  }
+}
+
 /** 7bit when the text is ASCII with short lines (nothing to encode), else quoted-printable. */
 function textPart(contentType: string, body: string): string {
   const normalised = body.replace(/\r\n|\r|\n/g, CRLF)
   // eslint-disable-next-line no-control-regex
-  // RFC 5322 2.1.1: at most 998 characters a line, else the part needs an encoding.
-  const plain = !/[^\x09\x0d\x0a\x20-\x7e]/.test(normalised) && !/[^\r\n]{999}/.test(normalised)
+  const plain = !/[^\x09\x0d\x0a\x20-\x7e]/.test(normalised) && linesFit(normalised)
   const encoding = plain ? '7bit' : 'quoted-printable'
   const encoded = plain ? normalised : qp.wrap(qp.encode(normalised), 76).replace(/\r?\n/g, CRLF)
   return `Content-Type: ${contentType}; charset=utf-8${CRLF}Content-Transfer-Encoding: ${encoding}${CRLF}${CRLF}${encoded}${CRLF}`

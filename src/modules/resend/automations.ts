@@ -538,11 +538,11 @@ export function automationRoutes(deps: Deps) {
       },
     )
     .get(
-      '/automations/:id/runs/:runId',
+      '/automations/:id/runs/:run_id',
       ({ params }) => {
         const id = automationOf(deps, params.id).id
         try {
-          return runOf(deps, id, getRun(deps, 'trigger', id, decodeId('automation_run', params.runId, 'run')))
+          return runOf(deps, id, getRun(deps, 'trigger', id, decodeId('automation_run', params.run_id, 'run')))
         } catch (e) {
           if (e instanceof AppError && e.code === 'not_found') throw new AppError('not_found', 'Run not found.')
           throw e

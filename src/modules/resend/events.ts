@@ -22,6 +22,10 @@ import { refuse } from './shapes'
 const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()])
 const EventSchema = t.Object({ id: t.String(), name: t.String(), schema: t.Null(), created_at: t.String(), updated_at: Nullable(t.String()) })
 
+const Sent = t.Object({ object: t.Literal('event'), event: t.String() })
+// What Resend answers to the definition calls; never sent here (they are refused), declared for the contract.
+const Ack = t.Object({ object: t.Literal('event'), id: t.String() })
+
 const viewOf = (e: EventName) => ({
   id: encodeId('event', e.id),
   name: e.name,
@@ -82,7 +86,8 @@ export function eventRoutes(deps: Deps, authOf: AuthOf) {
           contact_id: t.Optional(t.String()),
           payload: t.Optional(t.Record(t.String({ maxLength: 200 }), t.Unknown())),
         }),
-        response: { 202: t.Object({ object: t.Literal('event'), event: t.String() }) },
+        // Resend answers 202 (accepted); 200 is declared too, as every route of this surface does.
+        response: { 200: Sent, 202: Sent },
         detail: requires('triggers.track', 'Send an event for a contact (Resend-compatible)', {
           tags,
           description:
@@ -92,6 +97,7 @@ export function eventRoutes(deps: Deps, authOf: AuthOf) {
     )
     .post('/events', () => refuse('name', NO_DEFINITIONS), {
       body: t.Object({ name: t.String(), schema: t.Optional(t.Unknown()) }),
+      response: { 200: Ack },
       detail: requires('triggers.create', 'Create an event definition (Resend-compatible): not applicable, 422', { tags }),
     })
     .get(
@@ -115,9 +121,11 @@ export function eventRoutes(deps: Deps, authOf: AuthOf) {
     })
     .patch('/events/:identifier', () => refuse('schema', NO_DEFINITIONS), {
       body: t.Object({ schema: t.Optional(t.Unknown()) }),
+      response: { 200: Ack },
       detail: requires('triggers.update', 'Update an event definition (Resend-compatible): not applicable, 422', { tags }),
     })
     .delete('/events/:identifier', () => refuse('identifier', NO_DEFINITIONS), {
+      response: { 200: t.Composite([Ack, t.Object({ deleted: t.Boolean() })]) },
       detail: requires('triggers.delete', 'Remove an event definition (Resend-compatible): not applicable, 422', { tags }),
     })
 }

@@ -13,7 +13,7 @@ import { fieldDefinitions } from '../custom-fields/service'
 import { createContactWriter } from '../contacts/writer'
 import { checkGraph, isTimeZone, type GraphCatalog } from './graph'
 import type { AutomationInput, AutomationSummary, AutomationView, RunView, StatsView, TrackedView, TrackInput, VersionView } from './model'
-import { enrollContact, enrollListChunk, loadAutomations, TRACKED_EVENT_KIND } from './runs'
+import { endRun, enrollContact, enrollListChunk, loadAutomations, TRACKED_EVENT_KIND } from './runs'
 
 type Row = typeof automations.$inferSelect
 type Counts = AutomationView['runs']
@@ -47,6 +47,9 @@ const statements = preparedFor((db: Db) => {
     ),
     liveOnVersion: c.prepare<{ version_id: number; n: number }, [number]>(
       "SELECT version_id, COUNT(*) AS n FROM automation_enrollments WHERE automation_id = ? AND state IN ('active', 'waiting') GROUP BY version_id",
+    ),
+    liveRuns: c.prepare<{ id: number; step_id: string | null }, [number]>(
+      "SELECT id, step_id FROM automation_enrollments WHERE automation_id = ? AND state IN ('active', 'waiting')",
     ),
     moveRuns: c.prepare<never, [number, number, number]>(
       "UPDATE automation_enrollments SET version_id = ?1, updated_at = ?2 WHERE automation_id = ?3 AND state IN ('active', 'waiting')",
@@ -383,6 +386,40 @@ export function resumeAutomation(deps: Deps, kind: AutomationKind, id: number): 
   return getAutomation(deps, kind, id)
 }
 
+/** A copy of an automation as a draft "<name> (copy)", on its current graph (version 1 of the copy); runs are not copied. */
+export function duplicateAutomation(deps: Deps, kind: AutomationKind, id: number): AutomationView {
+  const v = getAutomation(deps, kind, id)
+  return createAutomation(deps, kind, {
+    name: `${v.name} (copy)`.slice(0, 200),
+    status: 'draft',
+    reentry: v.reentry,
+    exit_conditions: v.exit_conditions,
+    goals: v.goals,
+    timezone: v.timezone,
+    graph: v.graph,
+    ...(kind === 'drip' ? { list_ids: v.list_ids } : { event_name: v.event_name!, event_filter: v.event_filter }),
+  })
+}
+
+/**
+ * Stops an automation: back to draft (nothing enrolls) and every run under way ends exited
+ * with reason `stopped`, its wake-up dropped. A run whose send the runner holds at this
+ * moment sends nothing: the runner's guard reads the run again inside the send's
+ * transaction, finds it ended and rolls back. Idempotent.
+ */
+export function stopAutomation(deps: Deps, kind: AutomationKind, id: number): AutomationView {
+  findAutomation(deps, kind, id)
+  const now = deps.clock.now()
+  deps.db.transaction(() => {
+    deps.db.update(automations).set({ status: 'draft', updated_at: now }).where(eqId(id)).run()
+    for (const run of statements(deps.db).liveRuns.all(id)) endRun(deps, run, 'exited', STOPPED_REASON, now)
+  })
+  return getAutomation(deps, kind, id)
+}
+
+/** The reason a run ended by stopAutomation carries. */
+export const STOPPED_REASON = 'stopped'
+
 // ---------------------------------------------------------------------------------------
 // Enrollment
 // ---------------------------------------------------------------------------------------
@@ -540,6 +577,14 @@ function pageOfRuns(deps: Deps, where: string, params: Array<string | number>, q
 export function listRuns(deps: Deps, kind: AutomationKind, id: number, query: { page?: number; per_page?: number; state?: EnrollmentState }) {
   findAutomation(deps, kind, id)
   return query.state ? pageOfRuns(deps, 'e.automation_id = ? AND e.state = ?', [id, query.state], query) : pageOfRuns(deps, 'e.automation_id = ?', [id], query)
+}
+
+/** One run of an automation with its executed steps; 404 when the run is not this automation's. */
+export function getRun(deps: Deps, kind: AutomationKind, id: number, runId: number): RunView {
+  findAutomation(deps, kind, id)
+  const run = pageOfRuns(deps, 'e.id = ? AND e.automation_id = ?', [runId, id], { per_page: 1 }).items[0]
+  if (!run) throw notFound('run', runId)
+  return run
 }
 
 /** A contact's run history across every automation, newest first (404 for an unknown contact). */

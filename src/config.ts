@@ -452,7 +452,7 @@ export const SETTINGS = [
     flag: 'guardrail-bounce-rate',
     fallback: '0.05',
     parse: parseFraction,
-    describe: 'Bounce share (0-1) of a pool or sending domain in the window that pauses its running broadcasts.',
+    describe: 'Bounce share (0-1) of a pool or sending domain in the window that pauses its running broadcasts and automations.',
   }),
   setting({
     key: 'guardrail_complaint_rate',
@@ -460,7 +460,7 @@ export const SETTINGS = [
     flag: 'guardrail-complaint-rate',
     fallback: '0.003',
     parse: parseFraction,
-    describe: 'Complaint share (0-1) that pauses running broadcasts; Gmail and Yahoo require staying under 0.3 %.',
+    describe: 'Complaint share (0-1, complaints / delivered) that pauses running broadcasts and automations; Gmail and Yahoo require staying under 0.3 %.',
   }),
   setting({
     key: 'default_from',

@@ -32,6 +32,10 @@ const statements = preparedFor((db: Db) => {
       segment: c.prepare<{ one: number }, [number]>('SELECT 1 AS one FROM segments WHERE id = ?'),
       webhook: c.prepare<{ one: number }, [number]>('SELECT 1 AS one FROM webhooks WHERE id = ?'),
     },
+    templateFrom: c.prepare<{ from_address: string | null }, [number, number | null]>(
+      `SELECT v.from_address FROM templates t JOIN template_versions v ON v.template_id = t.id
+       WHERE t.id = ?1 AND (v.version = ?2 OR (?2 IS NULL AND v.id = t.active_version_id))`,
+    ),
     activeVersion: c.prepare<{ version: number }, [number]>(
       'SELECT v.version FROM templates t JOIN template_versions v ON v.id = t.active_version_id WHERE t.id = ?',
     ),
@@ -106,6 +110,7 @@ function toView(deps: Deps, r: Row, counts: Counts): AutomationView {
     kind: r.kind,
     name: r.name,
     status: r.status,
+    status_reason: r.status_reason ?? null,
     list_ids: r.list_ids,
     event_name: r.event_name,
     event_filter: r.event_filter ?? null,
@@ -299,7 +304,10 @@ export function updateAutomation(deps: Deps, kind: AutomationKind, id: number, i
   deps.db.transaction(() => {
     const set: Partial<typeof automations.$inferInsert> = { updated_at: now }
     if (input.name !== undefined) set.name = input.name.trim()
-    if (input.status !== undefined) set.status = input.status
+    if (input.status !== undefined) {
+      set.status = input.status
+      set.status_reason = null
+    }
     if (input.reentry !== undefined) set.reentry = input.reentry
     if (input.exit_conditions !== undefined) set.exit_conditions = input.exit_conditions
     if (input.goals !== undefined) set.goals = input.goals
@@ -370,19 +378,45 @@ export function deleteAutomations(deps: Deps, kind: AutomationKind, ids: number[
   return { deleted: out.deleted, not_found: unique.filter((id) => !mine.has(id)).sort((a, b) => a - b) }
 }
 
-/** active|draft -> paused: wake-ups are held (events are still recorded and runs still enter). 409 from paused. */
-export function pauseAutomation(deps: Deps, kind: AutomationKind, id: number): AutomationView {
+/** active|draft -> paused: wake-ups are held (events are still recorded and runs still enter); `reason` says why (the guardrails). 409 from paused. */
+export function pauseAutomation(deps: Deps, kind: AutomationKind, id: number, reason: string | null = null): AutomationView {
   const row = findAutomation(deps, kind, id)
   if (row.status === 'paused') throw new AppError('conflict', `The ${NOUN[kind]} ${id} is already paused.`)
-  deps.db.update(automations).set({ status: 'paused', updated_at: deps.clock.now() }).where(eqId(id)).run()
+  deps.db.update(automations).set({ status: 'paused', status_reason: reason, updated_at: deps.clock.now() }).where(eqId(id)).run()
   return getAutomation(deps, kind, id)
+}
+
+/**
+ * The From addresses an automation's send steps use, as the runner resolves them (the step's
+ * from, else its template version's, else default_from), over the version new runs start on
+ * and every version a run is still on. The guardrails pause by the domain and pool of these.
+ */
+export function automationSenders(deps: Deps, row: Pick<Row, 'id' | 'current_version_id'>): string[] {
+  const st = statements(deps.db)
+  const versionIds = new Set(st.liveOnVersion.all(row.id).map((v) => v.version_id))
+  if (row.current_version_id) versionIds.add(row.current_version_id)
+  const out = new Set<string>()
+  for (const vid of versionIds) {
+    const v = st.version.get(vid)
+    if (!v) continue
+    for (const step of (JSON.parse(v.graph) as StepGraph).steps) {
+      if (step.kind !== 'send') continue
+      const s = step.settings
+      let from = typeof s.from === 'string' && s.from ? s.from : null
+      if (!from && typeof s.template_id === 'number')
+        from = st.templateFrom.get(s.template_id, typeof s.template_version === 'number' ? s.template_version : null)?.from_address ?? null
+      from ??= deps.config.default_from || null
+      if (from) out.add(from)
+    }
+  }
+  return [...out]
 }
 
 /** paused|draft -> active: held wake-ups that came due run at once. 409 when already active. */
 export function resumeAutomation(deps: Deps, kind: AutomationKind, id: number): AutomationView {
   const row = findAutomation(deps, kind, id)
   if (row.status === 'active') throw new AppError('conflict', `The ${NOUN[kind]} ${id} is already active.`)
-  deps.db.update(automations).set({ status: 'active', updated_at: deps.clock.now() }).where(eqId(id)).run()
+  deps.db.update(automations).set({ status: 'active', status_reason: null, updated_at: deps.clock.now() }).where(eqId(id)).run()
   return getAutomation(deps, kind, id)
 }
 

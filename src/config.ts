@@ -1,3 +1,4 @@
+import { DEFAULT_CACHE_MIB } from './db/client'
 import { hostname as osHostname } from 'node:os'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -30,6 +31,7 @@ export interface Config {
   allow_unverified_domains: boolean
   max_message_age_seconds: number
   delivery_concurrency: number
+  sqlite_cache_mib: number
   destination_concurrency: number
   delivery_timeouts: DeliveryTimeouts
   delivery_mta_sts: boolean
@@ -354,6 +356,14 @@ export const SETTINGS = [
     fallback: String(5 * 24 * 3600),
     parse: parsePositiveInt,
     describe: 'How long a deferred recipient is retried before it fails (expired); RFC 5321 section 4.5.4.1 suggests 4-5 days.',
+  }),
+  setting({
+    key: 'sqlite_cache_mib',
+    env: 'MAILROOM_SQLITE_CACHE_MIB',
+    flag: 'sqlite-cache-mib',
+    fallback: String(DEFAULT_CACHE_MIB),
+    parse: parsePositiveInt,
+    describe: "SQLite's page cache in MiB: more makes big segment counts and reports faster and the server larger.",
   }),
   setting({
     key: 'delivery_concurrency',

@@ -9,7 +9,7 @@ import type { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import type { Page } from 'playwright-core'
-import { accessibilityFindings, axeViolations, shot } from './support/console'
+import { accessibilityFindings, axeViolations, shot, choose } from './support/console'
 import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
 const HOUR = 3_600_000
@@ -67,12 +67,6 @@ beforeAll(async () => {
 }, STEP_MS)
 
 afterAll(() => mc?.stop())
-
-/** Picks an option of a Radix select found by its accessible name. */
-async function choose(page: Page, select: string | RegExp, option: string, nth = 0): Promise<void> {
-  await page.getByRole('combobox', { name: select }).nth(nth).click()
-  await page.getByRole('option', { name: option, exact: true }).click()
-}
 
 test(
   'lists: contacts counted by status; create and rename a list',

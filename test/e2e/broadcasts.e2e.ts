@@ -11,7 +11,7 @@
 import type { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Page } from 'playwright-core'
-import { accessibilityFindings, shot } from './support/console'
+import { accessibilityFindings, shot, choose } from './support/console'
 import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
 const HOUR = 3_600_000
@@ -51,12 +51,6 @@ beforeAll(async () => {
 }, STEP_MS)
 
 afterAll(() => mc?.stop())
-
-/** Picks an option of a Radix select found by its accessible name. */
-async function choose(page: Page, select: string | RegExp, option: string): Promise<void> {
-  await page.getByRole('combobox', { name: select }).click()
-  await page.getByRole('option', { name: option, exact: true }).click()
-}
 
 /** Waits for the status badge of the page to read `status`. */
 async function statusIs(page: Page, status: string): Promise<void> {

@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Page } from 'playwright-core'
-import { accessibilityFindings, axeViolations, shot, pollUntil } from './support/console'
+import { accessibilityFindings, axeViolations, shot, pollUntil, choose, withoutToasts } from './support/console'
 import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
 const DAY = 86_400_000
@@ -25,22 +25,6 @@ function localInput(page: Page, at: number): Promise<string> {
     const pad = (n: number) => String(n).padStart(2, '0')
     return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`
   }, at)
-}
-
-/** Picks an option of a Radix select found by its accessible name. */
-async function choose(page: Page, select: string | RegExp, option: string): Promise<void> {
-  await page.getByRole('combobox', { name: select }).click()
-  await page.getByRole('option', { name: option, exact: true }).click()
-}
-
-/** Runs the captures with the toasts hidden (not removed: React owns them), so they show the page itself. */
-async function withoutToasts(page: Page, capture: () => Promise<unknown>): Promise<void> {
-  await page.addStyleTag({ content: '[data-sonner-toaster] { visibility: hidden !important; }' })
-  try {
-    await capture()
-  } finally {
-    await page.evaluate(() => document.querySelectorAll('style').forEach((el) => el.textContent?.includes('[data-sonner-toaster]') && el.remove()))
-  }
 }
 
 let mc: MailConsole

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Page } from 'playwright-core'
-import { shot } from './support/console'
+import { shot, withoutToasts } from './support/console'
 import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
 const HOSTNAME = 'mail.example.com'
@@ -22,16 +22,6 @@ beforeAll(async () => {
 }, STEP_MS)
 
 afterAll(() => mc?.stop())
-
-/** Runs the captures with the toasts of earlier steps hidden (not removed: React owns them), so they show the page itself. */
-async function withoutToasts(page: Page, capture: () => Promise<unknown>): Promise<void> {
-  await page.addStyleTag({ content: '[data-sonner-toaster] { visibility: hidden !important; }' })
-  try {
-    await capture()
-  } finally {
-    await page.evaluate(() => document.querySelectorAll('style').forEach((el) => el.textContent?.includes('[data-sonner-toaster]') && el.remove()))
-  }
-}
 
 /** Dark and light at 1440 of the page as it stands. */
 async function shots(page: Page, name: string): Promise<void> {

@@ -73,10 +73,26 @@ export function FilterSelect({
   )
 }
 
-/** A URL-query filter select: `name` is the query parameter it sets (and clears the page number). */
-export function QueryFilter({ name, ...props }: { name: string } & Omit<Parameters<typeof FilterSelect>[0], 'value' | 'onChange'>) {
+type FilterSelectProps = Parameters<typeof FilterSelect>[0]
+
+/**
+ * A URL-query filter select: `name` is the query parameter it sets (and clears the page
+ * number). `values` stands for options labelled as the value with a capital ("sending" -> "Sending").
+ */
+export function QueryFilter({
+  name,
+  values,
+  options,
+  ...props
+}: { name: string; values?: readonly string[]; options?: FilterSelectProps['options'] } & Omit<FilterSelectProps, 'value' | 'onChange' | 'options'>) {
   const [params, setParams] = useUrlQuery()
-  return <FilterSelect {...props} value={params.get(name)} onChange={(v) => setParams({ [name]: v, page: null })} />
+  const shown = options ?? (values ?? []).map((v) => ({ value: v, label: v[0]!.toUpperCase() + v.slice(1) }))
+  return <FilterSelect {...props} options={shown} value={params.get(name)} onChange={(v) => setParams({ [name]: v, page: null })} />
+}
+
+/** The "Status" filter of a list of things with a lifecycle (broadcasts, drips, triggers). */
+export function StatusFilter({ id, statuses }: { id: string; statuses: readonly string[] }) {
+  return <QueryFilter id={id} name="status" label="Status" allLabel="Any status" values={statuses} className="w-full sm:w-44" />
 }
 
 /** Whether any of the URL-query filters named is set (the empty state says "nothing matches" then). */
@@ -160,8 +176,11 @@ export interface BulkDelete<T> {
   queryKey: string
   /** Singular and plural nouns: "broadcast", "broadcasts". */
   noun: [string, string]
-  /** How one row is named in "Delete <it>?" (undefined for a row known only by id: the count is said instead). */
-  title: (row: T) => string | undefined
+  /**
+   * How one row is named in "Delete <it>?"; undefined for a row known only by id (the count is
+   * said instead). By default its `name` in quotes.
+   */
+  title?: (row: T) => string | undefined
   description: ReactNode
   /** "Delete" (default) or "Remove", with its past participle. */
   verb?: [string, string]
@@ -191,7 +210,8 @@ export function ListToolbar<T extends { id: number }>({
   const [verb, done] = bulkDelete?.verb ?? ['Delete', 'deleted']
   const deleting = selection?.deleting ?? null
   const count = deleting?.length ?? 0
-  const first = count === 1 && bulkDelete ? bulkDelete.title(deleting![0]!) : undefined
+  const title = bulkDelete?.title ?? ((row: T) => ((row as { name?: string }).name ? `“${(row as { name?: string }).name}”` : undefined))
+  const first = count === 1 ? title(deleting![0]!) : undefined
   const [one, many] = bulkDelete?.noun ?? ['', '']
   return (
     <>

@@ -7,7 +7,7 @@
 import { PauseIcon, PencilIcon, PlayIcon, PlusIcon, SearchIcon, Trash2Icon, WorkflowIcon } from 'lucide-react'
 import { Link, Route, Switch, useLocation } from 'wouter'
 import { DataTable, type Column } from '../components/data-table'
-import { ListToolbar, QueryFilter, useRowSelection } from '../components/list-toolbar'
+import { ListToolbar, StatusFilter, useRowSelection } from '../components/list-toolbar'
 import { PageHeader } from '../components/page-header'
 import { actionsColumn, RowActions } from '../components/row-actions'
 import { Button } from '../components/ui/button'
@@ -99,18 +99,10 @@ function AutomationList({ kind }: { kind: AutomationKind }) {
           path: k.path,
           queryKey: k.queryKey,
           noun: [k.noun, k.plural],
-          title: (a) => a.name && `“${a.name}”`,
           description: 'Their versions, runs and statistics are deleted with them. Messages already sent stay in Messages. This cannot be undone.',
         }}
       >
-        <QueryFilter
-          id={`${kind}-status`}
-          name="status"
-          label="Status"
-          allLabel="Any status"
-          options={AUTOMATION_STATUSES.map((s) => ({ value: s, label: s[0]!.toUpperCase() + s.slice(1) }))}
-          className="w-full sm:w-44"
-        />
+        <StatusFilter id={`${kind}-status`} statuses={AUTOMATION_STATUSES} />
       </ListToolbar>
       <DataTable
         path={k.path}

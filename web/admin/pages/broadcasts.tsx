@@ -10,7 +10,7 @@ import { useState } from 'react'
 import { Link, Route, Switch, useLocation } from 'wouter'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
-import { ListToolbar, QueryFilter, useRowSelection } from '../components/list-toolbar'
+import { ListToolbar, StatusFilter, useRowSelection } from '../components/list-toolbar'
 import { PageHeader } from '../components/page-header'
 import { actionsColumn, RowActions } from '../components/row-actions'
 import { Button } from '../components/ui/button'
@@ -131,18 +131,10 @@ function BroadcastList() {
           path: '/api/v2/broadcasts',
           queryKey: 'broadcasts',
           noun: ['broadcast', 'broadcasts'],
-          title: (b) => b.name && `“${b.name}”`,
           description: 'Their versions, recipient records and statistics are deleted with them. Messages already sent stay in Messages. This cannot be undone.',
         }}
       >
-        <QueryFilter
-          id="broadcast-status"
-          name="status"
-          label="Status"
-          allLabel="Any status"
-          options={BROADCAST_STATUSES.map((s) => ({ value: s, label: s[0]!.toUpperCase() + s.slice(1) }))}
-          className="w-full sm:w-44"
-        />
+        <StatusFilter id="broadcast-status" statuses={BROADCAST_STATUSES} />
       </ListToolbar>
       <DataTable
         path="/api/v2/broadcasts"

@@ -286,14 +286,7 @@ function RecipientsTable({ b, versions }: { b: Broadcast; versions: Version[] })
   return (
     <div className="grid gap-4">
       <ListToolbar>
-        <QueryFilter
-          id="recipient-state"
-          name="state"
-          label="State"
-          allLabel="Any state"
-          options={RECIPIENT_STATES.map((s) => ({ value: s, label: s[0]!.toUpperCase() + s.slice(1) }))}
-          className="w-full sm:w-40"
-        />
+        <QueryFilter id="recipient-state" name="state" label="State" allLabel="Any state" values={RECIPIENT_STATES} className="w-full sm:w-40" />
         {versions.length ? (
           <QueryFilter
             id="recipient-version"

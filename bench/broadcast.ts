@@ -43,7 +43,7 @@ const HELP = `Usage: bun bench/broadcast.ts [options]   (or: npm run bench -- br
   --seed N           seed of the generated audience (default 1)
   --concurrency N    HTTP requests in flight for /v1/send (default 64)
   --timeout S        give up when the broadcast has not finished after S seconds (default 3600)
-  --profile DIR      run the server under \`bun --cpu-prof\`, writing the profile to DIR
+  --profile DIR      run the server under \`bun --cpu-prof-md\`, writing the profile (Markdown) to DIR
   --keep             keep the CSV and the server's data directory (paths printed)
   --dry-run          print the results without rewriting docs/benchmarks.md
 `
@@ -342,7 +342,7 @@ export async function run(argv: string[], command = 'bun bench/broadcast.ts'): P
     await first.stop()
 
     // The same data directory, a fresh process: its VmHWM is the sends' peak, not the import's.
-    const profileArgs = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : []
+    const profileArgs = values.profile ? ['--cpu-prof-md', `--cpu-prof-dir=${values.profile}`] : []
     server = await startServer(
       'mailroom',
       [...profileArgs, 'src/main.ts', 'serve', '--data-dir', dataDir, '--http-listen', '127.0.0.1:0', '--access-log', 'false'],

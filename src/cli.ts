@@ -168,7 +168,7 @@ function openStore(config: Config, clock: Clock, log: ReturnType<typeof createLo
       `no database in ${dir} (the data directory this command looked at); point --data-dir or MAILROOM_DATA_DIR at the server's data directory, or run mailroom migrate to make a new one there`,
     )
   prepareDataDir(dir, log)
-  const db = openDatabaseFile(file)
+  const db = openDatabaseFile(file, { cacheMiB: config.sqlite_cache_mib })
   try {
     const result = migrate(db, { backupDir: join(dir, 'backups'), now: clock.now() })
     if (result.applied.length) log.info('migrations applied', { applied: result.applied, backup: result.backup })

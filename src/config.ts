@@ -1,3 +1,4 @@
+import { DEFAULT_CACHE_MIB } from './db/client'
 import { hostname as osHostname } from 'node:os'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -30,6 +31,7 @@ export interface Config {
   allow_unverified_domains: boolean
   max_message_age_seconds: number
   delivery_concurrency: number
+  sqlite_cache_mib: number
   destination_concurrency: number
   delivery_timeouts: DeliveryTimeouts
   delivery_mta_sts: boolean
@@ -356,6 +358,14 @@ export const SETTINGS = [
     describe: 'How long a deferred recipient is retried before it fails (expired); RFC 5321 section 4.5.4.1 suggests 4-5 days.',
   }),
   setting({
+    key: 'sqlite_cache_mib',
+    env: 'MAILROOM_SQLITE_CACHE_MIB',
+    flag: 'sqlite-cache-mib',
+    fallback: String(DEFAULT_CACHE_MIB),
+    parse: parsePositiveInt,
+    describe: "SQLite's page cache in MiB: more makes big segment counts and reports faster and the server larger.",
+  }),
+  setting({
     key: 'delivery_concurrency',
     env: 'MAILROOM_DELIVERY_CONCURRENCY',
     flag: 'delivery-concurrency',
@@ -442,7 +452,7 @@ export const SETTINGS = [
     flag: 'guardrail-bounce-rate',
     fallback: '0.05',
     parse: parseFraction,
-    describe: 'Bounce share (0-1) of a pool or sending domain in the window that pauses its running broadcasts.',
+    describe: 'Bounce share (0-1) of a pool or sending domain in the window that pauses its running broadcasts and automations.',
   }),
   setting({
     key: 'guardrail_complaint_rate',
@@ -450,7 +460,7 @@ export const SETTINGS = [
     flag: 'guardrail-complaint-rate',
     fallback: '0.003',
     parse: parseFraction,
-    describe: 'Complaint share (0-1) that pauses running broadcasts; Gmail and Yahoo require staying under 0.3 %.',
+    describe: 'Complaint share (0-1, complaints / delivered) that pauses running broadcasts and automations; Gmail and Yahoo require staying under 0.3 %.',
   }),
   setting({
     key: 'default_from',

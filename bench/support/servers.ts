@@ -45,9 +45,12 @@ export async function startServer(
   opts: { env?: Record<string, string | undefined>; stderrFile?: string; pattern: RegExp; timeoutMs?: number },
 ): Promise<ServerProcess> {
   installHandlers()
-  // BENCH_CPU_PROFILE=DIR: each Mailroom server writes a CPU profile in Markdown to DIR when it stops (how the issue 18 regression was found).
-  const profile = process.env.BENCH_CPU_PROFILE && args[0] === 'src/main.ts' ? ['--cpu-prof-md', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : []
-  const proc = Bun.spawn([BUN, ...profile, ...args], {
+  // BENCH_CPU_PROFILE=DIR: each Mailroom server writes a CPU profile in Markdown to DIR when it stops (how the issue 18 regression was found);
+  // BENCH_BUN_FLAGS: extra runtime flags for Mailroom servers (e.g. --smol), to compare in one sitting.
+  const mailroom = args[0] === 'src/main.ts'
+  const profile = process.env.BENCH_CPU_PROFILE && mailroom ? ['--cpu-prof-md', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : []
+  const flags = process.env.BENCH_BUN_FLAGS && mailroom ? process.env.BENCH_BUN_FLAGS.split(' ').filter(Boolean) : []
+  const proc = Bun.spawn([BUN, ...flags, ...profile, ...args], {
     cwd: ROOT,
     env: opts.env ?? process.env,
     stdin: 'ignore',

@@ -61,6 +61,16 @@ export function requestScript(method: string, body: string): string {
   return file
 }
 
+/**
+ * A wrk script whose `request()` hook (Lua source, `lua`) builds each request, reporting like
+ * wrk-report.lua; for bodies that must differ per request. Returns its path.
+ */
+export function dynamicRequestScript(lua: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'mailroom-wrk-')), 'request.lua')
+  writeFileSync(file, `${lua}\n${readFileSync(REPORT_SCRIPT, 'utf8')}`)
+  return file
+}
+
 /** Runs wrk once against `url` and returns its report (parsed from the line wrk-report.lua prints); `script` replaces that script (requestScript). */
 export async function runWrk(
   wrk: string,

@@ -5,24 +5,27 @@ import * as schema from './schema'
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database }
 
+/** The page cache of a connection unless the `sqlite_cache_mib` setting says otherwise. */
+export const DEFAULT_CACHE_MIB = 16
+
 /**
  * Opens the database with the settings durability depends on, and checks that SQLite
  * really applied them (a PRAGMA on a read-only or in-memory file can be silently ignored).
  * WAL lets readers run beside the writer; synchronous=FULL fsyncs the WAL on every commit,
  * so a committed transaction survives power loss (https://sqlite.org/pragma.html#pragma_synchronous).
  */
-export function openDatabase(path: string): Db {
+export function openDatabase(path: string, opts: { cacheMiB?: number } = {}): Db {
   const client = new Database(path, { create: true, strict: true })
   client.run('PRAGMA busy_timeout = 5000')
   client.run('PRAGMA journal_mode = WAL')
   client.run('PRAGMA synchronous = FULL')
   client.run('PRAGMA foreign_keys = ON')
-  // Bulk writes touch several indexes at random places; with SQLite's default 8 MB page
-  // cache that spills into a read system call per page, which is costly on these VMs.
-  // 64 MB of cache keeps a million-contact import in memory. No memory-mapped I/O: mapped
-  // pages count as the process's memory (a million-contact database pushed the server past
-  // 400 MB) for 5-20 % faster reads (measured, bench/audience.ts).
-  client.run('PRAGMA cache_size = -65536')
+  // The page cache is the largest part of the server's memory it controls: 64 MB of it put a
+  // server with 20,000 queued messages at 318 MiB against 234 MiB with 16 MB (decision 56),
+  // so 16 MB unless the operator says otherwise (`sqlite_cache_mib`); imports set their own
+  // (imports/runner.ts). No memory-mapped I/O: mapped pages count as the process's memory (a
+  // million-contact database pushed the server past 400 MB) for 5-20 % faster reads.
+  client.run(`PRAGMA cache_size = ${-Math.round((opts.cacheMiB ?? DEFAULT_CACHE_MIB) * 1024)}`)
   client.run('PRAGMA temp_store = MEMORY')
   // Checkpoints run on a worker thread (checkpointer.ts); this connection checkpoints only
   // if the WAL reaches 10,000 pages (~40 MB), a backstop should that worker fall behind.
@@ -60,8 +63,8 @@ export function backupDatabase(db: Db, target: string): void {
  * Opens the database file, creating it with mode 0600 when missing; SQLite gives the -wal and
  * -shm files the mode of the database file. Files an older version made 0644 are narrowed to 0600.
  */
-export function openDatabaseFile(path: string): Db {
+export function openDatabaseFile(path: string, opts: { cacheMiB?: number } = {}): Db {
   if (!existsSync(path)) closeSync(openSync(path, 'a', 0o600))
   for (const file of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(file) && (statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600)
-  return openDatabase(path)
+  return openDatabase(path, opts)
 }

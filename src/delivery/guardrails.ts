@@ -1,16 +1,22 @@
 /**
- * Guardrails: running broadcasts are paused (status `paused` with a `status_reason`) when the
- * pool or sending domain they use shows a bounce or complaint rate over the configured
- * thresholds in the window, or when one of the pool's IPs is listed (a blocklist reply seen
- * by the shaper, or the doctor's DNSBL check). Each pause raises `deliverability.alert`,
- * which webhooks can subscribe to. Automations pause the same way once they exist (issue 17).
+ * Guardrails: running broadcasts are paused (status `paused` with a `status_reason`), and
+ * active automations (drips and triggers) paused the way their `/pause` does (wake-ups held,
+ * with a `status_reason`), when the pool or sending domain they use shows a bounce or
+ * complaint rate over the configured thresholds in the window, or when one of the pool's IPs
+ * is listed (a blocklist reply seen by the shaper, or the doctor's DNSBL check). Each pause
+ * raises `deliverability.alert`, which webhooks can subscribe to.
  */
 import type { Deps } from '../deps'
+import type { AutomationKind } from '../db/schema/automations'
+import { automationSenders, pauseAutomation } from '../modules/automations/service'
 import { emit } from '../modules/events/service'
+import { findSendingDomain } from '../modules/sending-domains/service'
 
 export interface AlertResult {
   /** Broadcasts moved from `sending` to `paused`. */
   paused: number[]
+  /** Automations (drips and triggers) moved from `active` to `paused`. */
+  paused_automations: number[]
 }
 
 interface Scope {
@@ -40,8 +46,39 @@ function runningBroadcasts(deps: Deps, scope: Scope): number[] {
   ).map((r) => r.id)
 }
 
-/** Pauses the running broadcasts of a scope and raises one `deliverability.alert`; done in one transaction. */
-function pauseScope(deps: Deps, scope: Scope, reason: string, data: Record<string, unknown>): number[] {
+/** The domain of a From address ("Name <a@b.example>" or a bare address), as the broadcasts' SQL above takes it. */
+function fromDomain(from: string): string {
+  return from
+    .slice(from.lastIndexOf('@') + 1)
+    .replace(/[>\s]+$/, '')
+    .toLowerCase()
+}
+
+/**
+ * Active automations whose send steps send from the scope's domain, or through the scope's
+ * pool. Automation sends name no pool, so, as the accept service routes them, a From domain
+ * that is a verified sending domain uses its pool, and everything else the default pool.
+ */
+function runningAutomations(deps: Deps, scope: Scope): Array<{ id: number; kind: AutomationKind }> {
+  const c = deps.db.$client
+  const active = c.query(`SELECT id, kind, current_version_id FROM automations WHERE status = 'active' ORDER BY id`).all() as Array<{
+    id: number
+    kind: AutomationKind
+    current_version_id: number | null
+  }>
+  if (active.length === 0) return []
+  const defaultPool = (c.query('SELECT id FROM ip_pools WHERE is_default = 1').get() as { id: number } | null)?.id ?? null
+  const inScope = (from: string): boolean => {
+    const domain = fromDomain(from)
+    if (scope.kind === 'domain') return domain === scope.name.toLowerCase()
+    const row = findSendingDomain(deps, domain)
+    return ((row?.status === 'verified' ? row.pool_id : null) ?? defaultPool) === scope.id
+  }
+  return active.filter((a) => automationSenders(deps, a).some(inScope)).map(({ id, kind }) => ({ id, kind }))
+}
+
+/** Pauses the running broadcasts and active automations of a scope and raises one `deliverability.alert`; done in one transaction. */
+function pauseScope(deps: Deps, scope: Scope, reason: string, data: Record<string, unknown>): AlertResult {
   const now = deps.clock.now()
   return deps.db.transaction((tx) => {
     const ids = runningBroadcasts(deps, scope)
@@ -49,45 +86,59 @@ function pauseScope(deps: Deps, scope: Scope, reason: string, data: Record<strin
       `UPDATE broadcasts SET status = 'paused', status_reason = ?, updated_at = ? WHERE id = ? AND status IN ('preparing', 'sending')`,
     )
     for (const id of ids) update.run(reason, now, id)
+    // The service function /pause uses: wake-ups are held, runs keep their place; /resume goes on.
+    const automationIds = runningAutomations(deps, scope).map((a) => pauseAutomation(deps, a.kind, a.id, reason).id)
     emit(tx, now, {
       kind: 'deliverability.alert',
-      data: { ...data, scope: scope.kind, scope_id: scope.id, scope_name: scope.name, reason, paused_broadcast_ids: ids },
+      data: {
+        ...data,
+        scope: scope.kind,
+        scope_id: scope.id,
+        scope_name: scope.name,
+        reason,
+        paused_broadcast_ids: ids,
+        paused_automation_ids: automationIds,
+      },
     })
-    return ids
+    return { paused: ids, paused_automations: automationIds }
   })
 }
 
-/** Pauses the running broadcasts of every pool holding a listed address (called by the shaper on a blocklist reply, and for the doctor's DNSBL findings). */
+/** Pauses the running broadcasts and automations of every pool holding a listed address (called by the shaper on a blocklist reply, and for the doctor's DNSBL findings). */
 export function pauseForListedIp(deps: Deps, address: string, evidence: string): AlertResult {
   const pools = deps.db.$client
     .query('SELECT p.id, p.name FROM ip_pool_members m JOIN ips i ON i.id = m.ip_id JOIN ip_pools p ON p.id = m.pool_id WHERE i.address = ? ORDER BY p.id')
     .all(address) as Array<{ id: number; name: string }>
-  const paused: number[] = []
+  const out: AlertResult = { paused: [], paused_automations: [] }
   for (const p of pools) {
-    paused.push(
-      ...pauseScope(deps, { kind: 'pool', id: p.id, name: p.name }, `IP ${address} is listed: ${evidence}`.slice(0, 500), {
-        type: 'ip_listed',
-        ip: address,
-        evidence,
-      }),
-    )
+    const r = pauseScope(deps, { kind: 'pool', id: p.id, name: p.name }, `IP ${address} is listed: ${evidence}`.slice(0, 500), {
+      type: 'ip_listed',
+      ip: address,
+      evidence,
+    })
+    out.paused.push(...r.paused)
+    out.paused_automations.push(...r.paused_automations)
   }
-  return { paused }
+  return out
 }
 
 interface Rates {
   id: number
   name: string
   outcomes: number
+  delivered: number
   bounced: number
   complained: number
 }
 
 /**
- * Measures each pool's and sending domain's bounce and complaint rates over the window (from
- * the event log: message.sent/bounced/complained joined to the message's pool and domain) and
- * pauses the running broadcasts of those over a threshold. A scope is judged only with at
- * least `guardrail_min_sent` outcomes, so one early bounce does not stop a campaign.
+ * Measures each pool's and sending domain's bounce rate (bounced / sent + bounced) and
+ * complaint rate (complaints / delivered, as Gmail's and Yahoo's sender rules count it) over
+ * the window, from the event log (message.sent/bounced/complained joined to the message's pool
+ * and domain), and pauses the running broadcasts and active automations of those over a
+ * threshold. A scope is judged only with at least `guardrail_min_sent` outcomes, so one early
+ * bounce does not stop a campaign. Once per crossing: a scope with nothing left running
+ * raises no alert, so a sweep every minute while the rate stays high stays quiet.
  */
 export function checkGuardrails(deps: Deps): AlertResult {
   const cfg = deps.config
@@ -98,6 +149,7 @@ export function checkGuardrails(deps: Deps): AlertResult {
       .query(
         `SELECT s.id AS id, s.name AS name,
            sum(e.kind IN ('message.sent', 'message.bounced')) AS outcomes,
+           sum(e.kind = 'message.sent') AS delivered,
            sum(e.kind = 'message.bounced') AS bounced,
            sum(e.kind = 'message.complained') AS complained
          FROM events e JOIN messages m ON m.id = e.message_id JOIN ${table} s ON s.id = ${column === 'pool_id' ? 'coalesce(m.pool_id, (SELECT id FROM ip_pools WHERE is_default = 1))' : 'm.domain_id'}
@@ -105,7 +157,7 @@ export function checkGuardrails(deps: Deps): AlertResult {
          GROUP BY s.id`,
       )
       .all(since) as Rates[]
-  const paused: number[] = []
+  const out: AlertResult = { paused: [], paused_automations: [] }
   for (const [kind, rows] of [
     ['pool', measure('pool_id', 'ip_pools')],
     ['domain', measure('domain_id', 'sending_domains')],
@@ -113,24 +165,27 @@ export function checkGuardrails(deps: Deps): AlertResult {
     for (const r of rows) {
       if (r.outcomes < cfg.guardrail_min_sent) continue
       const bounceRate = r.bounced / r.outcomes
-      const complaintRate = r.complained / r.outcomes
+      const complaintRate = r.delivered > 0 ? r.complained / r.delivered : 0
       let why: string | null = null
       if (bounceRate > cfg.guardrail_bounce_rate) why = `bounce rate ${(bounceRate * 100).toFixed(1)} % over ${(cfg.guardrail_bounce_rate * 100).toFixed(1)} %`
       else if (complaintRate > cfg.guardrail_complaint_rate)
         why = `complaint rate ${(complaintRate * 100).toFixed(2)} % over ${(cfg.guardrail_complaint_rate * 100).toFixed(2)} %`
       if (!why) continue
       const scope: Scope = { kind, id: r.id, name: r.name }
-      if (runningBroadcasts(deps, scope).length === 0) continue // nothing to pause: no alert storm every sweep
-      paused.push(
-        ...pauseScope(deps, scope, `${kind} ${r.name}: ${why} in the last ${cfg.guardrail_window_minutes} minutes`, {
-          type: bounceRate > cfg.guardrail_bounce_rate ? 'bounce_rate' : 'complaint_rate',
-          outcomes: r.outcomes,
-          bounce_rate: bounceRate,
-          complaint_rate: complaintRate,
-          window_minutes: cfg.guardrail_window_minutes,
-        }),
-      )
+      // Nothing to pause: no alert storm every sweep.
+      if (runningBroadcasts(deps, scope).length === 0 && runningAutomations(deps, scope).length === 0) continue
+      const paused = pauseScope(deps, scope, `${kind} ${r.name}: ${why} in the last ${cfg.guardrail_window_minutes} minutes`, {
+        type: bounceRate > cfg.guardrail_bounce_rate ? 'bounce_rate' : 'complaint_rate',
+        outcomes: r.outcomes,
+        delivered: r.delivered,
+        complaints: r.complained,
+        bounce_rate: bounceRate,
+        complaint_rate: complaintRate,
+        window_minutes: cfg.guardrail_window_minutes,
+      })
+      out.paused.push(...paused.paused)
+      out.paused_automations.push(...paused.paused_automations)
     }
   }
-  return { paused }
+  return out
 }

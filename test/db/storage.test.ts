@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildApp } from '../../src/app'
-import { backupDatabase, openDatabase } from '../../src/db/client'
+import { backupDatabase, DEFAULT_CACHE_MIB, openDatabase } from '../../src/db/client'
 import { migrate, pendingMigrations } from '../../src/db/migrate'
 import { migrations } from '../../migrations'
 import { renderMigrationIndex } from '../../scripts/embed-migrations'
@@ -22,6 +22,12 @@ describe('database settings', () => {
     expect(q('synchronous')).toBe(2)
     expect(q('foreign_keys')).toBe(1)
     expect(Number(q('busy_timeout'))).toBeGreaterThan(0)
+  })
+
+  test('the page cache is DEFAULT_CACHE_MIB unless the sqlite_cache_mib setting says otherwise', () => {
+    const cache = (db: ReturnType<typeof openDatabase>) => (db.$client.query('PRAGMA cache_size').get() as { cache_size: number }).cache_size
+    expect(cache(openDatabase(join(tempDir(), 'a.db')))).toBe(-DEFAULT_CACHE_MIB * 1024)
+    expect(cache(openDatabase(join(tempDir(), 'b.db'), { cacheMiB: 64 }))).toBe(-64 * 1024)
   })
 })
 

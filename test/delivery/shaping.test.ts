@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import SMTPConnection from 'nodemailer/lib/smtp-connection'
 import { checkGuardrails } from '../../src/delivery/guardrails'
 import { createIpRotation } from '../../src/delivery/ip-rotation'
 import { createDeliveryEngine } from '../../src/delivery/scheduler'
@@ -6,6 +7,10 @@ import { createShaper } from '../../src/delivery/shaping'
 import { createSignerPool } from '../../src/delivery/signer-pool'
 import { createTransport } from '../../src/delivery/transport'
 import { createResolver } from '../../src/lib/dns'
+import { tokenFromAddress } from '../../src/lib/return-path-token'
+import { createAutomationRunner } from '../../src/modules/automations/runner'
+import { startInboundListener } from '../../src/smtp/inbound/listener'
+import { fixture, TOKENS } from '../smtp/reports/support'
 import { testApp } from '../support/app'
 import { startDnsServer, type DnsServer } from '../support/dns-server'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
@@ -29,6 +34,8 @@ beforeAll(async () => {
       'mx.example.net': { A: ['127.0.0.1'] },
       // Same MX, so the same group; a second domain for a second permfail@ (the first is suppressed).
       'example.org': { MX: [{ exchange: 'mx.example.net', priority: 10 }] },
+      // The server's host name: the SPF check of a verified sending domain without pool IPs resolves it.
+      'mailroom.test': { A: ['127.0.0.1'] },
     },
   })
 })
@@ -332,6 +339,176 @@ describe('guardrails', () => {
     expect(t.broadcastStatus(again).status).toBe('sending')
     const kinds = await t.call('GET', '/api/v2/webhooks/event-kinds', { key: t.admin.key })
     expect(kinds.body.data.map((k: { kind: string }) => k.kind)).toContain('deliverability.alert')
+    await t.close()
+  })
+
+  /** Drips and sending domains through the API, and the automation engine turned by hand on the fixed clock. */
+  async function automationsOf(t: Awaited<ReturnType<typeof setup>>) {
+    const runner = createAutomationRunner(t.deps, { pollMs: 10 })
+    runner.prepare()
+    const api = async (method: string, path: string, body?: unknown) => {
+      const r = await t.call(method, path, { key: t.admin.key, body })
+      expect(r.status, `${method} ${path}: ${JSON.stringify(r.body)}`).toBeLessThan(300)
+      return r.body.data
+    }
+    const listId = (await api('POST', '/api/v2/lists', { name: 'news' })).id as number
+    /** An active drip of the list: a send from `from`, a day's wait, a second send. */
+    const drip = async (name: string, from: string) =>
+      (
+        await api('POST', '/api/v2/drips', {
+          name,
+          status: 'active',
+          list_ids: [listId],
+          graph: {
+            steps: [
+              { id: 'day1', kind: 'send', settings: { from, subject: `${name} 1`, text: 'One' }, edges: { next: 'wait' } },
+              { id: 'wait', kind: 'wait', settings: { duration_seconds: 86_400 }, edges: { next: 'day2' } },
+              { id: 'day2', kind: 'send', settings: { from, subject: `${name} 2`, text: 'Two' } },
+            ],
+          },
+        })
+      ).id as number
+    /** A sending domain with its records published on the loopback DNS server, verified. */
+    const verifiedDomain = async (name: string, poolId: number | null = null) => {
+      const created = await api('POST', '/api/v2/sending-domains', { name, pool_id: poolId })
+      zone.publishRecords(created.dns_records as Array<{ type: string; name: string; value: string }>)
+      expect((await api('POST', `/api/v2/sending-domains/${created.id}/verify`)).status).toBe('verified')
+      return created.id as number
+    }
+    const automation = (id: number) => api('GET', `/api/v2/drips/${id}`) as Promise<{ status: string; status_reason: string | null }>
+    const subjects = () =>
+      (t.db.query(`SELECT subject FROM messages WHERE source = 'automation' ORDER BY rowid`).all() as Array<{ subject: string }>).map((m) => m.subject)
+    return { runner, api, listId, drip, verifiedDomain, automation, subjects }
+  }
+
+  test('a sending domain whose complaint rate crosses the threshold pauses its running broadcast and drip, once; the waiting run goes on at resume', async () => {
+    // No IP pool at all: only the domain is measured, and the default 0.3 % complaint threshold applies.
+    const t = await setup({ guardrail_min_sent: 4 })
+    const a = await automationsOf(t)
+    const inbound = await startInboundListener(t.deps, { host: '127.0.0.1', port: 0 })
+    const domainId = await a.verifiedDomain('example.com')
+    const running = t.broadcast('running', null)
+    const elsewhere = Number(
+      t.db
+        .prepare(
+          `INSERT INTO broadcasts (name, status, from_address, subject, archive_id, created_at, updated_at) VALUES ('elsewhere', 'sending', 'Bo <bo@other.example>', 'Hi', 'arch-elsewhere', 0, 0)`,
+        )
+        .run().lastInsertRowid,
+    )
+    const drip = await a.drip('Course', 'Ada <ada@example.com>')
+    const otherDrip = await a.drip('Other', 'Bo <bo@other.example>')
+    await a.api('POST', '/api/v2/contacts', { list_id: a.listId, email: 'ann@example.net' })
+    await a.runner.tick()
+    expect(a.subjects().sort()).toEqual(['Course 1', 'Other 1'])
+    for (const to of ['ok1@example.net', 'ok2@example.net', 'ok3@example.net']) await t.send(to)
+    await t.engine.drain()
+    expect(checkGuardrails(t.deps)).toEqual({ paused: [], paused_automations: [] })
+
+    // A feedback-loop report (ARF, RFC 5965) about one of the four delivered from example.com
+    // (not the drip's contact: a complaint unsubscribes its sender, which would end her runs).
+    const complained = sink.messages.find((m) => m.rcptTo[0] === 'ok1@example.net')!
+    expect(complained.mailFrom).toStartWith('bounces+')
+    const raw = fixture('yahoo-arf.eml', true)
+      .toString()
+      .replaceAll(TOKENS.yahooArf!.token, tokenFromAddress(complained.mailFrom)!)
+      .replace(/kate\.reader@yahoo\.com/gi, complained.rcptTo[0]!)
+    const connection = new SMTPConnection({ host: '127.0.0.1', port: inbound.port, ignoreTLS: true, name: 'mx.reporter.test' })
+    await new Promise<void>((resolve, reject) => {
+      connection.once('error', reject)
+      connection.connect(() => resolve())
+    })
+    const reply = await new Promise<string>((resolve, reject) =>
+      connection.send({ from: '', to: [complained.mailFrom] }, raw, (err, info) => (err ? reject(err) : resolve(info.response))),
+    )
+    connection.close()
+    await inbound.close()
+    expect(reply).toBe('250 2.0.0 Received')
+
+    const reason = 'domain example.com: complaint rate 25.00 % over 0.30 % in the last 60 minutes'
+    expect(checkGuardrails(t.deps)).toEqual({ paused: [running], paused_automations: [drip] })
+    expect(t.broadcastStatus(running)).toEqual({ status: 'paused', status_reason: reason })
+    expect(t.broadcastStatus(elsewhere).status).toBe('sending')
+    expect(await a.automation(drip)).toMatchObject({ status: 'paused', status_reason: reason })
+    expect(await a.automation(otherDrip)).toMatchObject({ status: 'active', status_reason: null })
+    expect(t.alerts()).toEqual([
+      expect.objectContaining({
+        type: 'complaint_rate',
+        scope: 'domain',
+        scope_id: domainId,
+        scope_name: 'example.com',
+        delivered: 4,
+        complaints: 1,
+        complaint_rate: 0.25,
+        paused_broadcast_ids: [running],
+        paused_automation_ids: [drip],
+      }),
+    ])
+    // The rate is still over, but nothing is left running there: no second alert.
+    expect(checkGuardrails(t.deps)).toEqual({ paused: [], paused_automations: [] })
+    expect(t.alerts()).toHaveLength(1)
+
+    // The run waits where it was while the drip is paused; resume continues it.
+    t.deps.clock.advance(86_400_000 + 1000)
+    await a.runner.tick()
+    expect(a.subjects().sort()).toEqual(['Course 1', 'Other 1', 'Other 2'])
+    const runs = await a.api('GET', `/api/v2/drips/${drip}/runs`)
+    expect(runs.map((r: { state: string; step_id: string }) => [r.state, r.step_id])).toEqual([['waiting', 'wait']])
+    expect(await a.api('POST', `/api/v2/drips/${drip}/resume`)).toMatchObject({ status: 'active', status_reason: null })
+    await a.runner.tick()
+    expect(a.subjects().sort()).toEqual(['Course 1', 'Course 2', 'Other 1', 'Other 2'])
+    await t.close()
+  })
+
+  test('a pool whose bounce rate crosses the threshold pauses the drips and triggers sending through it too', async () => {
+    const t = await setup({ guardrail_min_sent: 4, default_from: 'Shop <shop@example.com>' })
+    const a = await automationsOf(t)
+    const main = await t.pool('main', [await t.ip('127.0.0.2')], true)
+    const other = await t.pool('other', [await t.ip('127.0.0.4')])
+    // Unverified example.com sends over the default pool; news.example is verified onto "other".
+    await a.verifiedDomain('news.example', other)
+    const viaDefault = await a.drip('Default', 'Ada <ada@example.com>')
+    const viaOther = await a.drip('Other', 'News <news@news.example>')
+    // A trigger whose send takes its From from the server's default_from (example.com too).
+    const trigger = (
+      await a.api('POST', '/api/v2/triggers', {
+        name: 'Order',
+        status: 'active',
+        event_name: 'order.placed',
+        graph: { steps: [{ id: 'thanks', kind: 'send', settings: { subject: 'Thanks', text: 'Thanks' } }] },
+      })
+    ).id as number
+    await t.send('ok1@example.net')
+    await t.send('ok2@example.net')
+    await t.send('ok3@example.net')
+    await t.send('permfail@example.net')
+    await t.engine.drain()
+    const reason = 'pool main: bounce rate 25.0 % over 5.0 % in the last 60 minutes'
+    expect(checkGuardrails(t.deps)).toEqual({ paused: [], paused_automations: [viaDefault, trigger] })
+    expect(await a.automation(viaDefault)).toMatchObject({ status: 'paused', status_reason: reason })
+    expect(await a.api('GET', `/api/v2/triggers/${trigger}`)).toMatchObject({ status: 'paused', status_reason: reason })
+    expect(await a.automation(viaOther)).toMatchObject({ status: 'active' })
+    expect(t.alerts()).toEqual([
+      expect.objectContaining({ type: 'bounce_rate', scope: 'pool', scope_id: main, paused_broadcast_ids: [], paused_automation_ids: [viaDefault, trigger] }),
+    ])
+    expect(checkGuardrails(t.deps).paused_automations).toEqual([])
+    expect(t.alerts()).toHaveLength(1)
+    await t.close()
+  })
+
+  test('a listed IP (a block reply) pauses the automations of its pools, not those of other pools', async () => {
+    const t = await setup()
+    const a = await automationsOf(t)
+    const main = await t.pool('main', [await t.ip('127.0.0.2')], true)
+    const other = await t.pool('other', [await t.ip('127.0.0.4')])
+    await a.verifiedDomain('news.example', other)
+    const viaDefault = await a.drip('Default', 'Ada <ada@example.com>')
+    const viaOther = await a.drip('Other', 'News <news@news.example>')
+    await t.send('listed@example.net')
+    await t.engine.drain()
+    const listed = t.alerts().find((e) => e.type === 'ip_listed')
+    expect(listed).toMatchObject({ ip: '127.0.0.2', scope: 'pool', scope_id: main, paused_broadcast_ids: [], paused_automation_ids: [viaDefault] })
+    expect((await a.automation(viaDefault)).status_reason).toContain('IP 127.0.0.2 is listed')
+    expect((await a.automation(viaOther)).status).toBe('active')
     await t.close()
   })
 })

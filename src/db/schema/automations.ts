@@ -54,6 +54,8 @@ export const automations = sqliteTable(
     kind: text('kind', { enum: AUTOMATION_KINDS }).notNull(),
     name: text('name').notNull(),
     status: text('status', { enum: AUTOMATION_STATUSES }).notNull(),
+    /** Why it is paused, for people (the guardrails name the rate or listed IP); null otherwise. */
+    status_reason: text('status_reason'),
     /** Drips: joining one of these lists (subscribed, or confirmed) enrolls. */
     list_ids: text('list_ids', { mode: 'json' }).$type<number[]>().notNull(),
     /** Triggers: the custom event that enrolls, and its optional property filter. */

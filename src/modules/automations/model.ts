@@ -108,6 +108,7 @@ export const AutomationSchema = t.Object({
   kind: t.String({ description: 'drip or trigger.' }),
   name: t.String(),
   status: enumOf(AUTOMATION_STATUSES),
+  status_reason: Nullable(t.String(), 'Why it is paused when the guardrails paused it (a rate over its threshold, a listed IP), for people; null otherwise.'),
   list_ids: t.Array(t.Integer(), { description: 'Drips: the lists whose new subscribers enter.' }),
   event_name: Nullable(t.String(), 'Triggers: the custom event that starts a run.'),
   event_filter: Nullable(t.Record(t.String(), t.Unknown())),

@@ -156,8 +156,13 @@ const statements = preparedFor((db: Db) => {
       { id: number; kind: string; contact_id: number | null; list_id: number | null; recipient: string | null; data: string; created_at: number },
       [number, number]
     >(
+      // By id range, with the kind index kept out ("+kind"): through it SQLite would read every
+      // event of these kinds ever recorded for each batch (quadratic in a million tracked events).
       `SELECT id, kind, contact_id, list_id, recipient, data, created_at FROM events
-       WHERE id > ? AND kind IN ('contact.subscribed', 'contact.confirmed', '${TRACKED_EVENT_KIND}') ORDER BY id LIMIT ?`,
+       WHERE id > ?1 AND id <= ?2 AND +kind IN ('contact.subscribed', 'contact.confirmed', '${TRACKED_EVENT_KIND}') ORDER BY id`,
+    ),
+    batchEnd: c.prepare<{ hi: number | null; n: number }, [number, number]>(
+      'SELECT max(id) AS hi, count(*) AS n FROM (SELECT id FROM events WHERE id > ?1 ORDER BY id LIMIT ?2)',
     ),
     lastEventId: c.prepare<{ id: number | null }, []>('SELECT MAX(id) AS id FROM events'),
   }
@@ -299,7 +304,8 @@ export function initialCursor(db: Db, now: number): void {
 }
 
 /**
- * Reads up to `limit` events after the engine's cursor and acts on them; the cursor moves in
+ * Reads the next `limit` events of the log after the engine's cursor (every kind, by id: the
+ * count read is returned) and acts on those of its kinds; the cursor moves in
  * the same transaction as the runs it started or moved, so an event is acted on exactly once.
  * contact.subscribed enrolls into drips on that list; contact.confirmed into a web form's
  * welcome drip; event.tracked enrolls into triggers,
@@ -308,9 +314,14 @@ export function initialCursor(db: Db, now: number): void {
 export function ingestEvents(deps: Deps, limit: number): number {
   const st = statements(deps.db)
   const after = Number(st.cursor.get(EVENT_CURSOR_KEY)?.value ?? 0)
-  const rows = st.eventsAfter.all(after, limit)
-  if (!rows.length) return 0
+  const { hi, n } = st.batchEnd.get(after, limit) ?? { hi: null, n: 0 }
+  if (hi === null) return 0
+  const rows = st.eventsAfter.all(after, hi)
   const now = deps.clock.now()
+  if (!rows.length) {
+    st.setCursor.run(EVENT_CURSOR_KEY, String(hi), now)
+    return n
+  }
   const index = automationIndex(loadAutomations(deps.db))
   const automations = index.all
   for (const ev of rows) {
@@ -333,8 +344,8 @@ export function ingestEvents(deps: Deps, limit: number): number {
     const data = JSON.parse(ev.data) as { event: string; properties: Record<string, unknown>; custom_event_id: number; email: string }
     applyTrackedEvent(deps, index, { ...data, contact_id: ev.contact_id, at: ev.created_at }, now)
   }
-  st.setCursor.run(EVENT_CURSOR_KEY, String(rows[rows.length - 1]!.id), now)
-  return rows.length
+  st.setCursor.run(EVENT_CURSOR_KEY, String(hi), now)
+  return n
 }
 
 interface TrackedEvent {

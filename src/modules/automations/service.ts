@@ -13,7 +13,7 @@ import { fieldDefinitions } from '../custom-fields/service'
 import { createContactWriter } from '../contacts/writer'
 import { checkGraph, isTimeZone, type GraphCatalog } from './graph'
 import type { AutomationInput, AutomationSummary, AutomationView, RunView, StatsView, TrackedView, TrackInput, VersionView } from './model'
-import { enrollContact, enrollListChunk, loadAutomations, TRACKED_EVENT_KIND } from './runs'
+import { endRun, enrollContact, enrollListChunk, loadAutomations, TRACKED_EVENT_KIND } from './runs'
 
 type Row = typeof automations.$inferSelect
 type Counts = AutomationView['runs']
@@ -32,6 +32,10 @@ const statements = preparedFor((db: Db) => {
       segment: c.prepare<{ one: number }, [number]>('SELECT 1 AS one FROM segments WHERE id = ?'),
       webhook: c.prepare<{ one: number }, [number]>('SELECT 1 AS one FROM webhooks WHERE id = ?'),
     },
+    templateFrom: c.prepare<{ from_address: string | null }, [number, number | null]>(
+      `SELECT v.from_address FROM templates t JOIN template_versions v ON v.template_id = t.id
+       WHERE t.id = ?1 AND (v.version = ?2 OR (?2 IS NULL AND v.id = t.active_version_id))`,
+    ),
     activeVersion: c.prepare<{ version: number }, [number]>(
       'SELECT v.version FROM templates t JOIN template_versions v ON v.id = t.active_version_id WHERE t.id = ?',
     ),
@@ -47,6 +51,9 @@ const statements = preparedFor((db: Db) => {
     ),
     liveOnVersion: c.prepare<{ version_id: number; n: number }, [number]>(
       "SELECT version_id, COUNT(*) AS n FROM automation_enrollments WHERE automation_id = ? AND state IN ('active', 'waiting') GROUP BY version_id",
+    ),
+    liveRuns: c.prepare<{ id: number; step_id: string | null }, [number]>(
+      "SELECT id, step_id FROM automation_enrollments WHERE automation_id = ? AND state IN ('active', 'waiting')",
     ),
     moveRuns: c.prepare<never, [number, number, number]>(
       "UPDATE automation_enrollments SET version_id = ?1, updated_at = ?2 WHERE automation_id = ?3 AND state IN ('active', 'waiting')",
@@ -103,6 +110,7 @@ function toView(deps: Deps, r: Row, counts: Counts): AutomationView {
     kind: r.kind,
     name: r.name,
     status: r.status,
+    status_reason: r.status_reason ?? null,
     list_ids: r.list_ids,
     event_name: r.event_name,
     event_filter: r.event_filter ?? null,
@@ -296,7 +304,10 @@ export function updateAutomation(deps: Deps, kind: AutomationKind, id: number, i
   deps.db.transaction(() => {
     const set: Partial<typeof automations.$inferInsert> = { updated_at: now }
     if (input.name !== undefined) set.name = input.name.trim()
-    if (input.status !== undefined) set.status = input.status
+    if (input.status !== undefined) {
+      set.status = input.status
+      set.status_reason = null
+    }
     if (input.reentry !== undefined) set.reentry = input.reentry
     if (input.exit_conditions !== undefined) set.exit_conditions = input.exit_conditions
     if (input.goals !== undefined) set.goals = input.goals
@@ -367,21 +378,81 @@ export function deleteAutomations(deps: Deps, kind: AutomationKind, ids: number[
   return { deleted: out.deleted, not_found: unique.filter((id) => !mine.has(id)).sort((a, b) => a - b) }
 }
 
-/** active|draft -> paused: wake-ups are held (events are still recorded and runs still enter). 409 from paused. */
-export function pauseAutomation(deps: Deps, kind: AutomationKind, id: number): AutomationView {
+/** active|draft -> paused: wake-ups are held (events are still recorded and runs still enter); `reason` says why (the guardrails). 409 from paused. */
+export function pauseAutomation(deps: Deps, kind: AutomationKind, id: number, reason: string | null = null): AutomationView {
   const row = findAutomation(deps, kind, id)
   if (row.status === 'paused') throw new AppError('conflict', `The ${NOUN[kind]} ${id} is already paused.`)
-  deps.db.update(automations).set({ status: 'paused', updated_at: deps.clock.now() }).where(eqId(id)).run()
+  deps.db.update(automations).set({ status: 'paused', status_reason: reason, updated_at: deps.clock.now() }).where(eqId(id)).run()
   return getAutomation(deps, kind, id)
+}
+
+/**
+ * The From addresses an automation's send steps use, as the runner resolves them (the step's
+ * from, else its template version's, else default_from), over the version new runs start on
+ * and every version a run is still on. The guardrails pause by the domain and pool of these.
+ */
+export function automationSenders(deps: Deps, row: Pick<Row, 'id' | 'current_version_id'>): string[] {
+  const st = statements(deps.db)
+  const versionIds = new Set(st.liveOnVersion.all(row.id).map((v) => v.version_id))
+  if (row.current_version_id) versionIds.add(row.current_version_id)
+  const out = new Set<string>()
+  for (const vid of versionIds) {
+    const v = st.version.get(vid)
+    if (!v) continue
+    for (const step of (JSON.parse(v.graph) as StepGraph).steps) {
+      if (step.kind !== 'send') continue
+      const s = step.settings
+      let from = typeof s.from === 'string' && s.from ? s.from : null
+      if (!from && typeof s.template_id === 'number')
+        from = st.templateFrom.get(s.template_id, typeof s.template_version === 'number' ? s.template_version : null)?.from_address ?? null
+      from ??= deps.config.default_from || null
+      if (from) out.add(from)
+    }
+  }
+  return [...out]
 }
 
 /** paused|draft -> active: held wake-ups that came due run at once. 409 when already active. */
 export function resumeAutomation(deps: Deps, kind: AutomationKind, id: number): AutomationView {
   const row = findAutomation(deps, kind, id)
   if (row.status === 'active') throw new AppError('conflict', `The ${NOUN[kind]} ${id} is already active.`)
-  deps.db.update(automations).set({ status: 'active', updated_at: deps.clock.now() }).where(eqId(id)).run()
+  deps.db.update(automations).set({ status: 'active', status_reason: null, updated_at: deps.clock.now() }).where(eqId(id)).run()
   return getAutomation(deps, kind, id)
 }
+
+/** A copy of an automation as a draft "<name> (copy)", on its current graph (version 1 of the copy); runs are not copied. */
+export function duplicateAutomation(deps: Deps, kind: AutomationKind, id: number): AutomationView {
+  const v = getAutomation(deps, kind, id)
+  return createAutomation(deps, kind, {
+    name: `${v.name} (copy)`.slice(0, 200),
+    status: 'draft',
+    reentry: v.reentry,
+    exit_conditions: v.exit_conditions,
+    goals: v.goals,
+    timezone: v.timezone,
+    graph: v.graph,
+    ...(kind === 'drip' ? { list_ids: v.list_ids } : { event_name: v.event_name!, event_filter: v.event_filter }),
+  })
+}
+
+/**
+ * Stops an automation: back to draft (nothing enrolls) and every run under way ends exited
+ * with reason `stopped`, its wake-up dropped. A run whose send the runner holds at this
+ * moment sends nothing: the runner's guard reads the run again inside the send's
+ * transaction, finds it ended and rolls back. Idempotent.
+ */
+export function stopAutomation(deps: Deps, kind: AutomationKind, id: number): AutomationView {
+  findAutomation(deps, kind, id)
+  const now = deps.clock.now()
+  deps.db.transaction(() => {
+    deps.db.update(automations).set({ status: 'draft', updated_at: now }).where(eqId(id)).run()
+    for (const run of statements(deps.db).liveRuns.all(id)) endRun(deps, run, 'exited', STOPPED_REASON, now)
+  })
+  return getAutomation(deps, kind, id)
+}
+
+/** The reason a run ended by stopAutomation carries. */
+export const STOPPED_REASON = 'stopped'
 
 // ---------------------------------------------------------------------------------------
 // Enrollment
@@ -540,6 +611,14 @@ function pageOfRuns(deps: Deps, where: string, params: Array<string | number>, q
 export function listRuns(deps: Deps, kind: AutomationKind, id: number, query: { page?: number; per_page?: number; state?: EnrollmentState }) {
   findAutomation(deps, kind, id)
   return query.state ? pageOfRuns(deps, 'e.automation_id = ? AND e.state = ?', [id, query.state], query) : pageOfRuns(deps, 'e.automation_id = ?', [id], query)
+}
+
+/** One run of an automation with its executed steps; 404 when the run is not this automation's. */
+export function getRun(deps: Deps, kind: AutomationKind, id: number, runId: number): RunView {
+  findAutomation(deps, kind, id)
+  const run = pageOfRuns(deps, 'e.id = ? AND e.automation_id = ?', [runId, id], { per_page: 1 }).items[0]
+  if (!run) throw notFound('run', runId)
+  return run
 }
 
 /** A contact's run history across every automation, newest first (404 for an unknown contact). */

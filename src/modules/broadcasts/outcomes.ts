@@ -51,10 +51,12 @@ const statements = preparedFor((db: Db) => {
       'INSERT INTO system_state (key, value, updated_at) VALUES (?1, ?2, ?3) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
     ),
     batchEnd: c.prepare<{ hi: number | null }, [number, number]>('SELECT max(id) AS hi FROM (SELECT id FROM events WHERE id > ?1 ORDER BY id LIMIT ?2)'),
+    // "+e.kind" keeps the kind index out: through it SQLite read every message.sent event ever
+    // recorded for each batch (18 % of the server's CPU in a 50,000-recipient broadcast).
     rows: c.prepare<Row, [number, number]>(`
       SELECT e.id AS event_id, e.kind, e.data, r.id AS rid, r.broadcast_id, r.version_id, r.contact_id, r.list_id, r.email, r.state, r.opened_at, r.clicked_at
       FROM events e JOIN broadcast_recipients r ON r.message_id = e.message_id
-      WHERE e.id > ?1 AND e.id <= ?2 AND e.message_id IS NOT NULL AND e.kind IN (${KINDS.map((k) => `'${k}'`).join(', ')})
+      WHERE e.id > ?1 AND e.id <= ?2 AND e.message_id IS NOT NULL AND +e.kind IN (${KINDS.map((k) => `'${k}'`).join(', ')})
       ORDER BY e.id`),
     setState: c.prepare<never, [string, string | null, number, number]>(
       'UPDATE broadcast_recipients SET state = ?, reason = coalesce(?, reason), updated_at = ? WHERE id = ?',

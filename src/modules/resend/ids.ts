@@ -24,6 +24,9 @@ export const ID_KINDS = {
   template_version: 11,
   webhook_attempt: 12,
   broadcast: 13,
+  automation: 14,
+  automation_run: 15,
+  event: 16,
 } as const
 export type IdKind = keyof typeof ID_KINDS
 

@@ -3,11 +3,13 @@ import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
 import type { ImportRunner } from '../imports/runner'
 import { apiKeyRoutes } from './api-keys'
+import { automationRoutes } from './automations'
 import { broadcastRoutes } from './broadcasts'
 import { contactImportRoutes } from './contact-imports'
 import { contactPropertyRoutes } from './contact-properties'
 import { contactRoutes } from './contacts'
 import { domainRoutes } from './domains'
+import { eventRoutes } from './events'
 import { segmentRoutes } from './segments'
 import { suppressionRoutes } from './suppressions'
 import { templateRoutes } from './templates'
@@ -33,5 +35,7 @@ export function resendSdkRoutes(deps: Deps, authOf: AuthOf, imports?: ImportRunn
       .use(suppressionRoutes(deps))
       .use(templateRoutes(deps))
       .use(broadcastRoutes(deps, authOf))
+      .use(automationRoutes(deps))
+      .use(eventRoutes(deps, authOf))
   )
 }

@@ -65,7 +65,8 @@ const statements = preparedFor((db: Db) => {
           -- The first open and the first click of a message also count as unique ones (UNIQUE_COUNTERS).
           UNION ALL
           SELECT id, kind || '.unique', created_at, message_id, data, bridge_id, list_id, broadcast_id FROM events
-          WHERE id > ?1 AND id <= ?2 AND kind IN ('message.opened', 'message.clicked') AND json_extract(data, '$.first') = 1
+          -- "+kind": by id range, not through the kind index (every open and click ever recorded, per batch).
+          WHERE id > ?1 AND id <= ?2 AND +kind IN ('message.opened', 'message.clicked') AND json_extract(data, '$.first') = 1
         ) e
         LEFT JOIN messages m ON e.message_id IS NOT NULL AND m.id = e.message_id
         LEFT JOIN sending_domains d ON d.id = m.domain_id

@@ -53,7 +53,7 @@ test(
     const counted = () => queue.providers.find((p: { provider: string }) => p.provider === 'mx:example.net')?.sent_24h === 3
     while (!counted()) {
       await Bun.sleep(50)
-      queue = (await call('GET', '/api/v2/queue')).body.data
+      queue = (await mc.call('GET', '/api/v2/queue')).body.data
     }
     expect(queue.providers).toContainEqual(expect.objectContaining({ provider: 'mx:example.net', sent_24h: 3, tls_share: 1 }))
 

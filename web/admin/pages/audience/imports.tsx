@@ -10,8 +10,10 @@ import { EmptyState, ErrorState, LoadingState } from '../../components/states'
 import { Badge } from '../../components/ui/badge'
 import { Button } from '../../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../../components/ui/card'
+import { Checkbox } from '../../components/ui/checkbox'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
+import { Label } from '../../components/ui/label'
 import { Progress } from '../../components/ui/progress'
 import { SelectItem } from '../../components/ui/select'
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from '../../components/ui/table'
@@ -26,6 +28,8 @@ interface Import {
   list_id: number
   format: 'csv' | 'jsonl'
   mode: 'skip' | 'update'
+  /** Whether contacts the import subscribes start the list's drips. */
+  enroll: boolean
   mapping: Record<string, string>
   status: 'queued' | 'running' | 'completed' | 'failed'
   total_rows: number | null
@@ -108,6 +112,7 @@ function UploadCard() {
   const customFields = useCustomFieldMenu()
   const [listId, setListId] = useState<string | undefined>(params.get('list_id') ?? undefined)
   const [mode, setMode] = useState<'skip' | 'update'>('skip')
+  const [enroll, setEnroll] = useState(true)
   const [file, setFile] = useState<File | null>(null)
   const [columns, setColumns] = useState<string[]>([])
   const [mapping, setMapping] = useState<Record<string, string>>({})
@@ -141,6 +146,7 @@ function UploadCard() {
     mutationFn: async () => {
       const qs = new URLSearchParams({ list_id: listId ?? '', mode })
       if (mappingTouched) qs.set('mapping', JSON.stringify(mapping))
+      if (!enroll) qs.set('enroll', 'false')
       const type = file!.name.toLowerCase().endsWith('.jsonl') || file!.name.toLowerCase().endsWith('.ndjson') ? 'application/x-ndjson' : 'text/csv'
       return apiUpload<Import>(`/api/v2/imports?${qs}`, file!, type)
     },
@@ -202,6 +208,13 @@ function UploadCard() {
               />
             </FormField>
           </div>
+          <Label className="flex items-start gap-2.5 font-normal">
+            <Checkbox checked={enroll} onCheckedChange={(c) => setEnroll(c === true)} className="mt-0.5" />
+            <span className="grid gap-0.5">
+              <span className="font-medium">Start the list’s drips</span>
+              <span className="text-xs text-muted-foreground">Contacts this import subscribes enter the drips that start when someone joins the list.</span>
+            </span>
+          </Label>
           {columns.length ? (
             <fieldset className="grid gap-3 rounded-lg border p-4">
               <legend className="px-1 text-sm font-semibold">Columns</legend>
@@ -312,8 +325,8 @@ function ImportDetail({ id }: { id: number }) {
             <ImportStatus status={imp.status} />
           </div>
           <CardDescription>
-            {imp.format.toUpperCase()}, {formatBytes(imp.file_bytes)}, existing addresses {imp.mode === 'skip' ? 'skipped' : 'updated'} · uploaded{' '}
-            {formatDateTime(imp.created_at)}
+            {imp.format.toUpperCase()}, {formatBytes(imp.file_bytes)}, existing addresses {imp.mode === 'skip' ? 'skipped' : 'updated'}
+            {imp.enroll ? '' : ', drips not started'} · uploaded {formatDateTime(imp.created_at)}
             {imp.finished_at ? ` · finished ${formatDateTime(imp.finished_at)}` : ''}
           </CardDescription>
         </CardHeader>

@@ -280,6 +280,11 @@ function EditorForm({ kind, automation, back }: { kind: AutomationKind; automati
           </>
         }
       />
+      {automation?.status === 'paused' && automation.status_reason ? (
+        <div role="status" data-testid="status-reason" className="rounded-lg border border-warning/40 bg-warning/10 px-4 py-3 text-sm">
+          <strong className="font-medium">Paused:</strong> {automation.status_reason}
+        </div>
+      ) : null}
       <form
         className="grid gap-6"
         noValidate

@@ -37,6 +37,8 @@ export interface Automation {
   kind: AutomationKind
   name: string
   status: AutomationStatus
+  /** Why it was paused by a guardrail (bounce or complaint rate, a listed IP); null otherwise. */
+  status_reason: string | null
   list_ids: number[]
   event_name: string | null
   event_filter: Record<string, unknown> | null

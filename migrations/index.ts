@@ -22,6 +22,7 @@ import m19 from './0019_webhook_format.sql' with { type: 'text' }
 import m20 from './0020_scheduled_sends.sql' with { type: 'text' }
 import m21 from './0021_web_forms_automations.sql' with { type: 'text' }
 import m22 from './0022_automation_status_reason.sql' with { type: 'text' }
+import m23 from './0023_import_enroll.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -53,4 +54,5 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0020_scheduled_sends', createdAt: 1795568492530, sql: m20 },
   { tag: '0021_web_forms_automations', createdAt: 1795569761847, sql: m21 },
   { tag: '0022_automation_status_reason', createdAt: 1795576520305, sql: m22 },
+  { tag: '0023_import_enroll', createdAt: 1795578205630, sql: m23 },
 ]

@@ -1,8 +1,8 @@
 /**
  * MTA-STS (RFC 8461) for direct delivery: which recipient domains publish a policy, and what
- * it demands. mailauth does the discovery (the _mta-sts TXT record), the HTTPS fetch from
- * mta-sts.<domain> with a verified certificate, and the parsing; this module caches the
- * result per domain in memory:
+ * it demands. lib/mta-sts.ts (mailauth) does the discovery (the _mta-sts TXT record), the
+ * HTTPS fetch from mta-sts.<domain> with a verified certificate, and the parsing; this module
+ * caches the result per domain in memory:
  *
  * - A policy is used until its max_age runs out (RFC 8461 5.1). The TXT record is looked at
  *   again at most once an hour meanwhile, to pick up a new policy id (mailauth refetches only
@@ -12,8 +12,8 @@
  *   cached policy counts as no policy for a few minutes (RFC 8461 5: absent a valid policy,
  *   delivery proceeds as it would without MTA-STS).
  */
-import { getPolicy, validateMx } from 'mailauth/lib/mta-sts'
 import type { DnsResolver } from '../lib/dns'
+import { lookupStsPolicy, stsMxAllowed } from '../lib/mta-sts'
 import type { Logger } from '../lib/logger'
 
 export interface StsPolicy {
@@ -30,7 +30,7 @@ export interface MtaStsLookup {
 
 /** True when an MX host name matches one of the policy's mx patterns (RFC 8461 4.1). */
 export function mxAllowed(policy: StsPolicy, mx: string): boolean {
-  return validateMx(mx, { mode: policy.mode, mx: policy.mx } as never).valid
+  return stsMxAllowed(policy, mx)
 }
 
 const RECHECK_MS = 3600_000
@@ -46,31 +46,25 @@ export function createMtaStsCache(opts: { resolver: DnsResolver; now: () => numb
   async function refresh(domain: string, known: Entry | undefined): Promise<StsPolicy | null> {
     const now = opts.now()
     const cached = known?.policy && known.policy.expires > now ? known : undefined
-    let result: Awaited<ReturnType<typeof getPolicy>>
-    try {
-      // strict: RFC 8461 as written (text/plain, exact syntax, no expired policy reused).
-      result = await getPolicy(domain, (cached?.raw ?? null) as never, { resolver: resolver as never, timeout: opts.timeoutMs ?? 30_000, strict: true })
-    } catch (e) {
-      result = { policy: { mode: 'none', error: e as Error }, status: 'errored' } as never
-    }
-    const p = result.policy as { mode?: StsPolicy['mode']; mx?: string[]; maxAge?: number; error?: Error }
+    const result = await lookupStsPolicy(domain, cached?.raw ?? null, { resolve: resolver, timeoutMs: opts.timeoutMs ?? 30_000 })
+    const p = result.policy
     if (result.status === 'errored') {
       opts.log.warn(
         cached ? 'delivery: MTA-STS refresh failed, keeping the cached policy' : 'delivery: MTA-STS policy could not be fetched, delivering without it',
         {
           domain,
-          error: p.error?.message ?? 'unknown',
+          error: result.error ?? 'unknown',
         },
       )
     }
-    if (!p.mode || p.mode === 'none') {
+    if (!p || p.mode === 'none') {
       cache.set(domain, { policy: null, raw: null, checkAt: now + (result.status === 'errored' ? ERROR_RETRY_MS : RECHECK_MS) })
       return null
     }
-    const expires = result.status === 'found' || !cached ? now + (p.maxAge ?? 0) * 1000 : cached.policy!.expires
-    const policy: StsPolicy = { mode: p.mode, mx: p.mx ?? [], expires }
+    const expires = result.status === 'found' || !cached ? now + p.maxAge * 1000 : cached.policy!.expires
+    const policy: StsPolicy = { mode: p.mode, mx: p.mx, expires }
     const checkAt = Math.min(expires, now + (result.status === 'errored' ? ERROR_RETRY_MS : RECHECK_MS))
-    cache.set(domain, { policy, raw: result.policy, checkAt })
+    cache.set(domain, { policy, raw: result.raw, checkAt })
     return policy
   }
 

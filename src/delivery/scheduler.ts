@@ -1,3 +1,4 @@
+import { unpackMessage } from '../lib/stored-message'
 import type { GroupCommitter } from '../db/group-commit'
 import { preparedFor } from '../db/prepared'
 import type { Deps } from '../deps'
@@ -185,8 +186,9 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
   }
 
   async function deliverGroup(messageId: string, rows: Claimed[]): Promise<void> {
-    const m = st.message.get(messageId)
-    if (!m) return // deleted meanwhile: its recipient rows went with it (ON DELETE CASCADE)
+    const row = st.message.get(messageId)
+    if (!row) return // deleted meanwhile: its recipient rows went with it (ON DELETE CASCADE)
+    const m: MessageRow = { ...row, raw: unpackMessage(row.raw) }
     const node = resolveNode(deps, m.node_id)
     if (node && !node.active) {
       // The message names a node the operator switched off: wait (with backoff, up to the

@@ -78,6 +78,13 @@ test(
     }
     expect(queue.pairs).toContainEqual(expect.objectContaining({ provider: 'gmail', ip: '127.0.0.1', state: 'throttled' }))
     expect(queue.providers).toContainEqual(expect.objectContaining({ provider: 'gmail', deferred: 1 }))
+    // The sink offers STARTTLS: every delivery to example.net went over TLS, once the statistics rollup has counted them.
+    const counted = () => queue.providers.find((p: { provider: string }) => p.provider === 'mx:example.net')?.sent_24h === 3
+    while (!counted()) {
+      await Bun.sleep(50)
+      queue = (await call('GET', '/api/v2/queue')).body.data
+    }
+    expect(queue.providers).toContainEqual(expect.objectContaining({ provider: 'mx:example.net', sent_24h: 3, tls_share: 1 }))
 
     const { page, close } = await openSignedIn(browser, server.base, EMAIL, PASSWORD)
     await page.goto(`${server.base}/admin/sending/queue`)
@@ -86,6 +93,7 @@ test(
     const gmail = byProvider.getByRole('row').filter({ hasText: 'Gmail / Google Workspace' })
     await gmail.waitFor()
     expect(await gmail.getByText('Throttled').count()).toBe(1)
+    expect(await byProvider.getByRole('row').filter({ hasText: 'example.net' }).getByText('100 % of 3').count()).toBe(1)
     const pairs = page.getByRole('table', { name: 'Throttled and suspended pairs' })
     expect(await pairs.getByRole('row').filter({ hasText: '127.0.0.1' }).getByText('4.7.28', { exact: false }).count()).toBe(1)
 

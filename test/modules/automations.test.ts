@@ -1,3 +1,4 @@
+import { unpackMessage } from '../../src/lib/stored-message'
 import { afterAll, describe, expect, test } from 'bun:test'
 import { simpleParser } from 'mailparser'
 import { nextTimeOfDay } from '../../src/modules/automations/graph'
@@ -39,7 +40,7 @@ function world() {
         "SELECT m.id, m.subject, r.address AS 'to' FROM messages m JOIN message_recipients r ON r.message_id = m.id WHERE m.source = 'automation' ORDER BY m.rowid",
       )
       .all()
-  const rawOf = (id: string) => Buffer.from((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw)
+  const rawOf = (id: string) => unpackMessage((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw)
   /** Follows a tracking link of a sent message through the listening server. */
   const follow = (url: string) => fetch(base + url.slice(t.deps.config.public_url.length), { redirect: 'manual' })
   const list = async (name: string) => (await api('POST', '/api/v2/lists', { name })).body.data.id as number

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdirSync, writeFileSync } from 'node:fs'
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import net, { type AddressInfo } from 'node:net'
+import tls from 'node:tls'
 import { join } from 'node:path'
 import { generate } from 'selfsigned'
 import type { Config } from '../../src/config'
@@ -9,14 +11,51 @@ import { emit } from '../../src/modules/events/service'
 import { startDoctor } from '../../src/modules/doctor/runner'
 import { runDoctor } from '../../src/modules/doctor/service'
 import type { CheckResult } from '../../src/modules/doctor/model'
-import { reverseName, startDnsServer, type DnsServer, type Zones } from '../support/dns-server'
+import { NULL_MX, reverseName, startDnsServer, type DnsServer, type Zones } from '../support/dns-server'
 import { testApp } from '../support/app'
 
+/**
+ * The sending domains of the tests, one per setup(), and their MTA-STS policy host: HTTPS on
+ * port 443 of a loopback address (where mailauth fetches a policy from, as in
+ * test/delivery/tls-policy.test.ts), with one certificate from a throwaway CA that this process
+ * trusts, naming mta-sts.<each domain> (Bun's HTTPS server has no SNICallback, so one
+ * certificate covers them all). The policy served for a host is POLICIES' entry; none is a 404.
+ */
+const DOMAINS = Array.from({ length: 40 }, (_, i) => `d${i + 1}-${Math.random().toString(36).slice(2, 8)}.example.com`)
+let nextDomain = 0
+const POLICY_HOST = '127.0.0.44'
+const POLICIES = new Map<string, string>()
+const policyFile = (mode: string, ...mx: string[]) => `version: STSv1\r\nmode: ${mode}\r\n${mx.map((m) => `mx: ${m}\r\n`).join('')}max_age: 604800\r\n`
+
 let dns: DnsServer
+let https: HttpsServer
 beforeAll(async () => {
   dns = await startDnsServer()
+  const ca = await generate([{ name: 'commonName', value: 'Mailroom doctor test CA' }], {
+    keySize: 2048,
+    algorithm: 'sha256',
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    ],
+  })
+  tls.setDefaultCACertificates([...tls.getCACertificates('default'), ca.cert])
+  const policyCert = await generate([{ name: 'commonName', value: `mta-sts.${DOMAINS[0]}` }], {
+    keySize: 2048,
+    algorithm: 'sha256',
+    ca: { key: ca.private, cert: ca.cert },
+    extensions: [{ name: 'subjectAltName', altNames: DOMAINS.map((d) => ({ type: 2, value: `mta-sts.${d}` })) }],
+  })
+  https = createHttpsServer({ key: policyCert.private, cert: policyCert.cert }, (req, res) => {
+    const policy = req.url === '/.well-known/mta-sts.txt' ? POLICIES.get((req.headers.host ?? '').toLowerCase()) : undefined
+    res.writeHead(policy ? 200 : 404, { 'Content-Type': 'text/plain' }).end(policy ?? 'not found')
+  })
+  await new Promise<void>((resolve) => https.listen(443, POLICY_HOST, resolve))
 })
-afterAll(() => dns.close())
+afterAll(async () => {
+  await new Promise<void>((resolve) => https.close(() => resolve()))
+  await dns.close()
+})
 
 const IP = '127.0.0.2'
 const HELO = 'mta1.example.net'
@@ -38,7 +77,9 @@ async function setup(overrides: Partial<Config> = {}) {
   const call = (method: string, path: string, body?: unknown, key = admin.key) => t.call(method, path, { key, body })
   const ip = (await call('POST', '/api/v2/ips', { address: IP, hostname: HELO })).body.data.id
   await call('POST', '/api/v2/ip-pools', { name: 'main', is_default: true, members: [{ ip_id: ip }] })
-  const name = `d${Math.random().toString(36).slice(2, 10)}.example.com`
+  const name = DOMAINS[nextDomain++]
+  if (!name) throw new Error('more setups than DOMAINS: make the list longer')
+  POLICIES.set(`mta-sts.${name}`, policyFile('enforce', `mx.${name}`))
   const domain = (await call('POST', '/api/v2/sending-domains', { name })).body.data
   const record = (purpose: string) => (domain.dns_records as DnsRecord[]).find((r) => r.purpose === purpose)!
   const zones: Zones = {
@@ -47,10 +88,11 @@ async function setup(overrides: Partial<Config> = {}) {
     [reverseName(IP)]: { PTR: [HELO] },
     [HELO]: { A: [IP] },
     [record('dkim').name]: { TXT: [record('dkim').value] },
-    [name]: { TXT: [record('spf').value] },
+    [name]: { TXT: [record('spf').value], MX: [{ exchange: `mx.${name}`, priority: 10 }] },
     [`_dmarc.${name}`]: { TXT: [record('dmarc').value] },
     [record('return_path').name]: { CNAME: 'mailroom.test' },
     [`_mta-sts.${name}`]: { TXT: ['v=STSv1; id=20260301'] },
+    [`mta-sts.${name}`]: { A: [POLICY_HOST] },
     [`_smtp._tls.${name}`]: { TXT: [`v=TLSRPTv1; rua=mailto:tls@${name}`] },
   }
   dns.setZones(zones)
@@ -94,6 +136,7 @@ describe('deliverability doctor: checks through the loopback DNS server', () => 
       `domain.return_path:${name}`,
       `domain.alignment:${name}`,
       `domain.mta_sts:${name}`,
+      `domain.mta_sts_mx:${name}`,
       `domain.tls_rpt:${name}`,
       'bulk.dmarc',
     ])
@@ -207,14 +250,129 @@ describe('deliverability doctor: checks through the loopback DNS server', () => 
     expect(byId('bulk.dmarc').status).toBe('pass')
   })
 
-  test('MTA-STS and TLS-RPT missing warn with the records to publish', async () => {
+  test('MTA-STS: the enforced policy is fetched over HTTPS; missing warns with the records and the policy to serve', async () => {
     const { run, name } = await setup()
+    let { byId } = await run()
+    expect(byId(`domain.mta_sts:${name}`).detail).toBe(`Policy 20260301: mode enforce, mx mx.${name}, max_age 604800 s.`)
+    expect(byId(`domain.mta_sts_mx:${name}`).detail).toContain(
+      `mx.${name} match the policy. ${name} does not receive mail through this server (mailroom.test is not among its MX hosts)`,
+    )
+
     dns.setZone(`_mta-sts.${name}`, undefined)
-    dns.setZone(`_smtp._tls.${name}`, { TXT: ['v=TLSRPTv1;'] })
-    const { byId } = await run()
-    expectFix(byId(`domain.mta_sts:${name}`), 'warn', `Publish TXT _mta-sts.${name} = v=STSv1; id=`)
+    ;({ byId } = await run())
     expectFix(byId(`domain.mta_sts:${name}`), 'warn', `https://mta-sts.${name}/.well-known/mta-sts.txt`)
+    expectFix(byId(`domain.mta_sts:${name}`), 'warn', `"version: STSv1", "mode: testing", "mx: mx.${name}", "max_age: 604800"`)
+    expectFix(byId(`domain.mta_sts:${name}`), 'warn', new RegExp(`publish TXT _mta-sts\\.${name.replace(/\./g, '\\.')} = v=STSv1; id=\\d{8}01;$`))
+    expect(byId(`domain.mta_sts_mx:${name}`).status).toBe('skipped')
+
+    dns.setZone(`_mta-sts.${name}`, { TXT: ['v=STSv1; id=20260301', 'v=STSv1; id=20260302'] })
+    ;({ byId } = await run())
+    expectFix(byId(`domain.mta_sts:${name}`), 'fail', `Keep one record: TXT _mta-sts.${name} = v=STSv1; id=`)
+
+    dns.setZone(`_mta-sts.${name}`, { TXT: ['v=STSv1; id=not-valid!'] })
+    ;({ byId } = await run())
+    expect(byId(`domain.mta_sts:${name}`)).toMatchObject({ status: 'fail', detail: expect.stringContaining('has no valid id=') })
+  })
+
+  test('MTA-STS announced but not served fails: no policy host, an HTTP error, an invalid policy', async () => {
+    const { run, name } = await setup()
+    dns.setZone(`mta-sts.${name}`, undefined)
+    let { byId } = await run()
+    expectFix(byId(`domain.mta_sts:${name}`), 'fail', `A mta-sts.${name} -> your web server`)
+    expect(byId(`domain.mta_sts:${name}`).detail).toContain(`announces policy 20260301, but mta-sts.${name} has no A or AAAA record`)
+    // A new policy needs a new id (RFC 8461 section 3.1).
+    expect(byId(`domain.mta_sts:${name}`).fix).not.toContain('id=20260301;')
+    expect(byId(`domain.mta_sts_mx:${name}`).status).toBe('skipped')
+
+    dns.setZone(`mta-sts.${name}`, { A: [POLICY_HOST] })
+    POLICIES.delete(`mta-sts.${name}`)
+    ;({ byId } = await run())
+    expect(byId(`domain.mta_sts:${name}`)).toMatchObject({ status: 'fail', detail: expect.stringContaining('404') })
+
+    POLICIES.set(`mta-sts.${name}`, 'version: STSv1\r\nmode: enforce\r\nmax_age: 604800\r\n')
+    ;({ byId } = await run())
+    expect(byId(`domain.mta_sts:${name}`)).toMatchObject({ status: 'fail', detail: expect.stringContaining('Missing mx field') })
+  })
+
+  test('MTA-STS modes: testing and none warn; an MX outside the policy fails in enforce mode, warns in testing', async () => {
+    const { run, name } = await setup()
+    POLICIES.set(`mta-sts.${name}`, policyFile('testing', `mx.${name}`))
+    dns.setZone(`_smtp._tls.${name}`, undefined)
+    let { byId } = await run()
+    expectFix(byId(`domain.mta_sts:${name}`), 'warn', `change "mode: testing" to "mode: enforce" in https://mta-sts.${name}/.well-known/mta-sts.txt`)
+    expect(byId(`domain.mta_sts:${name}`).fix).not.toContain('id=20260301;')
+    expect(byId(`domain.mta_sts_mx:${name}`).status).toBe('pass')
+    expectFix(byId(`domain.tls_rpt:${name}`), 'warn', `Publish TXT _smtp._tls.${name} = v=TLSRPTv1; rua=mailto:tls-reports@${name}`)
+    expect(byId(`domain.tls_rpt:${name}`).detail).toContain('In testing mode these reports are the only sign')
+
+    POLICIES.set(`mta-sts.${name}`, policyFile('none'))
+    ;({ byId } = await run())
+    expectFix(byId(`domain.mta_sts:${name}`), 'warn', '"mode: enforce"')
+    expect(byId(`domain.mta_sts_mx:${name}`).status).toBe('skipped')
+
+    // A second MX the policy does not name; then a wildcard that covers both.
+    dns.setZone(name, {
+      MX: [
+        { exchange: `mx.${name}`, priority: 10 },
+        { exchange: `backup.${name}`, priority: 20 },
+      ],
+    })
+    POLICIES.set(`mta-sts.${name}`, policyFile('enforce', `mx.${name}`))
+    ;({ byId } = await run())
+    expectFix(byId(`domain.mta_sts_mx:${name}`), 'fail', `Add "mx: backup.${name}" to https://mta-sts.${name}/.well-known/mta-sts.txt`)
+    expect(byId(`domain.mta_sts_mx:${name}`).detail).toContain('refuse to deliver there')
+    POLICIES.set(`mta-sts.${name}`, policyFile('testing', `mx.${name}`))
+    ;({ byId } = await run())
+    expect(byId(`domain.mta_sts_mx:${name}`).status).toBe('warn')
+    POLICIES.set(`mta-sts.${name}`, policyFile('enforce', `*.${name}`))
+    ;({ byId } = await run())
+    expect(byId(`domain.mta_sts_mx:${name}`)).toMatchObject({ status: 'pass', detail: expect.stringContaining(`mx.${name}, backup.${name} match the policy`) })
+
+    // No MX: the domain itself is the implicit MX (RFC 5321 section 5.1), which *.<domain> does not cover.
+    dns.setZone(name, { TXT: ['v=spf1 -all'] })
+    ;({ byId } = await run())
+    expectFix(byId(`domain.mta_sts_mx:${name}`), 'fail', `Add "mx: ${name}"`)
+    // A null MX (RFC 7505): no mail, nothing to match.
+    dns.setZone(name, { MX: [NULL_MX] })
+    ;({ byId } = await run())
+    expect(byId(`domain.mta_sts_mx:${name}`).status).toBe('skipped')
+  })
+
+  test('MTA-STS: when the domain receives mail through this server, its host name must match the policy', async () => {
+    const { run, name } = await setup()
+    dns.setZone(name, { MX: [{ exchange: 'mailroom.test', priority: 10 }] })
+    let { byId } = await run()
+    expectFix(byId(`domain.mta_sts_mx:${name}`), 'fail', `Add "mx: mailroom.test" to https://mta-sts.${name}/.well-known/mta-sts.txt`)
+    expect(byId(`domain.mta_sts_mx:${name}`).detail).toContain(`mailroom.test (this server) is an MX of ${name}`)
+    POLICIES.set(`mta-sts.${name}`, policyFile('enforce', 'mailroom.test'))
+    ;({ byId } = await run())
+    expect(byId(`domain.mta_sts_mx:${name}`)).toMatchObject({
+      status: 'pass',
+      detail: expect.stringContaining('senders also check its certificate (see host.tls)'),
+    })
+  })
+
+  test('TLS-RPT: no rua, a rua that is not mailto:/https:, or two records warn', async () => {
+    const { run, name } = await setup()
+    dns.setZone(`_smtp._tls.${name}`, { TXT: ['v=TLSRPTv1;'] })
+    let { byId } = await run()
     expectFix(byId(`domain.tls_rpt:${name}`), 'warn', `Publish TXT _smtp._tls.${name} = v=TLSRPTv1; rua=mailto:`)
+    expect(byId(`domain.tls_rpt:${name}`).detail).toContain('has no rua=')
+
+    dns.setZone(`_smtp._tls.${name}`, { TXT: [`v=TLSRPTv1; rua=mailto:tls@${name},ftp://reports.example.com`] })
+    ;({ byId } = await run())
+    expect(byId(`domain.tls_rpt:${name}`)).toMatchObject({ status: 'warn', detail: expect.stringContaining('ftp://reports.example.com is neither') })
+
+    dns.setZone(`_smtp._tls.${name}`, { TXT: [`v=TLSRPTv1; rua=mailto:a@${name}`, `v=TLSRPTv1; rua=https://reports.example.com/tls`] })
+    ;({ byId } = await run())
+    expect(byId(`domain.tls_rpt:${name}`)).toMatchObject({ status: 'warn', detail: expect.stringContaining('has 2 TLSRPTv1 records') })
+
+    dns.setZone(`_smtp._tls.${name}`, { TXT: [`v=TLSRPTv1; rua=mailto:a@${name},https://reports.example.com/tls`] })
+    ;({ byId } = await run())
+    expect(byId(`domain.tls_rpt:${name}`)).toMatchObject({
+      status: 'pass',
+      detail: `_smtp._tls.${name}: reports go to mailto:a@${name}, https://reports.example.com/tls.`,
+    })
   })
 
   test('host name and tracking host: a short name and a private public_url fail with the setting to change', async () => {

@@ -1,3 +1,4 @@
+import { unpackMessage } from '../../src/lib/stored-message'
 import { describe, expect, test } from 'bun:test'
 import { testApp } from '../support/app'
 
@@ -105,7 +106,7 @@ describe('GET /api/v2/messages/:id/raw', () => {
     expect(r.status).toBe(200)
     expect(r.headers.get('content-type')).toBe('message/rfc822')
     expect(r.headers.get('content-disposition')).toBe(`attachment; filename="${id}.eml"`)
-    const stored = Buffer.from((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw)
+    const stored = unpackMessage((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw)
     expect(Buffer.from(await r.arrayBuffer()).equals(stored)).toBe(true)
     expect(stored.toString()).toContain('Subject: Raw please')
     expect((await t.call('GET', '/api/v2/messages/nope/raw', { key: t.admin.key })).status).toBe(404)
@@ -118,7 +119,7 @@ describe('GET /api/v2/messages/:id/headers', () => {
     // A long non-ASCII subject: the MIME builder encodes it (RFC 2047) and folds it over several lines.
     const subject = `Grüße aus Köln, ${'eine lange Betreffzeile '.repeat(4)}`.trim()
     const id = await t.send({ to: ['bob@example.net'], subject, headers: { 'X-Campaign': 'spring' } })
-    const stored = Buffer.from((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw).toString()
+    const stored = unpackMessage((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw).toString()
     expect(stored).toContain('=?')
     const r = await t.call('GET', `/api/v2/messages/${id}/headers`, { key: t.admin.key })
     expect(r.status, JSON.stringify(r.body)).toBe(200)

@@ -1,3 +1,4 @@
+import { unpackMessage } from '../../src/lib/stored-message'
 import { describe, expect, test } from 'bun:test'
 import { simpleParser } from 'mailparser'
 import { testApp } from '../support/app'
@@ -7,7 +8,7 @@ function setup(overrides: Parameters<typeof testApp>[0] = {}) {
   const t = testApp({ allow_unverified_domains: true, ...overrides })
   const admin = t.makeKey()
   // bun:sqlite returns BLOBs as Uint8Array.
-  const rawOf = (id: string) => Buffer.from((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw)
+  const rawOf = (id: string) => unpackMessage((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw)
   const recipients = (id: string) =>
     t.deps.db.$client.query('SELECT address, kind, state, next_attempt_at FROM message_recipients WHERE message_id = ? ORDER BY id').all(id) as Array<{
       address: string

@@ -1,3 +1,4 @@
+import { unpackMessage } from '../../src/lib/stored-message'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Resend } from 'resend'
 import type { GetEmailResponseSuccess, ListEmail } from 'resend'
@@ -115,7 +116,7 @@ describe('resend SDK against /compat/resend', () => {
       last_event: 'queued',
     })
     // The stored message is the tracked one: follow its open pixel.
-    const raw = (t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw
+    const raw = unpackMessage((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw)
     const pixel = /<img[^>]+src=3D"([^"]+)"|<img[^>]+src="([^"]+)"/.exec(Buffer.from(raw).toString().replace(/=\r\n/g, ''))
     expect(pixel).not.toBeNull()
     const url = new URL((pixel![1] ?? pixel![2]!).replace(/=3D/g, '='))

@@ -24,6 +24,8 @@ function seedMessages(db: Db) {
   )
   message.run('signed', 'ada@news.example.com', 1, 4, null, 9)
   message.run('unsigned', 'bob@Other.Example.org', null, 4, 1, null)
+  // The group the shaper learned from example.net's MX hosts.
+  c.run("INSERT INTO provider_domains (domain, provider, updated_at) VALUES ('example.net', 'mx:mailhost.example', 0)")
 }
 
 /** Every hourly stats row as "dim|hour|value|kind" -> count. */
@@ -56,7 +58,13 @@ function dayTotals(db: Db) {
 function seedEvents(db: Db) {
   emit(db, T0, { kind: 'message.queued', message_id: 'signed', recipient: 'a@example.net', data: { kind: 'to' } })
   emit(db, T0 + 1000, { kind: 'message.sent', message_id: 'signed', recipient: 'a@example.net', data: { source_ip: '192.0.2.1' } })
-  emit(db, T0 + 2000, { kind: 'message.sent', message_id: 'unsigned', recipient: 'b@example.net', data: { source_ip: '192.0.2.2' } })
+  // Over TLS, to a built-in provider group's domain (written in mixed case).
+  emit(db, T0 + 2000, {
+    kind: 'message.sent',
+    message_id: 'unsigned',
+    recipient: 'b@GMail.com',
+    data: { source_ip: '192.0.2.2', tls: { version: 'TLSv1.3', cipher: 'TLS_AES_256_GCM_SHA384', verified: false } },
+  })
   // Next hour: a complaint about the signed message, a contact event, a broadcast event and an event whose message is gone.
   emit(db, T0 + 3_600_000, { kind: 'message.complained', message_id: 'signed', recipient: 'a@example.net', bridge_id: 9, data: { source_ip: '192.0.2.1' } })
   emit(db, T0 + 3_600_000, { kind: 'contact.unsubscribed', contact_id: 1, list_id: 6, recipient: 'a@example.net', data: {} })
@@ -88,6 +96,16 @@ const EXPECTED = {
   'bridge|11|9|message.complained': 1,
   'list|11|6|contact.unsubscribed': 1,
   'broadcast|11|12|broadcast.sent': 1,
+  // The TLS deliveries, in every dimension of their event.
+  'all|10||message.sent.tls': 1,
+  'domain|10|other.example.org|message.sent.tls': 1,
+  'ip|10|192.0.2.2|message.sent.tls': 1,
+  'pool|10|5|message.sent.tls': 1,
+  // Delivery outcomes by the recipient's provider group: built-in, learned (provider_domains); not complaints.
+  'provider|10|gmail|message.sent': 1,
+  'provider|10|gmail|message.sent.tls': 1,
+  'provider|10|mx:mailhost.example|message.sent': 1,
+  'provider|11|mx:mailhost.example|message.sent': 1,
 }
 
 describe('statistics rollup job', () => {
@@ -168,6 +186,7 @@ describe('statistics rollup job', () => {
       'all|12||message.bounced': 1,
       'domain|12|other.example.org|message.bounced': 1,
       'pool|12|5|message.bounced': 1,
+      'provider|12|mx:mailhost.example|message.bounced': 1,
     })
     second.db.$client.close()
   })

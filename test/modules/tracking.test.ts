@@ -1,3 +1,4 @@
+import { unpackMessage } from '../../src/lib/stored-message'
 import { afterAll, describe, expect, test } from 'bun:test'
 import { simpleParser } from 'mailparser'
 import { signMessage } from '../../src/delivery/dkim'
@@ -85,7 +86,7 @@ function served(overrides: Parameters<typeof testApp>[0] = {}) {
     expect(url.startsWith(`${t.deps.config.public_url}/t/`)).toBe(true)
     return fetch(base + url.slice(t.deps.config.public_url.length), { redirect: 'manual', ...init })
   }
-  const rawOf = (id: string) => Buffer.from((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw)
+  const rawOf = (id: string) => unpackMessage((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw)
   const send = async (body: Record<string, unknown>) => {
     const r = await t.call('POST', '/v1/emails', { key: admin.key, body: { from: 'news@example.com', subject: 'Hello', ...body } })
     return r

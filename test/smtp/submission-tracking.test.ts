@@ -1,3 +1,4 @@
+import { unpackMessage } from '../../src/lib/stored-message'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { simpleParser } from 'mailparser'
 import nodemailer from 'nodemailer'
@@ -71,7 +72,7 @@ async function setup(bridgeBody: Record<string, unknown>, domain?: Record<string
     expect(id, info.response).toBeDefined()
     return id!
   }
-  const stored = (id: string) => Buffer.from((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw)
+  const stored = (id: string) => unpackMessage((t.deps.db.$client.query('SELECT raw FROM messages WHERE id = ?').get(id) as { raw: Uint8Array }).raw)
   /** Follows a link from a message: same path, on the listening server. */
   const follow = (url: string) => {
     expect(url.startsWith(`${t.deps.config.public_url}/t/`)).toBe(true)

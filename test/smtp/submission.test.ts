@@ -1,3 +1,4 @@
+import { unpackMessage } from '../../src/lib/stored-message'
 import { afterEach, describe, expect, test } from 'bun:test'
 import { dkimVerify } from 'mailauth/lib/dkim/verify'
 import { connect, type Socket } from 'node:net'
@@ -61,16 +62,18 @@ async function setup(overrides: Parameters<typeof testApp>[0] = {}, bridgeBody: 
     return transport
   }
   const messages = () =>
-    t.deps.db.$client.query('SELECT id, source, bridge_id, api_key_id, from_address, subject, tags, raw FROM messages ORDER BY created_at').all() as Array<{
-      id: string
-      source: string
-      bridge_id: number | null
-      api_key_id: number | null
-      from_address: string
-      subject: string
-      tags: string
-      raw: Uint8Array
-    }>
+    (
+      t.deps.db.$client.query('SELECT id, source, bridge_id, api_key_id, from_address, subject, tags, raw FROM messages ORDER BY created_at').all() as Array<{
+        id: string
+        source: string
+        bridge_id: number | null
+        api_key_id: number | null
+        from_address: string
+        subject: string
+        tags: string
+        raw: Uint8Array
+      }>
+    ).map((m) => ({ ...m, raw: unpackMessage(m.raw) }))
   const recipients = (id: string) =>
     t.deps.db.$client.query('SELECT address, kind, state FROM message_recipients WHERE message_id = ? ORDER BY id').all(id) as Array<{
       address: string
@@ -425,11 +428,13 @@ describe('smtp submission', () => {
       }
     }
     const dsns = (t: Awaited<ReturnType<typeof setup>>) =>
-      t.deps.db.$client.query(`SELECT id, mail_from, raw FROM messages WHERE source = 'dsn' ORDER BY created_at`).all() as Array<{
-        id: string
-        mail_from: string
-        raw: Uint8Array
-      }>
+      (
+        t.deps.db.$client.query(`SELECT id, mail_from, raw FROM messages WHERE source = 'dsn' ORDER BY created_at`).all() as Array<{
+          id: string
+          mail_from: string
+          raw: Uint8Array
+        }>
+      ).map((m) => ({ ...m, raw: unpackMessage(m.raw) }))
 
     test('a bounced recipient gets a DSN to the envelope sender, sent with the null reverse-path', async () => {
       const t = await setup()

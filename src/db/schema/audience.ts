@@ -147,6 +147,8 @@ export const imports = sqliteTable(
     mode: text('mode', { enum: ['skip', 'update'] }).notNull(),
     /** Contact attribute or `fields.<key>` -> source column (CSV header or JSON key). */
     mapping: text('mapping', { mode: 'json' }).$type<Record<string, string>>().notNull(),
+    /** Start the list's drips for the contacts the import subscribes (issue 16); false: import only. */
+    enroll: flag('enroll', true),
     status: text('status', { enum: IMPORT_STATUSES }).notNull(),
     file_path: text('file_path').notNull(),
     file_bytes: integer('file_bytes').notNull(),

@@ -242,26 +242,35 @@ export function enrollContact(
   return row.id
 }
 
+/** Which contacts of a list a set-wise enrollment takes: an id range (after, upTo], or the ids given. */
+export type ContactSelection = { after: number; upTo: number } | { ids: number[] }
+
 const bulkStatements = preparedFor((db: Db) => {
   const c = db.$client
-  const insert = (policy: string) =>
-    c.prepare<never, [number, number, string, number, number, number, number]>(
-      `INSERT INTO automation_enrollments (automation_id, version_id, contact_id, email, state, step_id, trigger_event_id, started_at, updated_at)
-       SELECT ?1, ?2, c.id, c.email, 'active', ?3, NULL, ?4, ?4 FROM contacts c
-       WHERE c.list_id = ?5 AND c.status = 'subscribed' AND c.id > ?6 AND c.id <= ?7 ${policy}`,
-    )
+  // The re-entry policy is a NOT EXISTS in the INSERT ... SELECT itself: nothing is read into memory.
+  const policies: Record<ReentryPolicy, string> = {
+    once: 'AND NOT EXISTS (SELECT 1 FROM automation_enrollments e WHERE e.automation_id = ?1 AND e.email = c.email)',
+    after_finish:
+      "AND NOT EXISTS (SELECT 1 FROM automation_enrollments e WHERE e.automation_id = ?1 AND e.email = c.email AND e.state IN ('active', 'waiting'))",
+    always: '',
+  }
+  const insert = <P extends SqlValue[]>(selection: string) => {
+    const forPolicy = (policy: ReentryPolicy) =>
+      c.prepare<never, P>(
+        `INSERT INTO automation_enrollments (automation_id, version_id, contact_id, email, state, step_id, trigger_event_id, started_at, updated_at)
+         SELECT ?1, ?2, c.id, c.email, 'active', ?3, NULL, ?4, ?4 FROM contacts c
+         WHERE c.list_id = ?5 AND c.status = 'subscribed' AND ${selection} ${policies[policy]}`,
+      )
+    return { once: forPolicy('once'), after_finish: forPolicy('after_finish'), always: forPolicy('always') } satisfies Record<ReentryPolicy, unknown>
+  }
   return {
     range: c.prepare<{ n: number; hi: number | null }, [number, number, number]>(
       "SELECT COUNT(*) AS n, MAX(id) AS hi FROM (SELECT id FROM contacts WHERE list_id = ? AND status = 'subscribed' AND id > ? ORDER BY id LIMIT ?)",
     ),
     lastRun: c.prepare<{ id: number | null }, []>('SELECT MAX(id) AS id FROM automation_enrollments'),
-    insert: {
-      once: insert('AND NOT EXISTS (SELECT 1 FROM automation_enrollments e WHERE e.automation_id = ?1 AND e.email = c.email)'),
-      after_finish: insert(
-        "AND NOT EXISTS (SELECT 1 FROM automation_enrollments e WHERE e.automation_id = ?1 AND e.email = c.email AND e.state IN ('active', 'waiting'))",
-      ),
-      always: insert(''),
-    } satisfies Record<ReentryPolicy, unknown>,
+    inRange: insert<[number, number, string, number, number, number, number]>('c.id > ?6 AND c.id <= ?7'),
+    // SQLite's json_each takes the ids as one parameter (PostgreSQL: jsonb_array_elements_text).
+    inIds: insert<[number, number, string, number, number, string]>('c.id IN (SELECT j.value FROM json_each(?6) AS j)'),
     wakeups: c.prepare<never, [number, number, number]>(
       'INSERT INTO automation_wakeups (enrollment_id, automation_id, due_at, claimed) SELECT id, automation_id, ?3, 0 FROM automation_enrollments WHERE id > ?1 AND automation_id = ?2',
     ),
@@ -269,10 +278,31 @@ const bulkStatements = preparedFor((db: Db) => {
 })
 
 /**
- * Enrolls the next `limit` subscribed contacts of a list after contact id `after`, as two
- * INSERT ... SELECT statements (runs, then their wake-ups): the re-entry policy is a NOT
- * EXISTS in the same statement, nothing is read into memory. Inside a transaction. Returns
- * how many contacts the chunk covered, how many runs it started, and its last contact id.
+ * Starts runs of a drip for the subscribed contacts of a list that `selection` names, as two
+ * INSERT ... SELECT statements (runs, then their wake-ups, due at once): the re-entry policy
+ * is a NOT EXISTS in the same statement, nothing is read into memory. A draft enrolls no one.
+ * Inside a transaction. Returns how many runs it started.
+ */
+export function enrollSelected(deps: Deps, automation: AutomationRow, listId: number, selection: ContactSelection, now: number): number {
+  if (automation.status === 'draft' || automation.current_version_id === null) return 0
+  const first = graphOf(deps.db, automation.current_version_id).graph.steps[0]
+  if (!first) return 0
+  const st = bulkStatements(deps.db)
+  const before = st.lastRun.get()?.id ?? 0
+  const version = automation.current_version_id
+  let inserted: number
+  if ('ids' in selection) {
+    if (!selection.ids.length) return 0
+    inserted = st.inIds[automation.reentry].run(automation.id, version, first.id, now, listId, JSON.stringify(selection.ids)).changes
+  } else inserted = st.inRange[automation.reentry].run(automation.id, version, first.id, now, listId, selection.after, selection.upTo).changes
+  if (inserted) st.wakeups.run(before, automation.id, now)
+  return inserted
+}
+
+/**
+ * Enrolls the next `limit` subscribed contacts of a list after contact id `after` (see
+ * enrollSelected). Inside a transaction. Returns how many contacts the chunk covered, how
+ * many runs it started, and its last contact id.
  */
 export function enrollListChunk(
   deps: Deps,
@@ -282,15 +312,27 @@ export function enrollListChunk(
   limit: number,
   now: number,
 ): { scanned: number; enrolled: number; last: number } {
-  const st = bulkStatements(deps.db)
-  const range = st.range.get(listId, after, limit)!
-  if (range.n === 0 || range.hi === null || automation.current_version_id === null) return { scanned: 0, enrolled: 0, last: after }
-  const first = graphOf(deps.db, automation.current_version_id).graph.steps[0]
-  if (!first) return { scanned: range.n, enrolled: 0, last: range.hi }
-  const before = st.lastRun.get()?.id ?? 0
-  const inserted = st.insert[automation.reentry].run(automation.id, automation.current_version_id, first.id, now, listId, after, range.hi)
-  st.wakeups.run(before, automation.id, now)
-  return { scanned: range.n, enrolled: inserted.changes, last: range.hi }
+  const range = bulkStatements(deps.db).range.get(listId, after, limit)!
+  if (range.n === 0 || range.hi === null) return { scanned: 0, enrolled: 0, last: after }
+  return { scanned: range.n, enrolled: enrollSelected(deps, automation, listId, { after, upTo: range.hi }, now), last: range.hi }
+}
+
+/** The list-join entry: drips that a contact joining `listId` enters (drafts are refused by the enrolling functions). */
+function entersOnJoin(a: AutomationRow, listId: number): boolean {
+  return a.kind === 'drip' && a.list_ids.includes(listId)
+}
+
+/**
+ * The list-join entry for contacts a bulk import subscribed (it emits no contact.subscribed
+ * per row): every drip of the list, set-wise, in the import batch's transaction, so the runs
+ * commit with the rows and a resumed import neither misses nor repeats them. Returns how many
+ * runs started.
+ */
+export function enrollListJoins(deps: Deps, listId: number, contactIds: number[], now: number): number {
+  if (!contactIds.length) return 0
+  let n = 0
+  for (const a of loadAutomations(deps.db).values()) if (entersOnJoin(a, listId)) n += enrollSelected(deps, a, listId, { ids: contactIds }, now)
+  return n
 }
 
 // ---------------------------------------------------------------------------------------
@@ -329,8 +371,7 @@ export function ingestEvents(deps: Deps, limit: number): number {
     if (ev.kind === 'contact.subscribed') {
       const email = ev.recipient ?? readContact(deps.db, ev.contact_id)?.email
       if (!email) continue
-      for (const a of automations)
-        if (a.kind === 'drip' && ev.list_id !== null && a.list_ids.includes(ev.list_id)) enrollContact(deps, a, { id: ev.contact_id, email }, now)
+      for (const a of automations) if (ev.list_id !== null && entersOnJoin(a, ev.list_id)) enrollContact(deps, a, { id: ev.contact_id, email }, now)
       continue
     }
     if (ev.kind === 'contact.confirmed') {

@@ -136,6 +136,8 @@ export interface WriterOptions {
   actorKeyId?: number | null
   /** Chooses the status of a new contact, e.g. from a matching suppression. */
   statusForNew?: (email: string, requested: ContactStatus) => ContactStatus
+  /** Told of each contact that joins the list (created subscribed, or moved to subscribed): a bulk import's drip entry. */
+  onSubscribed?: (id: number) => void
 }
 
 /**
@@ -154,6 +156,8 @@ export function createContactWriter(deps: Deps, opts: WriterOptions) {
   )
 
   const statusEvent = (id: number, email: string, from: ContactStatus | null, to: ContactStatus, at: number) => {
+    // The same change that emits contact.subscribed below (emitStatusChange).
+    if (opts.onSubscribed && to === 'subscribed' && from !== 'subscribed') opts.onSubscribed(id)
     if (opts.emitEvents) emitStatusChange(deps.db, at, { id, email, listId: opts.listId, from, to, actorKeyId: opts.actorKeyId ?? null })
   }
 

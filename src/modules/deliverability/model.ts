@@ -69,6 +69,13 @@ export const QueueSchema = t.Object({
       oldest_at: Time,
       state: enumOf(['normal', 'throttled', 'suspended']),
       sent_last_minute: t.Integer(),
+      sent_24h: t.Integer({
+        description:
+          'Recipients delivered (message.sent) to the group in the last 24 hours: the current hour and the 23 before it (statistics rollup counters).',
+      }),
+      tls_share: t.Union([t.Number({ minimum: 0, maximum: 1 }), t.Null()], {
+        description: 'Share of those deliveries made over TLS (0 to 1, 4 decimals); null with no deliveries in the window.',
+      }),
       limits: LimitsSchema,
     }),
   ),

@@ -4,9 +4,12 @@ import { capFor, checkSchedule, dayKey, defaultSchedule, scheduleLength, warmupD
 import { toIso } from '../../lib/clock'
 import { invalidField, notFound } from '../../lib/errors'
 import { bumpPoolsVersion } from '../ip-pools/version'
+import { TLS_COUNTER } from '../stats/service'
 import type { QueueView, WarmupInput, WarmupView } from './model'
 
 type PairState = 'normal' | 'throttled' | 'suspended'
+/** The window of the queue view's per-provider deliveries and TLS share: the current hour and the 23 before it. */
+export const TLS_WINDOW_HOURS = 24
 const SEVERITY: Record<PairState, number> = { normal: 0, throttled: 1, suspended: 2 }
 const worst = (a: PairState, b: PairState): PairState => (SEVERITY[b] > SEVERITY[a] ? b : a)
 
@@ -100,11 +103,14 @@ export function stopWarmup(deps: Deps, ipId: number): WarmupView {
 
 /**
  * The queue view: waiting recipients per provider group and per source IP, with the shaper's
- * state of each (group, IP) pair and what left in the last minute. Read-only and cheap: one
- * GROUP BY over the waiting rows, the message.sent events of the last minute (by their index
- * on kind and time) and the small shaping tables.
+ * state of each (group, IP) pair, what left in the last minute, and per group the deliveries
+ * of the last 24 hours and the share of them made over TLS (issue 17). Read-only and cheap:
+ * one GROUP BY over the waiting rows, the message.sent events of the last minute (by their
+ * index on kind and time), the statistics rollup's hourly 'provider' counters of the
+ * TLS_WINDOW_HOURS (stats/rollup.ts) and the small shaping tables.
  */
 export function queueView(deps: Deps): QueueView {
+  const HOUR_MS = 3_600_000
   const c = deps.db.$client
   const now = deps.clock.now()
   const learned = new Map(
@@ -125,6 +131,8 @@ export function queueView(deps: Deps): QueueView {
         oldest_at: null,
         state: 'normal',
         sent_last_minute: 0,
+        sent_24h: 0,
+        tls_share: null,
         limits: limitsFor(deps.config.shaping_limits, provider, null),
       }
       providers.set(provider, p)
@@ -163,6 +171,20 @@ export function queueView(deps: Deps): QueueView {
     sentByPair.set(key, (sentByPair.get(key) ?? 0) + r.n)
     sentByIp.set(r.ip ?? '', (sentByIp.get(r.ip ?? '') ?? 0) + r.n)
   }
+
+  // Deliveries and TLS deliveries per group over the window, from the rollup's hourly counters.
+  const windowStart = Math.floor(now / HOUR_MS) * HOUR_MS - (TLS_WINDOW_HOURS - 1) * HOUR_MS
+  const delivered = c
+    .query(
+      `SELECT dim_value AS provider, kind, sum(count) AS n FROM stats_hourly WHERE dim = 'provider' AND hour >= ? AND kind IN ('message.sent', ?) GROUP BY dim_value, kind`,
+    )
+    .all(windowStart, TLS_COUNTER) as Array<{ provider: string; kind: string; n: number }>
+  const overTls = new Map<string, number>()
+  for (const d of delivered) {
+    if (d.kind === 'message.sent') providerEntry(d.provider).sent_24h = d.n
+    else overTls.set(d.provider, d.n)
+  }
+  for (const p of providers.values()) p.tls_share = p.sent_24h ? Math.round(((overTls.get(p.provider) ?? 0) / p.sent_24h) * 10000) / 10000 : null
 
   const states = c
     .query('SELECT provider, ip, state, rate_per_minute, hold_until, reason, updated_at FROM shaping_states ORDER BY provider, ip')

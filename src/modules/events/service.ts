@@ -259,8 +259,9 @@ function countEvents(db: Db, f: CountFilter): number {
 
 /** Sum of the rollup counters of one dimension value over [from, to) (bucket starts). */
 function sumRollup(db: Db, dim: string, value: string, kinds: string[] | undefined, from: number, to: number): number {
-  // Without a kind filter every counter but the unique-open/click ones (stats UNIQUE_COUNTERS, '<kind>.unique'), which are not events.
-  const kindClause = kinds ? `kind IN (${kinds.map(() => '?').join(', ')})` : `kind NOT LIKE '%.unique'`
+  // Without a kind filter every counter but those that are not events: the unique-open/click ones
+  // (stats UNIQUE_COUNTERS, '<kind>.unique') and the TLS deliveries (stats TLS_COUNTER, 'message.sent.tls').
+  const kindClause = kinds ? `kind IN (${kinds.map(() => '?').join(', ')})` : `kind NOT LIKE '%.unique' AND kind != 'message.sent.tls'`
   const bound = (ms: number) => (ms === -Infinity ? Number.MIN_SAFE_INTEGER : ms === Infinity ? Number.MAX_SAFE_INTEGER : ms)
   return db.$client
     .query<{ n: number }, Array<string | number>>(

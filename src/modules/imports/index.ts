@@ -41,7 +41,7 @@ export function importRoutes(deps: Deps, authOf: AuthOf, runner: ImportRunner) {
         const format = MEDIA_TYPES.jsonl.includes(type) ? 'jsonl' : 'csv'
         const created = await createImport(
           deps,
-          { list_id: query.list_id, format, mode: query.mode ?? 'skip', mapping: mappingFrom(query.mapping) },
+          { list_id: query.list_id, format, mode: query.mode ?? 'skip', mapping: mappingFrom(query.mapping), enroll: query.enroll ?? true },
           request.body,
         )
         authOf(request).target = { type: 'imports', id: created.id }

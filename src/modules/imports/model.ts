@@ -7,6 +7,7 @@ export const ImportSchema = t.Object({
   format: enumOf(['csv', 'jsonl']),
   mode: enumOf(['skip', 'update']),
   mapping: t.Record(t.String(), t.String(), { description: 'Contact attribute -> source column.' }),
+  enroll: t.Boolean({ description: "Whether the contacts it subscribes enter the list's drips." }),
   status: enumOf(['queued', 'running', 'completed', 'failed']),
   total_rows: t.Union([t.Integer(), t.Null()], { description: 'Data rows in the file; null until counted.' }),
   rows_done: t.Integer(),
@@ -32,6 +33,11 @@ export const CreateImportQuery = t.Object({
     t.String({
       description:
         'JSON object: contact attribute (email, first_name, last_name, status, fields.<key>) -> column name. Default: columns named like the attributes or custom field keys.',
+    }),
+  ),
+  enroll: t.Optional(
+    t.Boolean({
+      description: "true (default): the contacts the import subscribes enter the list's drips, as joining the list does. false: import without enrolling.",
     }),
   ),
 })

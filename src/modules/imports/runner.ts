@@ -4,6 +4,7 @@ import type { Deps } from '../../deps'
 import { imports } from '../../db/schema'
 import { fieldDefinitions } from '../custom-fields/service'
 import { createContactWriter } from '../contacts/writer'
+import { enrollListJoins } from '../automations/runs'
 import { describeErrors, preparedBatches, preparedRow, ROW_WIDTH, type PrepareOptions, type PreparedBatch } from './prepare'
 import type { PrepareRequest, PrepareStart } from './prepare-worker'
 import { estimateRows, type ImportFormat } from './source'
@@ -149,6 +150,8 @@ export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
       if (!existsSync(imp.file_path)) throw new Error('the uploaded file is no longer in the data directory')
       if (imp.total_rows === null) setState(imp.id, { total_rows: await estimateRows(imp.file_path, imp.format) })
       let suppressed = new Map<string, string>()
+      // The contacts this batch subscribed to the list, for the drips' list-join entry.
+      let joined: number[] = []
       const defs = fieldDefinitions(deps)
       const writer = createContactWriter(deps, {
         listId: imp.list_id,
@@ -160,6 +163,7 @@ export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
           const reason = suppressed.get(email)
           return reason ? statusUnderSuppression(reason, requested) : requested
         },
+        onSubscribed: imp.enroll ? (id) => joined.push(id) : undefined,
       })
       const insertError = client.prepare<unknown, [number, number, string, string]>(
         'INSERT INTO import_errors (import_id, row_number, reason, raw) VALUES (?, ?, ?, ?)',
@@ -169,6 +173,7 @@ export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
       )
       const commit = client.transaction((batch: PreparedBatch) => {
         const { data } = batch
+        joined = []
         if (opts.suppressionReasons) {
           // Addresses come normalised from the checks: each is normalised once.
           const emails: string[] = []
@@ -189,6 +194,9 @@ export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
             if (r.result === 'invalid') insertError.run(imp.id, item.row, describeErrors(r.errors), item.raw ?? '')
           }
         })
+        // In the batch's transaction: the runs commit with the rows and rows_done, so a
+        // resumed import neither misses nor repeats an enrollment.
+        if (joined.length) enrollListJoins(deps, imp.list_id, joined, deps.clock.now())
         progress.run(batch.rows, counts.created, counts.updated, counts.skipped, counts.invalid, imp.id)
       })
 

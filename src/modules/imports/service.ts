@@ -23,6 +23,7 @@ export function importView(r: Row): ImportView {
       'format',
       'mode',
       'mapping',
+      'enroll',
       'status',
       'total_rows',
       'rows_done',
@@ -108,6 +109,8 @@ export interface NewImport {
   format: ImportFormat
   mode: 'skip' | 'update'
   mapping?: Record<string, string>
+  /** Start the list's drips for the contacts it subscribes (default true). */
+  enroll?: boolean
 }
 
 /** Stores the file, checks its header against the mapping, and queues the import. */
@@ -130,6 +133,7 @@ export async function createImport(deps: Deps, input: NewImport, body: ReadableS
         format: input.format,
         mode: input.mode,
         mapping,
+        enroll: input.enroll ?? true,
         status: 'queued',
         file_path: path,
         file_bytes: bytes,

@@ -1,3 +1,4 @@
+import { unpackMessage } from '../../lib/stored-message'
 import { Elysia, t } from 'elysia'
 import { simpleParser } from 'mailparser'
 import addressparser from 'nodemailer/lib/addressparser'
@@ -185,8 +186,7 @@ function resendSummary(deps: Deps, m: MessageView) {
 async function resendView(deps: Deps, id: string) {
   const m = getMessage(deps, id)
   const stored = storedOf(deps.db).get(id)!
-  // bun:sqlite returns BLOBs as Uint8Array; mailparser wants a Buffer.
-  const raw = Buffer.from(stored.raw)
+  const raw = unpackMessage(stored.raw)
   const parsed = await simpleParser(raw)
   // mailparser derives a text body from the HTML when there is none; Resend answers null then.
   const hasTextPart = /^content-type:\s*text\/plain/im.test(raw.toString('latin1'))

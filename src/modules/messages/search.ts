@@ -1,3 +1,4 @@
+import { isPacked, unpackMessage } from '../../lib/stored-message'
 import { and, asc, count, desc, eq, exists, gt, gte, inArray, lt, or, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { messageRecipients, messages, type RecipientState } from '../../db/schema'
@@ -172,7 +173,8 @@ export function searchMessages(deps: Deps, q: MessageSearch): { items: MessageSu
 export function rawMessage(deps: Deps, id: string): Uint8Array<ArrayBuffer> {
   const row = deps.db.select({ raw: messages.raw }).from(messages).where(eq(messages.id, id)).get()
   if (!row) throw notFound('message', id)
-  return new Uint8Array(row.raw.buffer as ArrayBuffer, row.raw.byteOffset, row.raw.byteLength)
+  const raw = unpackMessage(row.raw)
+  return new Uint8Array(raw.buffer as ArrayBuffer, raw.byteOffset, raw.byteLength)
 }
 
 /**
@@ -182,7 +184,8 @@ export function rawMessage(deps: Deps, id: string): Uint8Array<ArrayBuffer> {
  */
 export function messageHeaders(deps: Deps, id: string): MessageHeader[] {
   // The header block is read from the first bytes: a list of messages must not load every
-  // attachment. A block longer than that (it cannot end past the prefix) reads the whole.
+  // attachment. A block longer than that (it cannot end past the prefix), or a compressed
+  // message (lib/stored-message.ts), reads the whole.
   const prefix = deps.db
     .select({ head: sql<Uint8Array | null>`substr(${messages.raw}, 1, ${HEADER_PREFIX_BYTES})` })
     .from(messages)
@@ -190,7 +193,7 @@ export function messageHeaders(deps: Deps, id: string): MessageHeader[] {
     .get()
   if (!prefix) throw notFound('message', id)
   let raw = Buffer.from(prefix.head ?? new Uint8Array()).toString('latin1')
-  if (raw.indexOf('\r\n\r\n') < 0 && raw.length >= HEADER_PREFIX_BYTES) raw = Buffer.from(rawMessage(deps, id)).toString('latin1')
+  if (raw.indexOf('\r\n\r\n') < 0 && (raw.length >= HEADER_PREFIX_BYTES || isPacked(prefix.head))) raw = Buffer.from(rawMessage(deps, id)).toString('latin1')
   const end = raw.indexOf('\r\n\r\n')
   const head = end < 0 ? raw : raw.slice(0, end + 2)
   return headerFields(head)

@@ -1,3 +1,4 @@
+import { packMessage } from '../../lib/stored-message'
 import { preparedFor } from '../../db/prepared'
 import type { RecipientState } from '../../db/schema'
 import type { Deps } from '../../deps'
@@ -192,7 +193,7 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
     ctx.nodeId ?? null,
     p.template?.id ?? null,
     p.template?.version_id ?? null,
-    p.raw,
+    packMessage(p.raw),
     p.raw.length,
     now,
     bridgeId,

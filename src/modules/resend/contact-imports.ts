@@ -4,7 +4,7 @@ import { imports } from '../../db/schema'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
 import { requires } from '../../http/schemas'
-import { AppError } from '../../lib/errors'
+import { AppError, invalidField } from '../../lib/errors'
 import type { ImportRunner } from '../imports/runner'
 import type { ImportView } from '../imports/model'
 import { createImport, getImport } from '../imports/service'
@@ -15,7 +15,7 @@ import { refuse } from './shapes'
 /**
  * resend.contacts.imports onto /api/v2/imports: the CSV goes to the same background import
  * (one list: the one segment named, or the General list), `column_map` becomes the import's
- * mapping and `on_conflict` its mode. The SDK sends multipart form data, which the framework
+ * mapping and `on_conflict` its mode, and Mailroom's own `enroll` field its enroll flag. The SDK sends multipart form data, which the framework
  * reads whole before the handler runs, so a file is held in memory once (up to
  * max_import_bytes) and then streamed to the data directory like a native upload.
  */
@@ -76,6 +76,13 @@ function mappingOf(map: ColumnMap | undefined): Record<string, string> | undefin
   return mapping
 }
 
+/** The `enroll` form field: true or false (as text in multipart, or already parsed); absent means true. */
+function enrollOf(value: unknown): boolean {
+  if (value === undefined || value === true || value === 'true') return true
+  if (value === false || value === 'false') return false
+  throw invalidField('enroll', 'must be true or false')
+}
+
 /** /compat/resend/contacts/imports */
 export function contactImportRoutes(deps: Deps, authOf: AuthOf, runner?: ImportRunner) {
   const tags = ['resend-compatible']
@@ -87,6 +94,8 @@ export function contactImportRoutes(deps: Deps, authOf: AuthOf, runner?: ImportR
         const segments = json<Array<{ id: string }>>('segments', body.segments) ?? []
         if (segments.length > 1) refuse('segments', 'an import fills one segment; import the file once per segment')
         const listId = segments.length ? segmentList(deps, segments[0]!.id) : defaultList(deps)
+        // Not a Resend field: Mailroom's drips (issue 16); true by default, as natively.
+        const enroll = enrollOf(body.enroll)
         const created = await createImport(
           deps,
           {
@@ -94,6 +103,7 @@ export function contactImportRoutes(deps: Deps, authOf: AuthOf, runner?: ImportR
             format: 'csv',
             mode: body.on_conflict === 'upsert' ? 'update' : 'skip',
             mapping: mappingOf(json<ColumnMap>('column_map', body.column_map)),
+            enroll,
           },
           body.file.stream(),
         )
@@ -108,6 +118,7 @@ export function contactImportRoutes(deps: Deps, authOf: AuthOf, runner?: ImportR
           on_conflict: t.Optional(t.Union([t.Literal('upsert'), t.Literal('skip')])),
           segments: t.Optional(t.Unknown({ description: 'JSON: [{ id }], at most one segment' })),
           topics: t.Optional(t.Unknown()),
+          enroll: t.Optional(t.Unknown({ description: "Mailroom: false imports without starting the segment's drips (default true)." })),
         }),
         response: { 200: t.Object({ object: t.Literal('contact_import'), id: t.String() }) },
         detail: {

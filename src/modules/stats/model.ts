@@ -14,10 +14,16 @@ export const StatsQuerySchema = t.Object({
   group_by: t.Optional(
     enumOf(STATS_GROUPS, {
       description:
-        'Split the counts by sending domain, IP, pool, bridge, list, broadcast, or bounce reason (bounced, failed, deferred and delayed events only; docs/api.md "Bounce reasons"). Default all.',
+        'Split the counts by sending domain, IP, pool, bridge, list, broadcast, bounce reason (bounced, failed, deferred and delayed events only; docs/api.md "Bounce reasons"), or the recipient\'s provider group (sent, message.sent.tls, bounced, failed and deferred events only; docs/api.md "Statistics"). Default all.',
     }),
   ),
-  kinds: t.Optional(t.String({ maxLength: 1000, description: 'Comma-separated event kinds to count. Default: every kind.' })),
+  kinds: t.Optional(
+    t.String({
+      maxLength: 1000,
+      description:
+        'Comma-separated event kinds to count, or the counters message.opened.unique, message.clicked.unique and message.sent.tls (deliveries over TLS). Default: every kind and counter.',
+    }),
+  ),
 })
 
 const Counts = t.Record(t.String(), t.Integer(), { description: 'Events per kind.' })
@@ -27,7 +33,8 @@ const RatesSchema = t.Object(
   { description: 'Fractions from 0 to 1, null when the denominator is 0 (docs/api.md "Statistics").' },
 )
 const Group = t.Union([t.String(), t.Null()], {
-  description: 'The group value (domain name, IP, pool/bridge/list/broadcast id, or bounce reason); null with group_by=all.',
+  description:
+    'The group value (domain name, IP, pool/bridge/list/broadcast id, bounce reason, or provider group such as gmail or mx:example.net); null with group_by=all.',
 })
 
 export const StatsSchema = t.Object({

@@ -1,12 +1,13 @@
 import type { Db } from '../../db/client'
 import type { Deps } from '../../deps'
 import { preparedFor } from '../../db/prepared'
-import { DAY_SUFFIX } from './service'
+import { PROVIDER_GROUPS } from '../../delivery/providers'
+import { DAY_SUFFIX, PROVIDER_KINDS, TLS_COUNTER } from './service'
 
 /**
  * Statistics rollups: tails the event log by id and adds each event to the hourly counters
  * of `stats_hourly`, once per dimension ('all', 'domain', 'ip', 'pool', 'bridge', 'list',
- * 'broadcast', 'reason'), and to the day counters ('<dim>.day', see DAY_SUFFIX). GET /api/v2/stats
+ * 'broadcast', 'reason', 'provider'), and to the day counters ('<dim>.day', see DAY_SUFFIX). GET /api/v2/stats
  * reads only those counters, so a query over months of events sums a few thousand rows
  * instead of counting millions.
  *
@@ -29,6 +30,18 @@ export const STATS_BATCH = 2000
 const WAKE_INTERVAL_MS = 1000
 const HOUR_MS = 3_600_000
 const DAY_MS = 24 * HOUR_MS
+
+const quote = (s: string) => `'${s.replace(/'/g, "''")}'`
+/** The recipient's domain of an event (lower case), as SQL. */
+const RCPT_DOMAIN = `lower(substr(e.recipient, instr(e.recipient, '@') + 1))`
+/**
+ * The provider group of the recipient's domain, as the delivery shaper and the queue view
+ * name it (delivery/shaping.ts groupOf, deliverability/service.ts queueView): a built-in
+ * group's own domain, else the group learned from the domain's MX hosts (provider_domains,
+ * written by the shaper before the first delivery to it), else 'mx:<domain>'.
+ */
+const PROVIDER_SQL = `coalesce(CASE ${RCPT_DOMAIN} ${PROVIDER_GROUPS.flatMap((g) => g.domains.map((d) => `WHEN ${quote(d)} THEN ${quote(g.id)}`)).join(' ')} END, pd.provider, 'mx:' || ${RCPT_DOMAIN})`
+const PROVIDER_KIND_LIST = PROVIDER_KINDS.map(quote).join(', ')
 
 const statements = preparedFor((db: Db) => {
   const c = db.$client
@@ -59,18 +72,26 @@ const statements = preparedFor((db: Db) => {
           e.list_id AS list_id,
           e.broadcast_id AS broadcast_id,
           -- Why a delivery failed or waits (BOUNCE_REASONS, src/lib/smtp-replies.ts): the 'reason' dimension.
-          CASE WHEN e.kind IN ('message.bounced', 'message.failed', 'message.deferred', 'message.delayed') THEN json_extract(e.data, '$.reason') END AS reason
+          CASE WHEN e.kind IN ('message.bounced', 'message.failed', 'message.deferred', 'message.delayed') THEN json_extract(e.data, '$.reason') END AS reason,
+          -- The recipient's provider group, for delivery outcomes only (PROVIDER_KINDS): the 'provider' dimension.
+          CASE WHEN e.kind IN (${PROVIDER_KIND_LIST}) AND e.recipient IS NOT NULL THEN ${PROVIDER_SQL} END AS provider
         FROM (
-          SELECT id, kind, created_at, message_id, data, bridge_id, list_id, broadcast_id FROM events WHERE id > ?1 AND id <= ?2
+          SELECT id, kind, created_at, message_id, data, bridge_id, list_id, broadcast_id, recipient FROM events WHERE id > ?1 AND id <= ?2
           -- The first open and the first click of a message also count as unique ones (UNIQUE_COUNTERS).
           UNION ALL
-          SELECT id, kind || '.unique', created_at, message_id, data, bridge_id, list_id, broadcast_id FROM events
+          SELECT id, kind || '.unique', created_at, message_id, data, bridge_id, list_id, broadcast_id, recipient FROM events
           -- "+kind": by id range, not through the kind index (every open and click ever recorded, per batch).
           WHERE id > ?1 AND id <= ?2 AND +kind IN ('message.opened', 'message.clicked') AND json_extract(data, '$.first') = 1
+          -- A delivery over TLS (data.tls is set: version, cipher, verified; null in plain text) also counts as TLS_COUNTER.
+          -- "+kind" again: by id range, not through the kind index over every delivery ever recorded.
+          UNION ALL
+          SELECT id, '${TLS_COUNTER}', created_at, message_id, data, bridge_id, list_id, broadcast_id, recipient FROM events
+          WHERE id > ?1 AND id <= ?2 AND +kind = 'message.sent' AND json_extract(data, '$.tls') IS NOT NULL
         ) e
         LEFT JOIN messages m ON e.message_id IS NOT NULL AND m.id = e.message_id
         LEFT JOIN sending_domains d ON d.id = m.domain_id
         LEFT JOIN sending_nodes n ON n.id = m.node_id
+        LEFT JOIN provider_domains pd ON e.kind IN (${PROVIDER_KIND_LIST}) AND e.recipient IS NOT NULL AND pd.domain = ${RCPT_DOMAIN}
       )
       , f AS MATERIALIZED (
         SELECT 'all' AS dim, hour, '' AS dim_value, kind FROM b
@@ -81,6 +102,7 @@ const statements = preparedFor((db: Db) => {
         UNION ALL SELECT 'list', hour, CAST(list_id AS TEXT), kind FROM b WHERE list_id IS NOT NULL
         UNION ALL SELECT 'broadcast', hour, CAST(broadcast_id AS TEXT), kind FROM b WHERE broadcast_id IS NOT NULL
         UNION ALL SELECT 'reason', hour, reason, kind FROM b WHERE reason IS NOT NULL AND reason != ''
+        UNION ALL SELECT 'provider', hour, provider, kind FROM b WHERE provider IS NOT NULL AND provider != 'mx:'
       )
       INSERT INTO stats_hourly (dim, hour, dim_value, kind, count)
       SELECT dim, hour, dim_value, kind, count(*) FROM (

@@ -6,7 +6,7 @@ import { invalidField } from '../../lib/errors'
 import { EVENT_KIND_NAMES, parseKinds } from '../events/service'
 
 export const STATS_BUCKETS = ['hour', 'day'] as const
-export const STATS_GROUPS = ['all', 'domain', 'ip', 'pool', 'bridge', 'list', 'broadcast', 'reason'] as const
+export const STATS_GROUPS = ['all', 'domain', 'ip', 'pool', 'bridge', 'list', 'broadcast', 'reason', 'provider'] as const
 export type StatsBucket = (typeof STATS_BUCKETS)[number]
 export type StatsGroup = (typeof STATS_GROUPS)[number]
 
@@ -29,8 +29,15 @@ const DEFAULT_SPAN: Record<StatsBucket, number> = { hour: 24 * HOUR_MS, day: 30 
  * The open and click rates are made of these, so a message read ten times is one open.
  */
 export const UNIQUE_COUNTERS = ['message.opened.unique', 'message.clicked.unique']
-/** What `kinds` may name: every event kind and the unique counters. */
-export const STATS_COUNTERS: readonly string[] = [...EVENT_KIND_NAMES, ...UNIQUE_COUNTERS]
+/**
+ * A counter that is not an event kind either: the message.sent events whose delivery used TLS
+ * (data.tls set), so TLS_COUNTER / message.sent is the share of deliveries over TLS (issue 17).
+ */
+export const TLS_COUNTER = 'message.sent.tls'
+/** What `kinds` may name: every event kind, the unique counters and the TLS counter. */
+export const STATS_COUNTERS: readonly string[] = [...EVENT_KIND_NAMES, ...UNIQUE_COUNTERS, TLS_COUNTER]
+/** The kinds counted by the recipient's provider group (group_by=provider): delivery outcomes, which have one recipient each. */
+export const PROVIDER_KINDS: readonly string[] = ['message.sent', TLS_COUNTER, 'message.bounced', 'message.failed', 'message.deferred']
 
 /** The counters the rates are computed from; always read, whatever `kinds` asks for. */
 const RATE_KINDS = ['message.sent', 'message.bounced', 'message.failed', 'message.complained', ...UNIQUE_COUNTERS, 'message.unsubscribed']

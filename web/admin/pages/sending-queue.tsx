@@ -24,6 +24,8 @@ interface Queue {
     oldest_at: string | null
     state: PairState
     sent_last_minute: number
+    sent_24h: number
+    tls_share: number | null
     limits: { connections: number; messages_per_connection: number; per_minute: number | null; per_hour: number | null }
   }>
   ips: Array<{
@@ -52,6 +54,12 @@ const STATE_VARIANT: Record<PairState, 'success' | 'warning' | 'destructive'> = 
 
 function StateBadge({ state }: { state: PairState }) {
   return <Badge variant={STATE_VARIANT[state]}>{state === 'normal' ? 'Normal' : state === 'throttled' ? 'Throttled' : 'Suspended'}</Badge>
+}
+
+/** A TLS share (0..1) as a percentage; never rounded up to 100 % while one delivery was in plain text. */
+function tlsPercent(share: number): string {
+  const pct = share * 100
+  return `${share < 1 && pct > 99.9 ? '99.9' : pct.toFixed(pct === 100 || pct === 0 ? 0 : 1)} %`
 }
 
 /** "3 min ago", "2 h ago": how long the oldest message has waited. */
@@ -115,6 +123,9 @@ export function SendingQueuePage() {
                       <TableHead className="text-right">Sending</TableHead>
                       <TableHead>Oldest</TableHead>
                       <TableHead>Sent last minute</TableHead>
+                      <TableHead className="text-right" title="Share of the deliveries of the last 24 hours made over TLS (STARTTLS)">
+                        TLS, 24 h
+                      </TableHead>
                       <TableHead>State</TableHead>
                     </TableRow>
                   </TableHeader>
@@ -128,6 +139,15 @@ export function SendingQueuePage() {
                         <TableCell>{age(p.oldest_at)}</TableCell>
                         <TableCell className="tabular-nums">
                           {p.sent_last_minute.toLocaleString()} <span className="text-muted-foreground">of {perMinute(p.limits.per_minute)} per IP</span>
+                        </TableCell>
+                        <TableCell className="text-right tabular-nums">
+                          {p.tls_share === null ? (
+                            <span className="text-muted-foreground">—</span>
+                          ) : (
+                            <>
+                              {tlsPercent(p.tls_share)} <span className="text-muted-foreground">of {p.sent_24h.toLocaleString()}</span>
+                            </>
+                          )}
                         </TableCell>
                         <TableCell>
                           <StateBadge state={p.state} />

@@ -3,6 +3,7 @@ import { dmarcSuggestion, expectedRecords, type DnsRecordSpec, type RecordCheck,
 import { checkRecords } from '../../sending-domains/verify'
 import type { CheckResult } from '../model'
 import { isNoRecord, lookupError, type DoctorDns } from './dns'
+import { checkMtaSts } from './mta-sts'
 import { result } from './result'
 import { countSpfLookups, SPF_LOOKUP_LIMIT } from './spf-lookups'
 
@@ -85,18 +86,11 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
     hostname: deps.config.hostname,
   })
   const spec = (p: RecordPurpose) => specs.find((s) => s.purpose === p)!
-  const [records, lookups, dmarc, mtaSts, tlsRpt, returnPathAddresses] = await Promise.all([
+  const [records, lookups, dmarc, stsChecks, returnPathAddresses] = await Promise.all([
     checkRecords(deps, specs, { publicKey: d.publicKey, addresses: d.addresses }),
     countSpfLookups(d.name, dns.txt),
     dmarcRecord(dns, d.name),
-    dns.txt(`_mta-sts.${d.name}`).then(
-      (r) => r.filter((x) => /^v=STSv1\s*(;|$)/i.test(x.trim())),
-      () => [] as string[],
-    ),
-    dns.txt(`_smtp._tls.${d.name}`).then(
-      (r) => r.filter((x) => /^v=TLSRPTv1\s*(;|$)/i.test(x.trim())),
-      () => [] as string[],
-    ),
+    checkMtaSts(deps.config, deps.clock.now(), dns, d.name),
     dns.addresses(d.returnPathHost),
   ])
   const out: CheckResult[] = []
@@ -243,42 +237,7 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
       ),
     )
 
-  // MTA-STS (RFC 8461 section 3.1) and TLS reporting (RFC 8460 section 3): inbound TLS for the domain.
-  const stsTitle = 'MTA-STS is published'
-  if (mtaSts.length === 1 && /(^|;)\s*id=[A-Za-z0-9]{1,32}\s*(;|$)/.test(mtaSts[0]!))
-    out.push(result('domain', 'domain.mta_sts', domain, stsTitle, 'pass', `_mta-sts.${domain}: ${mtaSts[0]}`))
-  else
-    out.push(
-      result(
-        'domain',
-        'domain.mta_sts',
-        domain,
-        stsTitle,
-        'warn',
-        mtaSts.length > 1
-          ? `_mta-sts.${domain} has ${mtaSts.length} STSv1 records (RFC 8461 section 3.1: then there is no policy).`
-          : mtaSts.length
-            ? `_mta-sts.${domain} has no valid id=: ${mtaSts[0]}`
-            : `No MTA-STS record at _mta-sts.${domain}: mail to ${domain} can be downgraded to plain text.`,
-        `Publish TXT _mta-sts.${domain} = v=STSv1; id=${new Date(deps.clock.now()).toISOString().slice(0, 10).replace(/-/g, '')}01; and serve https://mta-sts.${domain}/.well-known/mta-sts.txt with "version: STSv1", "mode: testing", one "mx:" line per MX of ${domain} and "max_age: 86400".`,
-      ),
-    )
-  const rptTitle = 'TLS-RPT is published'
-  if (tlsRpt.length === 1 && /(^|;)\s*rua=\S+/i.test(tlsRpt[0]!))
-    out.push(result('domain', 'domain.tls_rpt', domain, rptTitle, 'pass', `_smtp._tls.${domain}: ${tlsRpt[0]}`))
-  else
-    out.push(
-      result(
-        'domain',
-        'domain.tls_rpt',
-        domain,
-        rptTitle,
-        'warn',
-        tlsRpt.length
-          ? `_smtp._tls.${domain} is not one TLSRPTv1 record with rua=: ${tlsRpt.join(' | ')}`
-          : `No TLS-RPT record at _smtp._tls.${domain}: nobody hears of TLS failures of mail to ${domain}.`,
-        `Publish TXT _smtp._tls.${domain} = v=TLSRPTv1; rua=mailto:tls-reports@${domain}`,
-      ),
-    )
+  // MTA-STS (RFC 8461) and TLS reporting (RFC 8460): inbound TLS for the domain.
+  out.push(...stsChecks)
   return out
 }

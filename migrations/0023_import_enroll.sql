@@ -1,0 +1,1 @@
+ALTER TABLE `imports` ADD `enroll` integer DEFAULT true NOT NULL;

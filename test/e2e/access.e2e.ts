@@ -5,43 +5,34 @@
  * axe-core accessibility check of the main pages. Screenshots land in docs/screenshots/.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import type { Browser, Page } from 'playwright-core'
-import { accessibilityFindings, createAdmin, launchBrowser, openPage, shot, signIn, startConsole, type ConsoleServer, openSignedIn } from './support/console'
+import type { Page } from 'playwright-core'
+import { accessibilityFindings, openPage, shot, signIn } from './support/console'
+import { ADMIN, STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
-const EMAIL = 'ops@example.com'
-const PASSWORD = 'correct horse battery'
-const STEP_MS = 180_000
 const ROLE = 'Contacts reader'
 const KEY = 'Reporting'
 
-let server: ConsoleServer
-let browser: Browser
 /** The key made in the browser, remembered for the refusal and deactivation tests. */
 let keyValue = ''
 
+let mc: MailConsole
+
 beforeAll(async () => {
-  server = await startConsole()
-  await createAdmin(server, EMAIL, PASSWORD)
-  browser = await launchBrowser()
+  mc = await startMailConsole()
 }, STEP_MS)
 
-afterAll(async () => {
-  await browser?.close()
-  await server?.stop()
-})
+afterAll(() => mc?.stop())
 
 /** Calls the API from the page with a Bearer key and no cookie, as another program would. */
 function statusWithKey(page: Page, path: string, key: string): Promise<number> {
   return page.evaluate(async ({ path, key }) => (await fetch(path, { headers: { authorization: `Bearer ${key}` }, credentials: 'omit' })).status, { path, key })
 }
 
-const signedIn = (width = 1440) => openSignedIn(browser, server.base, EMAIL, PASSWORD, { width })
-
 test(
   'a role is made with some permissions denied: a group shows as partly granted',
   async () => {
-    const { context, page } = await signedIn()
-    await page.goto(`${server.base}/admin/access/roles`)
+    const { context, page } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/access/roles`)
     await page.getByRole('heading', { name: 'Roles' }).waitFor()
     await page.getByRole('link', { name: 'New role' }).click()
     await page.getByRole('heading', { name: 'New role' }).waitFor()
@@ -86,8 +77,8 @@ test(
 test(
   'an invalid allowlist entry shows its error next to the field as it is typed',
   async () => {
-    const { context, page } = await signedIn()
-    await page.goto(`${server.base}/admin/access/api-keys`)
+    const { context, page } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/access/api-keys`)
     await page.getByRole('button', { name: 'New API key' }).first().click()
     const dialog = page.getByRole('dialog')
     await dialog.getByLabel('Name').fill('Allowlist check')
@@ -115,8 +106,8 @@ test(
 test(
   'a key is shown once, and is refused where its role denies',
   async () => {
-    const { context, page } = await signedIn()
-    await page.goto(`${server.base}/admin/access/api-keys`)
+    const { context, page } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/access/api-keys`)
     await page.getByRole('button', { name: 'New API key' }).first().click()
     const dialog = page.getByRole('dialog')
     await dialog.getByLabel('Name').fill(KEY)
@@ -165,8 +156,8 @@ test(
   'a key is deactivated (refused), activated, deleted, found among deleted keys and restored',
   async () => {
     expect(keyValue).not.toBe('')
-    const { context, page } = await signedIn()
-    await page.goto(`${server.base}/admin/access/api-keys`)
+    const { context, page } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/access/api-keys`)
     const row = page.getByRole('row', { name: new RegExp(KEY) })
     await row.waitFor()
     await row.getByRole('button', { name: `Actions for ${KEY}` }).click()
@@ -203,7 +194,7 @@ test(
 test(
   'a change sent from the signed-in page without the X-CSRF-Token header is refused with 403',
   async () => {
-    const { context, page } = await signedIn()
+    const { context, page } = await mc.signedIn()
     const answer = await page.evaluate(async () => {
       const body = JSON.stringify({ name: 'Forged', permissions: [] })
       const r = await fetch('/api/v2/roles', { method: 'POST', headers: { 'content-type': 'application/json' }, body, credentials: 'same-origin' })
@@ -228,12 +219,12 @@ test(
 test(
   'the activity log lists the console changes newest first, with the administrator as actor, and filters by action',
   async () => {
-    const { context, page } = await signedIn()
-    await page.goto(`${server.base}/admin/access/activity`)
+    const { context, page } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/access/activity`)
     await page.getByRole('heading', { name: 'Activity log' }).waitFor()
     const firstRow = page.locator('tbody tr').first()
     await firstRow.waitFor()
-    expect(await firstRow.textContent()).toContain(EMAIL)
+    expect(await firstRow.textContent()).toContain(ADMIN.email)
     await shot(page, 'activity', { theme: 'light', width: 1440 })
     await shot(page, 'activity', { theme: 'dark', width: 1440 })
     await page.getByLabel('Action').click()
@@ -257,10 +248,10 @@ test(
 test(
   'settings list the administrators and the server settings with the flag and variable of each',
   async () => {
-    const { context, page } = await signedIn()
-    await page.goto(`${server.base}/admin/settings`)
+    const { context, page } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/settings`)
     await page.getByRole('heading', { name: 'Administrators' }).waitFor()
-    await page.getByRole('cell', { name: new RegExp(`^${EMAIL}`) }).waitFor()
+    await page.getByRole('cell', { name: new RegExp(`^${ADMIN.email}`) }).waitFor()
     await page.getByText('MAILROOM_HOSTNAME').waitFor()
     await page.getByText('--default-rate-limit').waitFor()
     // Invite a read-only operator.
@@ -301,9 +292,9 @@ test(
       { path: '/admin/access/activity', heading: 'Activity log' },
       { path: '/admin/settings', heading: 'Settings' },
     ]
-    const found = await accessibilityFindings(server.base, pages, async (theme) => {
-      const { context, page } = await openPage(browser, { theme })
-      await signIn(page, server.base, EMAIL, PASSWORD)
+    const found = await accessibilityFindings(mc.server.base, pages, async (theme) => {
+      const { context, page } = await openPage(mc.browser, { theme })
+      await signIn(page, mc.server.base, ADMIN.email, ADMIN.password)
       return { page, close: () => context.close() }
     })
     expect(found).toEqual([])

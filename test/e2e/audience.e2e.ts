@@ -8,12 +8,10 @@
 import type { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
-import type { Browser, Page } from 'playwright-core'
-import { accessibilityFindings, createAdmin, launchBrowser, shot, startConsole, type ConsoleServer, type Viewport, openSignedIn } from './support/console'
+import type { Page } from 'playwright-core'
+import { accessibilityFindings, axeViolations, shot, choose } from './support/console'
+import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
-const EMAIL = 'ops@example.com'
-const PASSWORD = 'correct horse battery'
-const STEP_MS = 180_000
 const HOUR = 3_600_000
 
 const FIRST = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Margaret', 'Ken', 'Radia', 'Linus', 'Frances', 'John']
@@ -62,34 +60,19 @@ function seedAudience(db: Database, now: number): void {
   })()
 }
 
-let server: ConsoleServer
-let browser: Browser
+let mc: MailConsole
 
 beforeAll(async () => {
-  server = await startConsole({ seed: seedAudience })
-  await createAdmin(server, EMAIL, PASSWORD)
-  browser = await launchBrowser()
+  mc = await startMailConsole({ seed: seedAudience })
 }, STEP_MS)
 
-afterAll(async () => {
-  await browser?.close()
-  await server?.stop()
-})
-
-/** A signed-in page at a width and theme. */
-const signedIn = (view: Viewport = {}) => openSignedIn(browser, server.base, EMAIL, PASSWORD, view)
-
-/** Picks an option of a Radix select found by its accessible name. */
-async function choose(page: Page, select: string | RegExp, option: string, nth = 0): Promise<void> {
-  await page.getByRole('combobox', { name: select }).nth(nth).click()
-  await page.getByRole('option', { name: option, exact: true }).click()
-}
+afterAll(() => mc?.stop())
 
 test(
   'lists: contacts counted by status; create and rename a list',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/audience/lists`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/audience/lists`)
     const newsletter = page.getByRole('row', { name: /Newsletter/ })
     await newsletter.waitFor()
     // 240 contacts on the newsletter, as seeded.
@@ -114,8 +97,8 @@ test(
 test(
   "contacts: search, filter by a custom field, and edit a contact's custom field in its sheet",
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/audience/contacts`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/audience/contacts`)
     await page.getByRole('button', { name: 'ada@example.com' }).waitFor()
     await shot(page, 'contacts', { theme: 'light' })
     await shot(page, 'contacts', { theme: 'dark' })
@@ -149,8 +132,8 @@ test(
     expect(saved).toEqual({ plan: 'team', company: 'Analytical Engines Ltd' })
     await close()
 
-    const phone = await signedIn({ width: 375 })
-    await phone.page.goto(`${server.base}/admin/audience/contacts`)
+    const phone = await mc.signedIn({ width: 375 })
+    await phone.page.goto(`${mc.server.base}/admin/audience/contacts`)
     await phone.page.getByRole('button', { name: 'ada@example.com' }).waitFor()
     await shot(phone.page, 'contacts', { theme: 'light', width: 375 })
     await shot(phone.page, 'contacts', { theme: 'dark', width: 375 })
@@ -165,8 +148,8 @@ test(
 test(
   'custom fields: create a one_of field with options',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/audience/custom-fields`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/audience/custom-fields`)
     await page.getByRole('row', { name: /Plan/ }).waitFor()
     await page.getByRole('button', { name: 'New field' }).click()
     await page.getByLabel('Name').fill('Signup source')
@@ -186,7 +169,7 @@ test(
 test(
   'import a CSV and watch the progress bar finish; the failed rows download',
   async () => {
-    const { page, close } = await signedIn()
+    const { page, close } = await mc.signedIn()
     const rows = ['email,first_name,last_name,plan']
     for (let i = 0; i < 50_000; i++) rows.push(`reader${i}@import.example,Reader,${i},${PLANS[i % 3]}`)
     const invalid = ['not-an-address,Bad,Row,free', 'someone@import.example,Bad,Plan,platinum', 'no-at-sign.example,Bad,Row,pro']
@@ -195,7 +178,7 @@ test(
     rows.push(invalid[2]!)
     const csv = rows.join('\n') + '\n'
 
-    await page.goto(`${server.base}/admin/audience/imports`)
+    await page.goto(`${mc.server.base}/admin/audience/imports`)
     await page.getByRole('heading', { name: 'Import a file' }).waitFor()
     await choose(page, 'List', 'Customers')
     await page.getByLabel('File').setInputFiles({ name: 'readers.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) })
@@ -258,8 +241,8 @@ test(
 test(
   'segments: build rules and watch the live count change; save and see the members',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/audience/segments/new`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/audience/segments/new`)
     const count = page.getByTestId('live-count')
     await count.waitFor()
     expect(await count.textContent()).toBe('—')
@@ -295,11 +278,22 @@ test(
 test(
   'suppressions: paste a list, see what was added, skipped and refused; find and remove several',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/audience/suppressions`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/audience/suppressions`)
     await page.getByRole('row', { name: /spamtrap\.example/ }).waitFor()
     await page.getByRole('button', { name: 'Add suppressions' }).click()
     const dialog = page.getByRole('dialog')
+    // Each tab has its panel: the chosen tab's aria-controls names the panel shown, and axe finds nothing to fault.
+    const panelOfChosenTab = async () => {
+      const id = await dialog.getByRole('tab', { selected: true }).getAttribute('aria-controls')
+      return dialog.locator(`[role="tabpanel"][id="${id}"]`).count()
+    }
+    expect(await panelOfChosenTab()).toBe(1)
+    expect(await axeViolations(page)).toEqual([])
+    await dialog.getByRole('tab', { name: 'Domains' }).click()
+    expect(await panelOfChosenTab()).toBe(1)
+    expect(await axeViolations(page)).toEqual([])
+    await dialog.getByRole('tab', { name: 'Addresses' }).click()
     await dialog.getByLabel('Addresses').fill('jane@example.com\nJane@Example.COM, bob@example.org\nnot-an-address')
     await dialog.getByRole('button', { name: 'Suppress 4' }).click()
     const result = dialog.getByRole('status')
@@ -349,7 +343,7 @@ test(
       { path: '/admin/audience/custom-fields', heading: 'Custom fields' },
       { path: '/admin/audience/suppressions', heading: 'Suppressions' },
     ]
-    const found = await accessibilityFindings(server.base, pages, (theme) => signedIn({ theme }))
+    const found = await accessibilityFindings(mc.server.base, pages, (theme) => mc.signedIn({ theme }))
     expect(found).toEqual([])
   },
   STEP_MS * 2,

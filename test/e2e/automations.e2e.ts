@@ -9,77 +9,28 @@
  * e2e server), so the wait is one second. Screenshots land in docs/screenshots/.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import type { Browser, Locator, Page } from 'playwright-core'
-import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
-import {
-  accessibilityFindings,
-  apiCall,
-  createAdmin,
-  createApiKey,
-  launchBrowser,
-  openSignedIn,
-  shot,
-  startConsole,
-  type ConsoleServer,
-  type Viewport,
-} from './support/console'
+import type { Locator, Page } from 'playwright-core'
+import { accessibilityFindings, shot } from './support/console'
+import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
-const EMAIL = 'ops@example.com'
-const PASSWORD = 'correct horse battery'
-const STEP_MS = 180_000
-
-let server: ConsoleServer
-let sink: SmtpSink
-let dns: DnsServer
-let browser: Browser
-let key: string
 let listId: number
 let dripId: number
 let triggerId: number
 let adaId: number
 
-/** An API call with the CLI-made key. */
-const call = (method: string, path: string, body?: unknown) => apiCall(server.base, key, method, path, body)
+let mc: MailConsole
 
 beforeAll(async () => {
   // Mail is delivered to a loopback sink (through a loopback DNS server): a bounce would unsubscribe the contact.
-  sink = await startSmtpSink({ host: '127.0.0.1' })
-  dns = await startDnsServer({
-    zones: { 'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] }, 'mx.example.net': { A: ['127.0.0.1'] } },
-  })
-  server = await startConsole({
-    flags: [
-      '--hostname',
-      'mail.example.com',
-      '--mx-port',
-      String(sink.port),
-      '--dns-servers',
-      dns.server,
-      '--allow-unverified-domains',
-      'true',
-      '--default-from',
-      'Acme <hello@acme.test>',
-    ],
-  })
-  await createAdmin(server, EMAIL, PASSWORD)
-  key = await createApiKey(server, 'e2e automations')
-  expect((await call('POST', '/api/v2/sending-domains', { name: 'acme.test' })).status).toBe(201)
-  const list = await call('POST', '/api/v2/lists', { name: 'Newcomers' })
+  mc = await startMailConsole({ mail: true, hostname: 'mail.example.com', flags: ['--default-from', 'Acme <hello@acme.test>'], apiKey: 'e2e automations' })
+  expect((await mc.call('POST', '/api/v2/sending-domains', { name: 'acme.test' })).status).toBe(201)
+  const list = await mc.call('POST', '/api/v2/lists', { name: 'Newcomers' })
   listId = list.body.data.id
   // On the list before the drip exists: only an explicit enrollment starts a run for it.
-  expect((await call('POST', '/api/v2/contacts', { list_id: listId, email: 'early@example.net' })).status).toBe(201)
-  browser = await launchBrowser()
+  expect((await mc.call('POST', '/api/v2/contacts', { list_id: listId, email: 'early@example.net' })).status).toBe(201)
 }, STEP_MS)
 
-afterAll(async () => {
-  await browser?.close()
-  await server?.stop()
-  await sink?.close()
-  await dns?.close()
-})
-
-const signedIn = (view: Viewport = {}) => openSignedIn(browser, server.base, EMAIL, PASSWORD, view)
+afterAll(() => mc?.stop())
 
 /** Picks an option of a Radix select found by its accessible name, inside `scope`. */
 async function choose(page: Page, scope: Page | Locator, select: string, option: string): Promise<void> {
@@ -95,7 +46,7 @@ async function addStep(page: Page, kind: string): Promise<void> {
 test(
   'build a drip in the editor: send, wait, condition; a missing field on its step; save, activate, subscribe, counts move; enroll a list',
   async () => {
-    const { page, close } = await signedIn()
+    const { page, close } = await mc.signedIn()
     await page.getByRole('link', { name: 'Drips' }).first().click()
     await page.getByRole('heading', { name: 'Drips', exact: true }).waitFor()
     await page.getByText('No drips yet').waitFor()
@@ -125,7 +76,7 @@ test(
     await page.getByRole('button', { name: 'Create drip' }).click()
     await condition.getByRole('alert').filter({ hasText: 'settings.type: must be segment, event or engagement' }).waitFor()
     expect(await welcome.getByRole('alert').count()).toBe(0)
-    expect((await call('GET', '/api/v2/drips')).body.meta.total).toBe(0)
+    expect((await mc.call('GET', '/api/v2/drips')).body.meta.total).toBe(0)
     await shot(page, 'drip-editor-error')
 
     await choose(page, condition, 'Condition type', 'Opened or clicked a send step')
@@ -136,10 +87,10 @@ test(
     expect(await condition.getByRole('alert').count()).toBe(0)
     await page.getByRole('button', { name: 'Create drip' }).click()
     await page.getByRole('heading', { name: 'Welcome series', exact: true }).waitFor()
-    const drips = await call('GET', '/api/v2/drips')
+    const drips = await mc.call('GET', '/api/v2/drips')
     expect(drips.body.data.map((d: any) => [d.name, d.status, d.list_ids])).toEqual([['Welcome series', 'draft', [listId]]])
     dripId = drips.body.data[0].id
-    const saved = await call('GET', `/api/v2/drips/${dripId}`)
+    const saved = await mc.call('GET', `/api/v2/drips/${dripId}`)
     expect(saved.body.data.graph.steps).toEqual([
       { id: 'welcome', kind: 'send', settings: { subject: 'Welcome, {{first_name}}', text: 'Glad you are here.' }, edges: { next: 'wait_2' } },
       { id: 'wait_2', kind: 'wait', settings: { duration_seconds: 1 }, edges: { next: 'condition_3' } },
@@ -148,10 +99,10 @@ test(
 
     await page.getByRole('button', { name: 'Activate' }).click()
     await page.getByRole('button', { name: 'Pause' }).waitFor()
-    expect((await call('GET', `/api/v2/drips/${dripId}`)).body.data.status).toBe('active')
+    expect((await mc.call('GET', `/api/v2/drips/${dripId}`)).body.data.status).toBe('active')
 
     // A new subscriber of the list starts a run; the counts on the steps follow, polled.
-    const ada = await call('POST', '/api/v2/contacts', { list_id: listId, email: 'ada@example.net', first_name: 'Ada' })
+    const ada = await mc.call('POST', '/api/v2/contacts', { list_id: listId, email: 'ada@example.net', first_name: 'Ada' })
     expect(ada.status).toBe(201)
     adaId = ada.body.data.id
     const welcomeStats = welcome.getByTestId('step-stats')
@@ -170,7 +121,7 @@ test(
     await dialog.getByRole('button', { name: 'Enroll' }).click()
     await page.getByText('1 enrolled, 1 skipped').waitFor()
     await welcomeStats.filter({ hasText: 'entered 2' }).waitFor({ timeout: 30_000 })
-    const runs = await call('GET', `/api/v2/drips/${dripId}/runs`)
+    const runs = await mc.call('GET', `/api/v2/drips/${dripId}/runs`)
     expect(runs.body.data.map((r: any) => r.email).sort()).toEqual(['ada@example.net', 'early@example.net'])
 
     await page.getByRole('link', { name: 'All drips' }).click()
@@ -185,8 +136,8 @@ test(
 test(
   'a trigger on order.completed with a property filter, fired by POST /api/v2/track; the contact sheet lists the runs',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/automations/triggers`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/automations/triggers`)
     await page.getByRole('heading', { name: 'Triggers', exact: true }).waitFor()
     await page.getByRole('button', { name: 'New trigger' }).first().click()
     await page.getByRole('heading', { name: 'New trigger' }).waitFor()
@@ -201,32 +152,32 @@ test(
     await step.getByLabel('Text').fill('It is on its way.')
     await page.getByRole('button', { name: 'Create trigger' }).click()
     await page.getByRole('heading', { name: 'Order thanks', exact: true }).waitFor()
-    const triggers = await call('GET', '/api/v2/triggers')
+    const triggers = await mc.call('GET', '/api/v2/triggers')
     triggerId = triggers.body.data[0].id
     expect(triggers.body.data[0]).toMatchObject({ event_name: 'order.completed', event_filter: { currency: 'EUR' }, status: 'draft' })
     await page.getByRole('button', { name: 'Activate' }).click()
     await page.getByRole('button', { name: 'Pause' }).waitFor()
 
     // One event the filter refuses, one it lets through.
-    const usd = await call('POST', '/api/v2/track', {
+    const usd = await mc.call('POST', '/api/v2/track', {
       event: 'order.completed',
       email: 'ada@example.net',
       properties: { currency: 'USD', order: { id: 'A1' } },
     })
     expect(usd.status).toBe(202)
-    const eur = await call('POST', '/api/v2/track', {
+    const eur = await mc.call('POST', '/api/v2/track', {
       event: 'order.completed',
       email: 'ada@example.net',
       properties: { currency: 'EUR', order: { id: 'A2' } },
     })
     expect(eur.status).toBe(202)
     await step.getByTestId('step-stats').filter({ hasText: 'entered 1' }).filter({ hasText: 'sent 1' }).waitFor({ timeout: 30_000 })
-    const runs = await call('GET', `/api/v2/triggers/${triggerId}/runs`)
+    const runs = await mc.call('GET', `/api/v2/triggers/${triggerId}/runs`)
     expect(runs.body.meta.total).toBe(1)
     await shot(page, 'trigger-editor')
 
     // The contact's run history: both automations, each with its state and step.
-    await page.goto(`${server.base}/admin/audience/contacts?contact=${adaId}`)
+    await page.goto(`${mc.server.base}/admin/audience/contacts?contact=${adaId}`)
     const history = page.getByRole('table', { name: "This contact's automation runs" })
     await history.getByRole('row').filter({ hasText: 'Welcome series' }).filter({ hasText: 'finished' }).filter({ hasText: 'condition_3' }).waitFor()
     await history.getByRole('row').filter({ hasText: 'Order thanks' }).filter({ hasText: 'thanks' }).waitFor()
@@ -239,13 +190,13 @@ test(
 test(
   'pause from the list, then bulk delete',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/automations/triggers`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/automations/triggers`)
     await page.getByRole('button', { name: 'Actions for Order thanks' }).click()
     await page.getByRole('menuitem', { name: 'Pause' }).click()
     await page.getByRole('row').filter({ hasText: 'Order thanks' }).getByText('Paused', { exact: true }).waitFor()
-    expect((await call('GET', `/api/v2/triggers/${triggerId}`)).body.data.status).toBe('paused')
-    const second = await call('POST', '/api/v2/triggers', {
+    expect((await mc.call('GET', `/api/v2/triggers/${triggerId}`)).body.data.status).toBe('paused')
+    const second = await mc.call('POST', '/api/v2/triggers', {
       name: 'Signup ping',
       event_name: 'signup',
       graph: { steps: [{ id: 'bye', kind: 'exit' }] },
@@ -257,7 +208,7 @@ test(
     await page.getByRole('alertdialog').getByRole('button', { name: 'Delete' }).click()
     await page.getByText('2 triggers deleted').waitFor()
     await page.getByText('No triggers yet').waitFor()
-    expect((await call('GET', '/api/v2/triggers')).body.meta.total).toBe(0)
+    expect((await mc.call('GET', '/api/v2/triggers')).body.meta.total).toBe(0)
     await close()
   },
   STEP_MS,
@@ -272,7 +223,7 @@ test(
       { path: `/admin/automations/drips/${dripId}`, heading: 'Welcome series' },
       { path: '/admin/automations/triggers/new', heading: 'New trigger' },
     ]
-    const found = await accessibilityFindings(server.base, pages, (theme) => signedIn({ theme }))
+    const found = await accessibilityFindings(mc.server.base, pages, (theme) => mc.signedIn({ theme }))
     expect(found).toEqual([])
   },
   STEP_MS * 2,

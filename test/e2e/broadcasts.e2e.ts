@@ -10,25 +10,10 @@
  */
 import type { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import type { Browser, Page } from 'playwright-core'
-import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
-import {
-  accessibilityFindings,
-  createAdmin,
-  createApiKey,
-  launchBrowser,
-  openSignedIn,
-  shot,
-  startConsole,
-  type ConsoleServer,
-  type Viewport,
-  apiCall,
-} from './support/console'
+import type { Page } from 'playwright-core'
+import { accessibilityFindings, shot, choose } from './support/console'
+import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
-const EMAIL = 'ops@example.com'
-const PASSWORD = 'correct horse battery'
-const STEP_MS = 180_000
 const HOUR = 3_600_000
 const FIRST = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Margaret', 'Ken', 'Radia', 'Linus']
 
@@ -57,45 +42,15 @@ function seedAudience(db: Database, now: number): void {
   })()
 }
 
-let server: ConsoleServer
-let browser: Browser
-let sink: SmtpSink
-let dns: DnsServer
-let key: string
-
-/** An API call with the CLI-made key. */
-const call = (method: string, path: string, body?: unknown) => apiCall(server.base, key, method, path, body)
+let mc: MailConsole
 
 beforeAll(async () => {
-  sink = await startSmtpSink({ host: '127.0.0.1' })
-  dns = await startDnsServer({
-    zones: { 'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] }, 'mx.example.net': { A: ['127.0.0.1'] } },
-  })
-  server = await startConsole({
-    seed: seedAudience,
-    flags: ['--hostname', 'mail.example.com', '--mx-port', String(sink.port), '--dns-servers', dns.server, '--allow-unverified-domains', 'true'],
-  })
-  await createAdmin(server, EMAIL, PASSWORD)
-  key = await createApiKey(server, 'e2e broadcasts')
-  const domain = await call('POST', '/api/v2/sending-domains', { name: 'news.example.com' })
+  mc = await startMailConsole({ seed: seedAudience, mail: true, hostname: 'mail.example.com', apiKey: 'e2e broadcasts' })
+  const domain = await mc.call('POST', '/api/v2/sending-domains', { name: 'news.example.com' })
   expect(domain.status).toBe(201)
-  browser = await launchBrowser()
 }, STEP_MS)
 
-afterAll(async () => {
-  await browser?.close()
-  await server?.stop()
-  await sink?.close()
-  await dns?.close()
-})
-
-const signedIn = (view: Viewport = {}) => openSignedIn(browser, server.base, EMAIL, PASSWORD, view)
-
-/** Picks an option of a Radix select found by its accessible name. */
-async function choose(page: Page, select: string | RegExp, option: string): Promise<void> {
-  await page.getByRole('combobox', { name: select }).click()
-  await page.getByRole('option', { name: option, exact: true }).click()
-}
+afterAll(() => mc?.stop())
 
 /** Waits for the status badge of the page to read `status`. */
 async function statusIs(page: Page, status: string): Promise<void> {
@@ -111,7 +66,7 @@ let created: number
 test(
   'create a broadcast in the editor: from, content, a list with its live count, a version; schedule it after the confirmation',
   async () => {
-    const { page, close } = await signedIn()
+    const { page, close } = await mc.signedIn()
     await page.getByRole('link', { name: 'Broadcasts' }).first().click()
     await page.getByRole('heading', { name: 'No broadcasts yet' }).waitFor()
     await shot(page, 'broadcasts-empty', { theme: 'light' })
@@ -142,7 +97,7 @@ test(
     await page.waitForURL(/\/admin\/broadcasts\/\d+\/edit$/)
     created = Number(/broadcasts\/(\d+)\/edit/.exec(page.url())![1])
     await page.getByRole('heading', { name: 'November letter' }).waitFor()
-    const saved = await call('GET', `/api/v2/broadcasts/${created}`)
+    const saved = await mc.call('GET', `/api/v2/broadcasts/${created}`)
     expect(saved.body.data).toMatchObject({
       status: 'draft',
       from: 'Acme News <letters@news.example.com>',
@@ -158,7 +113,7 @@ test(
     await page.getByLabel('Version subject').fill('News, {{first_name}}')
     await page.getByRole('button', { name: 'Add version', exact: true }).last().click()
     await page.getByText('Short subject').waitFor()
-    const versions = await call('GET', `/api/v2/broadcasts/${created}/versions`)
+    const versions = await mc.call('GET', `/api/v2/broadcasts/${created}/versions`)
     expect(versions.body.data.map((v: { subject: string }) => v.subject)).toEqual(['News, {{first_name}}'])
 
     // A test copy, not counted.
@@ -166,7 +121,7 @@ test(
     await page.getByLabel('To', { exact: true }).fill('tester@example.net')
     await page.getByRole('button', { name: 'Send test' }).last().click()
     await page.getByText('Test sent').waitFor()
-    const test = await sink.waitFor(1, STEP_MS)
+    const test = await mc.sink.waitFor(1, STEP_MS)
     expect(test[0]!.rcptTo).toEqual(['tester@example.net'])
 
     // A server-side problem lands beside its field: an unknown time zone.
@@ -188,13 +143,13 @@ test(
     await page.getByRole('button', { name: 'Send now' }).click()
     await page.waitForURL(new RegExp(`/admin/broadcasts/${created}$`))
     await page.getByRole('heading', { name: 'November letter' }).waitFor()
-    expect((await call('GET', `/api/v2/broadcasts/${created}`)).body.data.timezone).toBe('Europe/Paris')
-    expect((await call('GET', `/api/v2/broadcasts/${created}`)).body.data.counts.total).toBeLessThanOrEqual(READERS)
+    expect((await mc.call('GET', `/api/v2/broadcasts/${created}`)).body.data.timezone).toBe('Europe/Paris')
+    expect((await mc.call('GET', `/api/v2/broadcasts/${created}`)).body.data.counts.total).toBeLessThanOrEqual(READERS)
 
     // Watch it finish: the page polls the record until the engine says sent.
     await statusIs(page, 'sent')
     await page.getByTestId('progress-summary').getByText(`${READERS} of ${READERS} done (100%).`).waitFor()
-    const mail = await sink.waitFor(READERS + 1, STEP_MS)
+    const mail = await mc.sink.waitFor(READERS + 1, STEP_MS)
     const letters = mail.filter((m) => !m.rcptTo.includes('tester@example.net'))
     // Every subscribed reader exactly once, none of the staff (left out), personalized.
     expect(letters.flatMap((m) => m.rcptTo).sort()).toEqual(
@@ -235,7 +190,7 @@ test(
   'pause while sending and resume: the live view follows, the reason shows while paused, every recipient gets it once',
   async () => {
     // 60 a minute: one a second, long enough to watch and to pause in the middle.
-    const b = await call('POST', '/api/v2/broadcasts', {
+    const b = await mc.call('POST', '/api/v2/broadcasts', {
       name: 'Winter sale',
       from: 'Acme <sale@news.example.com>',
       subject: 'Winter sale',
@@ -245,10 +200,10 @@ test(
     })
     expect(b.status).toBe(201)
     const id = b.body.data.id as number
-    expect((await call('POST', `/api/v2/broadcasts/${id}/schedule`, {})).status).toBe(200)
+    expect((await mc.call('POST', `/api/v2/broadcasts/${id}/schedule`, {})).status).toBe(200)
 
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/broadcasts/${id}`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/broadcasts/${id}`)
     await page.getByRole('heading', { name: 'Winter sale' }).waitFor()
     await statusIs(page, 'sending')
     // A few out, the chart of sent over time drawn from the polled counts.
@@ -258,7 +213,7 @@ test(
     await page.getByRole('button', { name: 'Pause' }).click()
     await statusIs(page, 'paused')
     expect(await page.getByTestId('status-reason').textContent()).toContain('paused by')
-    const paused = (await call('GET', `/api/v2/broadcasts/${id}`)).body.data
+    const paused = (await mc.call('GET', `/api/v2/broadcasts/${id}`)).body.data
     expect(paused.status).toBe('paused')
     expect(paused.counts.pending).toBeGreaterThan(0)
     await shot(page, 'broadcast-paused', { theme: 'dark' })
@@ -266,29 +221,29 @@ test(
     await page.getByRole('button', { name: 'Resume' }).click()
     await page.getByTestId('status-reason').waitFor({ state: 'detached' })
     await statusIs(page, 'sent')
-    const sale = sink.messages.filter((m) => m.raw.toString().includes('Subject: Winter sale'))
+    const sale = mc.sink.messages.filter((m) => m.raw.toString().includes('Subject: Winter sale'))
     expect(sale.length).toBe(READERS)
     expect(new Set(sale.flatMap((m) => m.rcptTo)).size).toBe(READERS)
-    const done = (await call('GET', `/api/v2/broadcasts/${id}`)).body.data
+    const done = (await mc.call('GET', `/api/v2/broadcasts/${id}`)).body.data
     expect(done.counts).toMatchObject({ total: READERS, pending: 0, sent: READERS })
 
     // A future one: cancelled from the list's row menu after a confirmation.
-    const later = await call('POST', '/api/v2/broadcasts', {
+    const later = await mc.call('POST', '/api/v2/broadcasts', {
       name: 'Spring sale',
       from: 'sale@news.example.com',
       subject: 'Spring',
       text: 'Soon',
       list_ids: [1],
     })
-    expect((await call('POST', `/api/v2/broadcasts/${later.body.data.id}/schedule`, { send_at: new Date(Date.now() + 24 * HOUR).toISOString() })).status).toBe(
-      200,
-    )
-    await page.goto(`${server.base}/admin/broadcasts`)
+    expect(
+      (await mc.call('POST', `/api/v2/broadcasts/${later.body.data.id}/schedule`, { send_at: new Date(Date.now() + 24 * HOUR).toISOString() })).status,
+    ).toBe(200)
+    await page.goto(`${mc.server.base}/admin/broadcasts`)
     await page.getByRole('button', { name: 'Actions for Spring sale' }).click()
     await page.getByRole('menuitem', { name: 'Cancel' }).click()
     await page.getByRole('button', { name: 'Cancel broadcast' }).click()
     await page.getByText('Broadcast cancelled').waitFor()
-    expect((await call('GET', `/api/v2/broadcasts/${later.body.data.id}`)).body.data.status).toBe('cancelled')
+    expect((await mc.call('GET', `/api/v2/broadcasts/${later.body.data.id}`)).body.data.status).toBe('cancelled')
     await close()
   },
   STEP_MS,
@@ -298,11 +253,11 @@ test(
   'the list: status filter, duplicate, bulk delete',
   async () => {
     for (const name of ['Draft one', 'Draft two']) {
-      const r = await call('POST', '/api/v2/broadcasts', { name, from: 'news@news.example.com', subject: name, text: 'x', list_ids: [2] })
+      const r = await mc.call('POST', '/api/v2/broadcasts', { name, from: 'news@news.example.com', subject: name, text: 'x', list_ids: [2] })
       expect(r.status).toBe(201)
     }
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/broadcasts`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/broadcasts`)
     await page.getByRole('link', { name: 'Draft two' }).waitFor()
     await shot(page, 'broadcasts', { theme: 'light' })
     await shot(page, 'broadcasts', { theme: 'dark' })
@@ -315,7 +270,7 @@ test(
     await page.getByRole('button', { name: 'Actions for Draft one' }).click()
     await page.getByRole('menuitem', { name: 'Duplicate' }).click()
     await page.getByRole('heading', { name: 'Draft one (copy)' }).waitFor()
-    await page.goto(`${server.base}/admin/broadcasts`)
+    await page.goto(`${mc.server.base}/admin/broadcasts`)
     await page.getByLabel('Select Draft one', { exact: true }).check()
     await page.getByLabel('Select Draft two').check()
     await page.getByLabel('Select Draft one (copy)').check()
@@ -323,7 +278,7 @@ test(
     await page.getByRole('button', { name: 'Delete', exact: true }).click()
     await page.getByText('3 broadcasts deleted').waitFor()
     await page.getByRole('link', { name: 'Draft two' }).waitFor({ state: 'detached' })
-    const left = await call('GET', '/api/v2/broadcasts?status=draft')
+    const left = await mc.call('GET', '/api/v2/broadcasts?status=draft')
     expect(left.body.meta.total).toBe(0)
     await close()
   },
@@ -340,7 +295,7 @@ test(
       { path: `/admin/broadcasts/${created}`, heading: 'November letter' },
       { path: `/admin/broadcasts/${created}?tab=recipients`, heading: 'November letter' },
     ]
-    const found = await accessibilityFindings(server.base, pages, (theme) => signedIn({ theme }))
+    const found = await accessibilityFindings(mc.server.base, pages, (theme) => mc.signedIn({ theme }))
     expect(found).toEqual([])
   },
   STEP_MS * 2,

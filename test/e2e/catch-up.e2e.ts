@@ -9,37 +9,11 @@
  * return while an endless animation plays. Screenshots land in docs/screenshots/.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import type { Browser, Page } from 'playwright-core'
-import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
-import {
-  accessibilityFindings,
-  axeViolations,
-  createAdmin,
-  createApiKey,
-  launchBrowser,
-  openSignedIn,
-  shot,
-  startConsole,
-  type ConsoleServer,
-  type Viewport,
-  apiCall,
-  pollUntil,
-} from './support/console'
+import type { Page } from 'playwright-core'
+import { accessibilityFindings, axeViolations, shot, pollUntil, choose, withoutToasts } from './support/console'
+import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
-const EMAIL = 'ops@example.com'
-const PASSWORD = 'correct horse battery'
-const STEP_MS = 180_000
 const DAY = 86_400_000
-
-let server: ConsoleServer
-let browser: Browser
-let sink: SmtpSink
-let dns: DnsServer
-let key: string
-
-/** An API call with the CLI-made key. */
-const call = (method: string, path: string, body?: unknown) => apiCall(server.base, key, method, path, body)
 
 /** Polls the API until `check` holds (a failure bound, not a timing assertion). */
 const until = <T>(what: string, read: () => Promise<T>, check: (v: T) => boolean) => pollUntil(what, read, check, STEP_MS)
@@ -53,50 +27,20 @@ function localInput(page: Page, at: number): Promise<string> {
   }, at)
 }
 
-/** Picks an option of a Radix select found by its accessible name. */
-async function choose(page: Page, select: string | RegExp, option: string): Promise<void> {
-  await page.getByRole('combobox', { name: select }).click()
-  await page.getByRole('option', { name: option, exact: true }).click()
-}
-
-/** Runs the captures with the toasts hidden (not removed: React owns them), so they show the page itself. */
-async function withoutToasts(page: Page, capture: () => Promise<unknown>): Promise<void> {
-  await page.addStyleTag({ content: '[data-sonner-toaster] { visibility: hidden !important; }' })
-  try {
-    await capture()
-  } finally {
-    await page.evaluate(() => document.querySelectorAll('style').forEach((el) => el.textContent?.includes('[data-sonner-toaster]') && el.remove()))
-  }
-}
+let mc: MailConsole
 
 beforeAll(async () => {
-  sink = await startSmtpSink({ host: '127.0.0.1' })
-  dns = await startDnsServer({
-    zones: { 'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] }, 'mx.example.net': { A: ['127.0.0.1'] } },
-  })
-  server = await startConsole({
-    flags: ['--hostname', 'mail.example.com', '--mx-port', String(sink.port), '--dns-servers', dns.server, '--allow-unverified-domains', 'true'],
-  })
-  await createAdmin(server, EMAIL, PASSWORD)
-  key = await createApiKey(server, 'e2e catch-up')
-  expect((await call('POST', '/api/v2/sending-domains', { name: 'acme.test' })).status).toBe(201)
-  browser = await launchBrowser()
+  mc = await startMailConsole({ mail: true, hostname: 'mail.example.com', apiKey: 'e2e catch-up' })
+  expect((await mc.call('POST', '/api/v2/sending-domains', { name: 'acme.test' })).status).toBe(201)
 }, STEP_MS)
 
-afterAll(async () => {
-  await browser?.close()
-  await server?.stop()
-  await sink?.close()
-  await dns?.close()
-})
-
-const signedIn = (view: Viewport = {}) => openSignedIn(browser, server.base, EMAIL, PASSWORD, view)
+afterAll(() => mc?.stop())
 
 test(
   'a message page: each recipient’s TLS and bounce reason, its screenshot and axe run returning while an endless animation plays; the search by tag and by acceptance time',
   async () => {
     const before = Date.now()
-    const sent = await call('POST', '/v1/emails', {
+    const sent = await mc.call('POST', '/v1/emails', {
       from: 'Acme Billing <billing@acme.test>',
       to: ['ada@example.net', 'permfail@example.net'],
       subject: 'Your receipt #2048',
@@ -104,11 +48,11 @@ test(
       tags: ['receipt'],
     })
     expect(sent.status).toBe(202)
-    expect((await call('POST', '/v1/emails', { from: 'billing@acme.test', to: ['grace@example.net'], subject: 'Untagged', text: 'x' })).status).toBe(202)
+    expect((await mc.call('POST', '/v1/emails', { from: 'billing@acme.test', to: ['grace@example.net'], subject: 'Untagged', text: 'x' })).status).toBe(202)
     const id = sent.body.data.id as string
     const done = await until(
       'the delivery outcomes',
-      () => call('GET', `/api/v2/messages/${id}`),
+      () => mc.call('GET', `/api/v2/messages/${id}`),
       (r) => r.body.data.recipients.every((x: { state: string }) => x.state === 'sent' || x.state === 'bounced'),
     )
     const ada = done.body.data.recipients.find((r: { address: string }) => r.address === 'ada@example.net')
@@ -116,8 +60,8 @@ test(
     expect(ada.tls).toMatchObject({ verified: false })
     expect(ada.tls.version).toMatch(/^TLSv1\.[23]$/)
 
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/messages/${id}`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/messages/${id}`)
     await page.getByRole('heading', { name: 'Your receipt #2048' }).waitFor()
     const recipients = page.locator('div.rounded-lg.border', { hasText: 'ada@example.net' }).filter({ hasText: 'Attempts' })
     await recipients.getByText(ada.tls.version, { exact: true }).waitFor()
@@ -144,7 +88,7 @@ test(
     })
 
     // Search by tag: only the tagged message.
-    await page.goto(`${server.base}/admin/messages`)
+    await page.goto(`${mc.server.base}/admin/messages`)
     await page.getByRole('heading', { name: 'Messages', exact: true }).waitFor()
     await page.getByLabel('Tag').fill('receipt')
     await page.getByRole('button', { name: 'Search' }).click()
@@ -183,7 +127,7 @@ test(
   'a scheduled send: its time on the message page, rescheduled, then cancelled',
   async () => {
     const due = Date.now() + 2 * DAY
-    const scheduled = await call('POST', '/v1/emails', {
+    const scheduled = await mc.call('POST', '/v1/emails', {
       from: 'Acme <news@acme.test>',
       to: ['ada@example.net', 'linus@example.net'],
       subject: 'See you on Friday',
@@ -194,8 +138,8 @@ test(
     expect(scheduled.body.data.status).toBe('scheduled')
     const id = scheduled.body.data.id as string
 
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/messages/${id}`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/messages/${id}`)
     await page.getByRole('heading', { name: 'See you on Friday' }).waitFor()
     const card = page.getByTestId('scheduled-send')
     await card.getByText('Scheduled to go out').waitFor()
@@ -214,7 +158,7 @@ test(
     await shot(page, 'message-reschedule', { theme: 'light', width: 1440, fullPage: false })
     await dialog.getByRole('button', { name: 'Reschedule' }).click()
     await dialog.waitFor({ state: 'detached' })
-    const after = await call('GET', `/api/v2/messages/${id}`)
+    const after = await mc.call('GET', `/api/v2/messages/${id}`)
     expect(after.body.data.status).toBe('scheduled')
     expect(Math.floor(new Date(after.body.data.scheduled_at).getTime() / 60_000)).toBe(Math.floor(moved / 60_000))
 
@@ -233,10 +177,10 @@ test(
     await confirm.getByRole('button', { name: 'Cancel send' }).click()
     await card.waitFor({ state: 'detached' })
     await page.locator('[data-kind="message.canceled"]').first().waitFor()
-    const canceled = await call('GET', `/api/v2/messages/${id}`)
+    const canceled = await mc.call('GET', `/api/v2/messages/${id}`)
     expect(canceled.body.data.status).toBe('canceled')
     expect(canceled.body.data.recipients.map((r: { state: string }) => r.state)).toEqual(['canceled', 'canceled'])
-    expect(sink.messages.some((m) => m.raw.toString().includes('See you on Friday'))).toBe(false)
+    expect(mc.sink.messages.some((m) => m.raw.toString().includes('See you on Friday'))).toBe(false)
     await close()
   },
   STEP_MS,
@@ -245,8 +189,8 @@ test(
 test(
   'a bridge: "Send bounce reports" (send_dsn) shown and set, on by default',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/sending/bridges`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/sending/bridges`)
     await page.getByRole('heading', { name: 'Bridges', exact: true }).waitFor()
     await page.getByRole('button', { name: 'Create bridge' }).first().click()
     const dialog = page.getByRole('dialog')
@@ -258,7 +202,7 @@ test(
     await dialog.getByRole('button', { name: 'Create bridge' }).click()
     await page.getByRole('dialog', { name: 'Credentials of shop' }).getByRole('button', { name: 'I have stored them' }).click()
     await page.getByRole('cell', { name: /^shop/ }).getByText('No bounce reports').waitFor()
-    const listed = (await call('GET', '/api/v2/bridges')).body.data
+    const listed = (await mc.call('GET', '/api/v2/bridges')).body.data
     expect(listed.map((b: { name: string; send_dsn: boolean }) => [b.name, b.send_dsn])).toEqual([['shop', false]])
 
     // Edit: the form shows it off; switched on again and saved.
@@ -273,7 +217,7 @@ test(
     await edit.getByRole('button', { name: 'Save' }).click()
     await edit.waitFor({ state: 'detached' })
     await page.getByText('No bounce reports').waitFor({ state: 'detached' })
-    expect((await call('GET', '/api/v2/bridges')).body.data[0].send_dsn).toBe(true)
+    expect((await mc.call('GET', '/api/v2/bridges')).body.data[0].send_dsn).toBe(true)
     await close()
   },
   STEP_MS,
@@ -282,15 +226,15 @@ test(
 test(
   'the broadcast editor: IP pool, tags, bounce and complaint thresholds; a version with its own template and send time',
   async () => {
-    const pool = await call('POST', '/api/v2/ip-pools', { name: 'marketing' })
+    const pool = await mc.call('POST', '/api/v2/ip-pools', { name: 'marketing' })
     expect(pool.status).toBe(201)
-    const template = await call('POST', '/api/v2/templates', { name: 'Autumn layout', subject: 'Autumn', html: '<p>Autumn news</p>', text: 'Autumn news' })
+    const template = await mc.call('POST', '/api/v2/templates', { name: 'Autumn layout', subject: 'Autumn', html: '<p>Autumn news</p>', text: 'Autumn news' })
     expect(template.status).toBe(201)
-    const list = await call('POST', '/api/v2/lists', { name: 'Readers' })
+    const list = await mc.call('POST', '/api/v2/lists', { name: 'Readers' })
     expect(list.status).toBe(201)
 
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/broadcasts/new`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/broadcasts/new`)
     await page.getByRole('heading', { name: 'New broadcast' }).waitFor()
     await page.getByLabel('Name', { exact: true }).fill('Autumn letter')
     await page.getByLabel('Local part').fill('news')
@@ -305,7 +249,7 @@ test(
     await page.getByRole('button', { name: 'Save draft' }).click()
     await page.waitForURL(/\/broadcasts\/\d+\/edit$/)
     const id = Number(new URL(page.url()).pathname.split('/').at(-2))
-    const saved = (await call('GET', `/api/v2/broadcasts/${id}`)).body.data
+    const saved = (await mc.call('GET', `/api/v2/broadcasts/${id}`)).body.data
     expect(saved).toMatchObject({ pool_id: pool.body.data.id, tags: ['newsletter', 'autumn'], max_bounce_rate: 0.02, max_complaint_rate: 0.001 })
 
     // A threshold over 100 % is stopped by the field itself: nothing is saved.
@@ -313,7 +257,7 @@ test(
     await bounceField.fill('250')
     await page.getByRole('button', { name: 'Save', exact: true }).click()
     expect(await bounceField.evaluate((el) => (el as HTMLInputElement).validity.rangeOverflow)).toBe(true)
-    expect((await call('GET', `/api/v2/broadcasts/${id}`)).body.data.max_bounce_rate).toBe(0.02)
+    expect((await mc.call('GET', `/api/v2/broadcasts/${id}`)).body.data.max_bounce_rate).toBe(0.02)
     await bounceField.fill('2')
 
     // A version with the template and a later send time.
@@ -326,7 +270,7 @@ test(
     await withoutToasts(page, () => shot(page, 'broadcast-version', { theme: 'light', width: 1440, fullPage: false }))
     await dialog.getByRole('button', { name: 'Add version' }).click()
     await dialog.waitFor({ state: 'detached' })
-    const versions = (await call('GET', `/api/v2/broadcasts/${id}/versions`)).body.data
+    const versions = (await mc.call('GET', `/api/v2/broadcasts/${id}/versions`)).body.data
     expect(versions).toHaveLength(1)
     expect(versions[0].template_id).toBe(template.body.data.id)
     expect(Math.floor(new Date(versions[0].send_at).getTime() / 60_000)).toBe(Math.floor(sendAt / 60_000))
@@ -351,10 +295,10 @@ test(
 test(
   'webhook event kinds: every kind the API lists, in grouped columns with a checkbox per group, nothing overflowing',
   async () => {
-    const kinds = (await call('GET', '/api/v2/webhooks/event-kinds')).body.data as Array<{ kind: string }>
+    const kinds = (await mc.call('GET', '/api/v2/webhooks/event-kinds')).body.data as Array<{ kind: string }>
     expect(kinds.length).toBeGreaterThan(25)
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/webhooks`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/webhooks`)
     await page.getByRole('button', { name: 'New webhook' }).first().click()
     const dialog = page.getByRole('dialog')
     const groups = dialog.getByTestId('event-groups')
@@ -390,9 +334,9 @@ test(
 test(
   'the Templates page: each tab controls a panel, and the changed pages pass axe-core in light and dark',
   async () => {
-    expect((await call('POST', '/api/v2/spin-tags', { name: 'greeting', alternatives: ['Hello', 'Hi'] })).status).toBe(201)
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/templates`)
+    expect((await mc.call('POST', '/api/v2/spin-tags', { name: 'greeting', alternatives: ['Hello', 'Hi'] })).status).toBe(201)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/templates`)
     await page.getByRole('heading', { name: 'Templates', exact: true }).waitFor()
     for (const name of ['Templates', 'Spin tags']) {
       const controls = await page.getByRole('tab', { name }).getAttribute('aria-controls')
@@ -404,9 +348,9 @@ test(
     await page.getByRole('tabpanel', { name: 'Spin tags' }).getByText('greeting').first().waitFor()
     await close()
 
-    const message = (await call('GET', '/api/v2/messages?tag=receipt')).body.data[0].id as string
-    const template = (await call('GET', '/api/v2/templates')).body.data[0].id as number
-    const broadcast = (await call('GET', '/api/v2/broadcasts')).body.data[0].id as number
+    const message = (await mc.call('GET', '/api/v2/messages?tag=receipt')).body.data[0].id as string
+    const template = (await mc.call('GET', '/api/v2/templates')).body.data[0].id as number
+    const broadcast = (await mc.call('GET', '/api/v2/broadcasts')).body.data[0].id as number
     const pages = [
       { path: '/admin/templates', heading: 'Templates' },
       { path: '/admin/templates?tab=spin-tags', heading: 'Templates' },
@@ -416,7 +360,7 @@ test(
       { path: '/admin/sending/bridges', heading: 'Bridges' },
       { path: `/admin/broadcasts/${broadcast}/edit`, heading: 'Autumn letter' },
     ]
-    const found = await accessibilityFindings(server.base, pages, (theme) => signedIn({ theme }))
+    const found = await accessibilityFindings(mc.server.base, pages, (theme) => mc.signedIn({ theme }))
     expect(found).toEqual([])
   },
   STEP_MS,

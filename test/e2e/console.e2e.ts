@@ -5,40 +5,30 @@
  * Screenshots of these pages land in docs/screenshots/ (`npm run test:e2e`).
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import type { Browser } from 'playwright-core'
-import { createAdmin, launchBrowser, openPage, seedTraffic, shot, signIn, startConsole, type ConsoleServer } from './support/console'
+import { openPage, seedTraffic, shot, signIn, startConsole } from './support/console'
+import { ADMIN, STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
-const EMAIL = 'ops@example.com'
-const PASSWORD = 'correct horse battery'
-const STEP_MS = 180_000
-
-let server: ConsoleServer
-let browser: Browser
+let mc: MailConsole
 
 beforeAll(async () => {
-  server = await startConsole({ seed: (db, now) => void seedTraffic(db, now), flags: ['--hostname', 'mail.example.com'] })
-  await createAdmin(server, EMAIL, PASSWORD)
-  browser = await launchBrowser()
+  mc = await startMailConsole({ seed: (db, now) => void seedTraffic(db, now), hostname: 'mail.example.com' })
 }, STEP_MS)
 
-afterAll(async () => {
-  await browser?.close()
-  await server?.stop()
-})
+afterAll(() => mc?.stop())
 
 test(
   'the console loads its script and stylesheet from the binary, with no other request',
   async () => {
-    const { context, page } = await openPage(browser)
+    const { context, page } = await openPage(mc.browser)
     const offsite: string[] = []
     page.on('request', (r) => {
-      if (!r.url().startsWith(server.base)) offsite.push(r.url())
+      if (!r.url().startsWith(mc.server.base)) offsite.push(r.url())
     })
     const assets: string[] = []
     page.on('response', (r) => {
       if (r.url().includes('/admin/assets/')) assets.push(`${r.status()} ${r.headers()['content-type']}`)
     })
-    await page.goto(`${server.base}/admin/some/deep/link`)
+    await page.goto(`${mc.server.base}/admin/some/deep/link`)
     // The history fallback served the app, which (signed out) moved to the sign-in page.
     await page.getByRole('heading', { name: 'Sign in to Mailroom' }).waitFor()
     expect(new URL(page.url()).pathname).toBe('/admin/sign-in')
@@ -59,9 +49,9 @@ test(
 test(
   'a wrong password is refused with a message, and the page stays',
   async () => {
-    const { context, page } = await openPage(browser)
-    await page.goto(`${server.base}/admin/sign-in`)
-    await page.getByLabel('Email').fill(EMAIL)
+    const { context, page } = await openPage(mc.browser)
+    await page.goto(`${mc.server.base}/admin/sign-in`)
+    await page.getByLabel('Email').fill(ADMIN.email)
     await page.getByLabel('Password').fill('not the password')
     await page.getByRole('button', { name: 'Sign in' }).click()
     const alert = page.getByRole('alert')
@@ -77,12 +67,12 @@ test(
 test(
   'sign-in opens the dashboard with its charts from the statistics',
   async () => {
-    const { context, page } = await openPage(browser)
-    await signIn(page, server.base, EMAIL, PASSWORD)
+    const { context, page } = await openPage(mc.browser)
+    await signIn(page, mc.server.base, ADMIN.email, ADMIN.password)
     // The rollup job counts the seeded events within its first seconds; wait for the API to say so.
     const deadline = Date.now() + STEP_MS
     for (;;) {
-      const r = await page.request.get(`${server.base}/api/v2/stats?bucket=hour&kinds=message.queued`)
+      const r = await page.request.get(`${mc.server.base}/api/v2/stats?bucket=hour&kinds=message.queued`)
       const body = await r.json()
       if (body.data?.totals?.[0]?.counts?.['message.queued'] > 0) break
       if (Date.now() > deadline) throw new Error(`the statistics never showed the seeded events: ${JSON.stringify(body)}`)
@@ -113,8 +103,8 @@ test(
 test(
   'the theme switch paints the page dark and is remembered after a reload',
   async () => {
-    const { context, page } = await openPage(browser, { theme: 'light' })
-    await signIn(page, server.base, EMAIL, PASSWORD)
+    const { context, page } = await openPage(mc.browser, { theme: 'light' })
+    await signIn(page, mc.server.base, ADMIN.email, ADMIN.password)
     expect(await page.evaluate(() => document.documentElement.classList.contains('dark'))).toBe(false)
     await page.getByRole('button', { name: /^Theme/ }).click()
     await page.getByRole('menuitemradio', { name: 'Dark' }).click()
@@ -132,8 +122,8 @@ test(
 test(
   'at phone width the navigation is a sheet that opens, navigates and closes',
   async () => {
-    const { context, page } = await openPage(browser, { theme: 'light', width: 375 })
-    await signIn(page, server.base, EMAIL, PASSWORD)
+    const { context, page } = await openPage(mc.browser, { theme: 'light', width: 375 })
+    await signIn(page, mc.server.base, ADMIN.email, ADMIN.password)
     await page.locator('[data-chart="delivery"] .recharts-surface').first().waitFor()
     // The sidebar is hidden; the menu button opens the sheet.
     expect(await page.getByRole('complementary').isVisible()).toBe(false)
@@ -164,7 +154,7 @@ test(
     const fresh = await startConsole()
     try {
       const token = (await fresh.waitForOutput(/\/admin\/setup#token=(\S+)/))[1]!
-      const { context, page } = await openPage(browser)
+      const { context, page } = await openPage(mc.browser)
       await page.goto(`${fresh.base}/admin/setup#token=${token}`)
       await page.getByRole('heading', { name: 'Create the first administrator' }).waitFor()
       await shot(page, 'setup', { theme: 'light', width: 1440 })
@@ -175,8 +165,8 @@ test(
       await page.getByRole('button', { name: 'Create administrator' }).click()
       // Too short: said next to the field, nothing sent.
       await page.getByText('Use at least 10 characters.').waitFor()
-      await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
-      await page.getByLabel('Confirm password').fill(PASSWORD)
+      await page.getByLabel('Password', { exact: true }).fill(ADMIN.password)
+      await page.getByLabel('Confirm password').fill(ADMIN.password)
       await page.getByRole('button', { name: 'Create administrator' }).click()
       await page.getByRole('heading', { name: 'Dashboard' }).waitFor()
       await page.getByRole('button', { name: /^Account: first@example.com/ }).waitFor()

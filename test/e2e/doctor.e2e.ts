@@ -5,52 +5,41 @@
  * clears it. Screenshots land in docs/screenshots/ (`npm run test:e2e`).
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import type { Browser } from 'playwright-core'
-import { reverseName, startDnsServer, type DnsServer } from '../support/dns-server'
-import { axeViolations, createAdmin, createApiKey, launchBrowser, openSignedIn, shot, startConsole, type ConsoleServer } from './support/console'
+import { reverseName } from '../support/dns-server'
+import { axeViolations, shot } from './support/console'
+import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
-const EMAIL = 'ops@example.com'
-const PASSWORD = 'correct horse battery'
 const HOSTNAME = 'mail.example.com'
 const DOMAIN = 'example.com'
-const STEP_MS = 180_000
 
-let server: ConsoleServer
-let browser: Browser
-let dns: DnsServer
+let mc: MailConsole
 
 beforeAll(async () => {
   // The host name resolves and forward-confirms: with no IP registered, its address is the sending IP.
-  dns = await startDnsServer({ zones: { [HOSTNAME]: { A: ['192.0.2.25'] }, [reverseName('192.0.2.25')]: { PTR: [HOSTNAME] } } })
-  server = await startConsole({ from: 'source', flags: ['--hostname', HOSTNAME, '--dns-servers', dns.server, '--public-url', `https://${HOSTNAME}`] })
-  await createAdmin(server, EMAIL, PASSWORD)
-  browser = await launchBrowser()
+  mc = await startMailConsole({
+    from: 'source',
+    hostname: HOSTNAME,
+    zones: { [HOSTNAME]: { A: ['192.0.2.25'] }, [reverseName('192.0.2.25')]: { PTR: [HOSTNAME] } },
+    flags: ['--public-url', `https://${HOSTNAME}`],
+    apiKey: 'e2e',
+  })
 }, STEP_MS)
 
-afterAll(async () => {
-  await browser?.close()
-  await server?.stop()
-  await dns?.close()
-})
+afterAll(() => mc?.stop())
 
 test(
   'a failing check shows its fix; publishing the record and running the checks again clears it',
   async () => {
     // A sending domain with DKIM, SPF and the return path published, but no DMARC.
-    const key = await createApiKey(server, 'e2e')
-    const created = await fetch(`${server.base}/api/v2/sending-domains`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: DOMAIN }),
-    })
+    const created = await mc.call('POST', '/api/v2/sending-domains', { name: DOMAIN })
     expect(created.status).toBe(201)
-    const records = (await created.json()).data.dns_records as Array<{ purpose: string; type: string; name: string; value: string }>
-    dns.publishRecords(records.filter((r) => r.purpose !== 'dmarc'))
+    const records = created.body.data.dns_records as Array<{ purpose: string; type: string; name: string; value: string }>
+    mc.dns.publishRecords(records.filter((r) => r.purpose !== 'dmarc'))
     const dmarc = records.find((r) => r.purpose === 'dmarc')!
 
-    const { page, close } = await openSignedIn(browser, server.base, EMAIL, PASSWORD)
+    const { page, close } = await mc.signedIn()
     try {
-      await page.goto(`${server.base}/admin/sending/deliverability`)
+      await page.goto(`${mc.server.base}/admin/sending/deliverability`)
       await page.getByRole('heading', { name: 'Deliverability', exact: true, level: 1 }).waitFor()
       // The run made at start may predate the domain: run now.
       await page.getByRole('button', { name: 'Run checks now' }).click()
@@ -77,7 +66,7 @@ test(
       expect(await axeViolations(page)).toEqual([])
 
       // Publish DMARC, run again: the check passes and leaves the list.
-      dns.setZone(dmarc.name, { TXT: [dmarc.value] })
+      mc.dns.setZone(dmarc.name, { TXT: [dmarc.value] })
       await page.setViewportSize({ width: 1440, height: 900 })
       await page.getByRole('button', { name: 'Run checks now' }).click()
       await failing.waitFor({ state: 'detached' })

@@ -8,36 +8,10 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createServer } from 'node:net'
-import type { Browser } from 'playwright-core'
-import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
-import {
-  accessibilityFindings,
-  axeViolations,
-  createAdmin,
-  createApiKey,
-  launchBrowser,
-  openPage,
-  openSignedIn,
-  shot,
-  startConsole,
-  type ConsoleServer,
-  apiCall,
-} from './support/console'
+import { accessibilityFindings, axeViolations, openPage, shot } from './support/console'
+import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
-const EMAIL = 'ops@example.com'
-const PASSWORD = 'correct horse battery'
-const STEP_MS = 180_000
-
-let server: ConsoleServer
-let browser: Browser
-let sink: SmtpSink
-let dns: DnsServer
-let key: string
 let listId: number
-
-/** An API call with the CLI-made key. */
-const call = (method: string, path: string, body?: unknown) => apiCall(server.base, key, method, path, body)
 
 /** A free loopback port: the hosted links and confirmation mails carry public_url, which port 0 cannot make. */
 async function freePort(): Promise<number> {
@@ -48,48 +22,26 @@ async function freePort(): Promise<number> {
   return port
 }
 
+let mc: MailConsole
+
 beforeAll(async () => {
   const port = await freePort()
-  sink = await startSmtpSink({ host: '127.0.0.1' })
-  dns = await startDnsServer({
-    zones: { 'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] }, 'mx.example.net': { A: ['127.0.0.1'] } },
+  mc = await startMailConsole({
+    mail: true,
+    hostname: 'mail.example.com',
+    flags: ['--http-listen', `127.0.0.1:${port}`, '--public-url', `http://127.0.0.1:${port}`, '--default-from', 'Acme News <news@acme.test>'],
+    apiKey: 'e2e forms',
   })
-  server = await startConsole({
-    flags: [
-      '--http-listen',
-      `127.0.0.1:${port}`,
-      '--public-url',
-      `http://127.0.0.1:${port}`,
-      '--hostname',
-      'mail.example.com',
-      '--mx-port',
-      String(sink.port),
-      '--dns-servers',
-      dns.server,
-      '--allow-unverified-domains',
-      'true',
-      '--default-from',
-      'Acme News <news@acme.test>',
-    ],
-  })
-  await createAdmin(server, EMAIL, PASSWORD)
-  key = await createApiKey(server, 'e2e forms')
-  const list = await call('POST', '/api/v2/lists', { name: 'Newsletter' })
+  const list = await mc.call('POST', '/api/v2/lists', { name: 'Newsletter' })
   listId = list.body.data.id
-  browser = await launchBrowser()
 }, STEP_MS)
 
-afterAll(async () => {
-  await browser?.close()
-  await server?.stop()
-  await sink?.close()
-  await dns?.close()
-})
+afterAll(() => mc?.stop())
 
 test(
   'the form builder: fields, live preview, create; then the hosted link and the embed snippet',
   async () => {
-    const { page, close } = await openSignedIn(browser, server.base, EMAIL, PASSWORD)
+    const { page, close } = await mc.signedIn()
     await page.getByRole('link', { name: 'Web forms' }).first().click()
     await page.getByRole('heading', { name: 'Web forms', exact: true }).waitFor()
     await page.getByText('No web forms yet').waitFor()
@@ -107,7 +59,7 @@ test(
     const hostedField = page.getByRole('textbox', { name: 'Hosted link' })
     await hostedField.waitFor()
     const hosted = await hostedField.inputValue()
-    expect(hosted).toMatch(new RegExp(`^${server.base}/f/[A-Za-z0-9_-]{16}$`))
+    expect(hosted).toMatch(new RegExp(`^${mc.server.base}/f/[A-Za-z0-9_-]{16}$`))
     expect(await page.getByRole('textbox', { name: 'Embed snippet' }).inputValue()).toContain(`action="${hosted}"`)
     await shot(page, 'web-forms-builder')
     await shot(page, 'web-forms-builder', { theme: 'dark' })
@@ -120,11 +72,11 @@ test(
 )
 
 test(
-  'double opt-in through the hosted page: challenge solved in the browser, mail read from the sink, confirm pressed, contact subscribed; the honeypot stores nothing',
+  'double opt-in through the hosted page: challenge solved in the mc.browser, mail read from the sink, confirm pressed, contact subscribed; the honeypot stores nothing',
   async () => {
-    const forms = await call('GET', '/api/v2/web-forms')
+    const forms = await mc.call('GET', '/api/v2/web-forms')
     const form = forms.body.data[0]
-    const { page, context } = await openPage(browser)
+    const { page, context } = await openPage(mc.browser)
     // A bot: fills the hidden field too. It is told "thanks" and nothing is stored.
     await page.goto(form.hosted_url)
     await page.getByLabel('Email address').fill('bot@example.net')
@@ -134,7 +86,7 @@ test(
     await page.locator('form[data-mailroom-ready]').waitFor()
     await page.getByRole('button', { name: 'Subscribe' }).click()
     await page.getByText('Check your inbox').waitFor()
-    const botMail = await call('GET', '/api/v2/messages?recipient=bot@example.net')
+    const botMail = await mc.call('GET', '/api/v2/messages?recipient=bot@example.net')
     expect(botMail.status).toBe(200)
     expect(botMail.body.meta.total).toBe(0)
 
@@ -148,24 +100,24 @@ test(
     await shot(page, 'web-form-hosted')
     await page.getByRole('button', { name: 'Subscribe' }).click()
     await page.getByText('Check your inbox').waitFor()
-    expect((await call('GET', `/api/v2/contacts?email=ada@example.net`)).body.meta.total).toBe(0)
+    expect((await mc.call('GET', `/api/v2/contacts?email=ada@example.net`)).body.meta.total).toBe(0)
 
-    const [mail] = await sink.waitFor(1, STEP_MS)
+    const [mail] = await mc.sink.waitFor(1, STEP_MS)
     expect(mail!.rcptTo).toEqual(['ada@example.net'])
-    expect(sink.messages.some((m) => m.rcptTo.includes('bot@example.net'))).toBe(false)
+    expect(mc.sink.messages.some((m) => m.rcptTo.includes('bot@example.net'))).toBe(false)
     const raw = mail!.raw.toString('utf8').replace(/=\r?\n/g, '')
     const link = /http:\/\/127\.0\.0\.1:\d+\/f\/confirm\/[A-Za-z0-9_.-]+/.exec(raw)![0]
     await page.goto(link)
     await page.getByRole('heading', { name: 'Confirm your subscription' }).waitFor()
     // Opening the link (as a scanner would) changed nothing.
-    expect((await call('GET', `/api/v2/contacts?email=ada@example.net`)).body.meta.total).toBe(0)
+    expect((await mc.call('GET', `/api/v2/contacts?email=ada@example.net`)).body.meta.total).toBe(0)
     await shot(page, 'web-form-confirm')
     await page.getByRole('button', { name: 'Confirm subscription' }).click()
     await page.getByRole('heading', { name: 'Subscription confirmed' }).waitFor()
-    const contacts = await call('GET', `/api/v2/contacts?email=ada@example.net`)
+    const contacts = await mc.call('GET', `/api/v2/contacts?email=ada@example.net`)
     expect(contacts.body.data).toHaveLength(1)
     expect(contacts.body.data[0]).toMatchObject({ list_id: listId, status: 'subscribed', first_name: 'Ada' })
-    const events = await call('GET', '/api/v2/events?kind=contact.confirmed')
+    const events = await mc.call('GET', '/api/v2/events?kind=contact.confirmed')
     expect(events.body.data).toHaveLength(1)
     await context.close()
   },
@@ -175,14 +127,14 @@ test(
 test(
   'accessibility: the console pages and the public pages of a form have no serious or critical axe findings',
   async () => {
-    const form = (await call('GET', '/api/v2/web-forms')).body.data[0]
+    const form = (await mc.call('GET', '/api/v2/web-forms')).body.data[0]
     const pages = [
       { path: '/admin/web-forms', heading: 'Web forms' },
       { path: '/admin/web-forms/new', heading: 'New web form' },
       { path: `/admin/web-forms/${form.id}`, heading: form.name },
     ]
-    const found = await accessibilityFindings(server.base, pages, (theme) => openSignedIn(browser, server.base, EMAIL, PASSWORD, { theme }))
-    const { page, context } = await openPage(browser)
+    const found = await accessibilityFindings(mc.server.base, pages, (theme) => mc.signedIn({ theme }))
+    const { page, context } = await openPage(mc.browser)
     await page.goto(form.hosted_url)
     await page.locator('form[data-mailroom-ready]').waitFor()
     for (const v of await axeViolations(page)) found.push(`hosted page: ${v.id} (${v.impact}) ${v.help} at ${v.nodes.slice(0, 3).join(', ')}`)

@@ -8,74 +8,26 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
-import type { Browser } from 'playwright-core'
-import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver'
-import {
-  createAdmin,
-  createApiKey,
-  launchBrowser,
-  shot,
-  startConsole,
-  type ConsoleServer,
-  openSignedIn,
-  type Viewport,
-  apiCall,
-  pollUntil,
-} from './support/console'
+import { shot, pollUntil } from './support/console'
+import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
-const EMAIL = 'ops@example.com'
-const PASSWORD = 'correct horse battery'
-const STEP_MS = 180_000
-
-let server: ConsoleServer
-let browser: Browser
-let sink: SmtpSink
-let dns: DnsServer
 let receiver: WebhookReceiver
-let key: string
-
-/** An API call with the CLI-made key. */
-const call = (method: string, path: string, body?: unknown) => apiCall(server.base, key, method, path, body)
 
 /** Polls the API until `check` holds (a failure bound, not a timing assertion). */
 const until = <T>(what: string, read: () => Promise<T>, check: (v: T) => boolean) => pollUntil(what, read, check, STEP_MS)
 
+let mc: MailConsole
+
 beforeAll(async () => {
-  sink = await startSmtpSink({ host: '127.0.0.1' })
-  dns = await startDnsServer({
-    zones: { 'example.net': { MX: [{ exchange: 'mx.example.net', priority: 10 }] }, 'mx.example.net': { A: ['127.0.0.1'] } },
-  })
   receiver = await startWebhookReceiver()
-  server = await startConsole({
-    flags: [
-      '--hostname',
-      'mail.example.com',
-      '--mx-port',
-      String(sink.port),
-      '--dns-servers',
-      dns.server,
-      '--allow-unverified-domains',
-      'true',
-      '--webhooks-allow-private',
-      'true',
-    ],
-  })
-  await createAdmin(server, EMAIL, PASSWORD)
-  key = await createApiKey(server, 'e2e sender')
-  browser = await launchBrowser()
+  mc = await startMailConsole({ mail: true, hostname: 'mail.example.com', flags: ['--webhooks-allow-private', 'true'], apiKey: 'e2e sender' })
 }, STEP_MS)
 
 afterAll(async () => {
-  await browser?.close()
-  await server?.stop()
+  await mc?.stop()
   await receiver?.close()
-  await sink?.close()
-  await dns?.close()
 })
-
-const signedIn = (view: Viewport = {}) => openSignedIn(browser, server.base, EMAIL, PASSWORD, view)
 
 test(
   'find a sent message: search by recipient, open its timeline, download its raw source',
@@ -86,10 +38,10 @@ test(
       ['linus@example.net', 'Welcome to Acme'],
       ['permfail@example.net', 'Your invoice is ready'],
     ] as const) {
-      const r = await call('POST', '/v1/emails', { from: 'Acme <billing@acme.test>', to: [to], subject, text: 'Hello' })
+      const r = await mc.call('POST', '/v1/emails', { from: 'Acme <billing@acme.test>', to: [to], subject, text: 'Hello' })
       expect(r.status).toBe(202)
     }
-    const sent = await call('POST', '/v1/emails', {
+    const sent = await mc.call('POST', '/v1/emails', {
       from: 'Acme Billing <billing@acme.test>',
       to: ['ada@example.net', 'tempfail@example.net'],
       subject: 'Your receipt #1042',
@@ -102,16 +54,16 @@ test(
     // One recipient accepted by the sink, the other deferred by it (tempfail@ answers 4xx).
     await until(
       'the delivery outcomes',
-      () => call('GET', `/api/v2/messages/${id}`),
+      () => mc.call('GET', `/api/v2/messages/${id}`),
       (r) => r.body.data.recipients.every((x: { state: string }) => x.state === 'sent' || x.state === 'deferred'),
     )
     await until(
       'the other messages to finish',
-      () => call('GET', '/api/v2/messages?status=queued'),
+      () => mc.call('GET', '/api/v2/messages?status=queued'),
       (r) => r.body.meta.total === 0,
     )
 
-    const { page, close } = await signedIn()
+    const { page, close } = await mc.signedIn()
     await page.getByRole('link', { name: 'Messages' }).first().click()
     await page.getByRole('heading', { name: 'Messages' }).waitFor()
     await page.getByRole('link', { name: 'Password reset' }).waitFor()
@@ -160,8 +112,8 @@ test(
 test(
   'spin tags and a template: the preview follows the edits and the variables, save makes a version, compare, activate, send a test',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/templates?tab=spin-tags`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/templates?tab=spin-tags`)
     await page.getByRole('heading', { name: 'No spin tags yet' }).waitFor()
     await page.getByRole('button', { name: 'New spin tag' }).first().click()
     await page.getByLabel('Name').fill('greeting')
@@ -223,7 +175,7 @@ test(
     await page.getByText('Test queued for tester@example.net').waitFor()
     const found = await until(
       'the test message',
-      () => call('GET', '/api/v2/messages?recipient=tester@example.net'),
+      () => mc.call('GET', '/api/v2/messages?recipient=tester@example.net'),
       (r) => r.body.meta.total === 1,
     )
     expect(found.body.data[0].subject).toBe('Your order A-1042 has shipped')
@@ -233,7 +185,7 @@ test(
     await page.getByText('Version 1 is now active').waitFor()
     await preview.getByText('Hello Ada,').waitFor()
 
-    await page.goto(`${server.base}/admin/templates`)
+    await page.goto(`${mc.server.base}/admin/templates`)
     await page.getByRole('link', { name: 'Order shipped' }).waitFor()
     await shot(page, 'templates', { theme: 'light', width: 1440 })
     await shot(page, 'templates', { theme: 'dark', width: 1440 })
@@ -245,8 +197,8 @@ test(
 test(
   'a webhook: created with its secret shown once, edited, tested against a loopback receiver, its delivery log, re-enabled after a 410, secret rotated, payload format set',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/webhooks`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/webhooks`)
     await page.getByRole('heading', { name: 'No webhooks yet' }).waitFor()
     await page.getByRole('button', { name: 'New webhook' }).first().click()
     await page.getByLabel('Endpoint URL').fill(receiver.url)
@@ -265,14 +217,14 @@ test(
     // Shown once: nowhere on the webhook's page, nor in the API's answers.
     expect(await page.content()).not.toContain(secret)
     const id = Number(new URL(page.url()).pathname.split('/').at(-1))
-    expect((await call('GET', `/api/v2/webhooks/${id}`)).body.data.secret).toBeUndefined()
+    expect((await mc.call('GET', `/api/v2/webhooks/${id}`)).body.data.secret).toBeUndefined()
     receiver.secrets = [secret]
 
     // Edit the events: one more kind, saved.
     await page.getByRole('checkbox', { name: /message\.failed/ }).click()
     await page.getByRole('button', { name: 'Save changes' }).click()
     await page.getByText('Webhook saved').waitFor()
-    expect((await call('GET', `/api/v2/webhooks/${id}`)).body.data.events).toContain('message.failed')
+    expect((await mc.call('GET', `/api/v2/webhooks/${id}`)).body.data.events).toContain('message.failed')
 
     // Send test: what the endpoint answered per kind, signed with the secret shown.
     await page.getByRole('button', { name: 'Send test' }).click()
@@ -287,10 +239,10 @@ test(
     await page.keyboard.press('Escape')
 
     // A real event: a message delivered to the sink makes a message.sent delivery.
-    expect((await call('POST', '/v1/emails', { from: 'Acme <billing@acme.test>', to: ['ada@example.net'], subject: 'Hook me', text: 'x' })).status).toBe(202)
+    expect((await mc.call('POST', '/v1/emails', { from: 'Acme <billing@acme.test>', to: ['ada@example.net'], subject: 'Hook me', text: 'x' })).status).toBe(202)
     await until(
       'the delivery to succeed',
-      () => call('GET', `/api/v2/webhooks/${id}/deliveries?state=succeeded`),
+      () => mc.call('GET', `/api/v2/webhooks/${id}/deliveries?state=succeeded`),
       (r) => r.body.meta.total >= 1,
     )
     await page.reload()
@@ -304,10 +256,10 @@ test(
 
     // The endpoint answers 410 Gone: the webhook is switched off; re-enable it from the page.
     receiver.fallback = { status: 410, body: 'gone' }
-    expect((await call('POST', '/v1/emails', { from: 'Acme <billing@acme.test>', to: ['ada@example.net'], subject: 'Gone?', text: 'x' })).status).toBe(202)
+    expect((await mc.call('POST', '/v1/emails', { from: 'Acme <billing@acme.test>', to: ['ada@example.net'], subject: 'Gone?', text: 'x' })).status).toBe(202)
     await until(
       'the webhook to be disabled',
-      () => call('GET', `/api/v2/webhooks/${id}`),
+      () => mc.call('GET', `/api/v2/webhooks/${id}`),
       (r) => r.body.data.enabled === false,
     )
     receiver.fallback = { status: 204 }
@@ -316,7 +268,7 @@ test(
     await shot(page, 'webhook-disabled', { theme: 'light', width: 1440 })
     await page.getByRole('button', { name: 'Re-enable' }).click()
     await page.getByText('This webhook is disabled').waitFor({ state: 'detached' })
-    expect((await call('GET', `/api/v2/webhooks/${id}`)).body.data).toMatchObject({ enabled: true, consecutive_failures: 0 })
+    expect((await mc.call('GET', `/api/v2/webhooks/${id}`)).body.data).toMatchObject({ enabled: true, consecutive_failures: 0 })
 
     // Rotate: a new secret, shown once.
     await page.getByRole('button', { name: 'Rotate secret' }).click()
@@ -333,9 +285,9 @@ test(
     await page.getByText('signed with Svix headers').waitFor()
     await page.getByRole('button', { name: 'Save changes' }).click()
     await page.getByText('Webhook saved').waitFor()
-    expect((await call('GET', `/api/v2/webhooks/${id}`)).body.data.format).toBe('resend')
+    expect((await mc.call('GET', `/api/v2/webhooks/${id}`)).body.data.format).toBe('resend')
 
-    await page.goto(`${server.base}/admin/webhooks`)
+    await page.goto(`${mc.server.base}/admin/webhooks`)
     await page.getByRole('link', { name: receiver.url }).waitFor()
     await page.getByRole('cell', { name: 'Resend' }).waitFor()
     await shot(page, 'webhooks', { theme: 'light', width: 1440 })

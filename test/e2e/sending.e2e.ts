@@ -7,46 +7,21 @@
  * Sending page land in docs/screenshots/ (`npm run test:e2e`).
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import type { Browser, Page } from 'playwright-core'
-import { startDnsServer, type DnsServer } from '../support/dns-server'
-import { createAdmin, launchBrowser, shot, startConsole, type ConsoleServer, openSignedIn, type Viewport } from './support/console'
+import type { Page } from 'playwright-core'
+import { shot, withoutToasts } from './support/console'
+import { STEP_MS, startMailConsole, type MailConsole } from './support/mail-console'
 
-const EMAIL = 'ops@example.com'
-const PASSWORD = 'correct horse battery'
 const HOSTNAME = 'mail.example.com'
 const DOMAIN = 'example.com'
-const STEP_MS = 180_000
 
-let server: ConsoleServer
-let browser: Browser
-let dns: DnsServer
+let mc: MailConsole
 
 beforeAll(async () => {
   // The server's public host name resolves in the test DNS: SPF's `a:` mechanism is checked against it.
-  dns = await startDnsServer({ zones: { [HOSTNAME]: { A: ['192.0.2.25'] } } })
-  server = await startConsole({ from: 'source', flags: ['--hostname', HOSTNAME, '--dns-servers', dns.server] })
-  await createAdmin(server, EMAIL, PASSWORD)
-  browser = await launchBrowser()
+  mc = await startMailConsole({ from: 'source', hostname: HOSTNAME, zones: { [HOSTNAME]: { A: ['192.0.2.25'] } } })
 }, STEP_MS)
 
-afterAll(async () => {
-  await browser?.close()
-  await server?.stop()
-  await dns?.close()
-})
-
-/** A page signed in, at a width and theme. */
-const signedIn = (view: Viewport = {}) => openSignedIn(browser, server.base, EMAIL, PASSWORD, view)
-
-/** Runs the captures with the toasts of earlier steps hidden (not removed: React owns them), so they show the page itself. */
-async function withoutToasts(page: Page, capture: () => Promise<unknown>): Promise<void> {
-  await page.addStyleTag({ content: '[data-sonner-toaster] { visibility: hidden !important; }' })
-  try {
-    await capture()
-  } finally {
-    await page.evaluate(() => document.querySelectorAll('style').forEach((el) => el.textContent?.includes('[data-sonner-toaster]') && el.remove()))
-  }
-}
+afterAll(() => mc?.stop())
 
 /** Dark and light at 1440 of the page as it stands. */
 async function shots(page: Page, name: string): Promise<void> {
@@ -59,8 +34,8 @@ async function shots(page: Page, name: string): Promise<void> {
 test(
   'a sending domain: its records to copy, Check DNS before and after publishing them, then "verified"',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/sending/domains`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/sending/domains`)
     await page.getByRole('heading', { name: 'Sending domains', exact: true }).waitFor()
     await page.getByText('No sending domains yet').waitFor()
     await page.getByRole('button', { name: 'Add domain' }).first().click()
@@ -90,7 +65,7 @@ test(
     await shots(page, 'sending-domain')
 
     // Published in the loopback DNS: Check DNS verifies every record.
-    dns.publishRecords(domain.dns_records)
+    mc.dns.publishRecords(domain.dns_records)
     await page.getByRole('button', { name: 'Check DNS' }).click()
     await page.getByText(`All required records are verified: mail from ${DOMAIN} can be sent.`).waitFor()
     for (const purpose of ['dkim', 'spf', 'dmarc', 'return_path'])
@@ -115,8 +90,8 @@ test(
 test(
   'IPs and pools: an address this host cannot bind is refused beside the field; a pool with a member and a weight',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/sending/ips`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/sending/ips`)
     await page.getByRole('heading', { name: 'IPs & pools' }).waitFor()
     await page.getByText('No source IPs').waitFor()
     await page.getByRole('button', { name: 'Add IP' }).first().click()
@@ -161,8 +136,8 @@ test(
 test(
   'sending nodes: a relay node with its host, port, TLS and a write-only password',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/sending/nodes`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/sending/nodes`)
     await page.getByRole('heading', { name: 'Sending nodes', exact: true }).waitFor()
     await page.getByText('No sending nodes').waitFor()
     await page.getByRole('button', { name: 'Create node' }).first().click()
@@ -200,8 +175,8 @@ test(
 test(
   'bridges: created with its SMTP and API credentials shown once, then a test message sent through it',
   async () => {
-    const { page, close } = await signedIn()
-    await page.goto(`${server.base}/admin/sending/bridges`)
+    const { page, close } = await mc.signedIn()
+    await page.goto(`${mc.server.base}/admin/sending/bridges`)
     await page.getByRole('heading', { name: 'Bridges', exact: true }).waitFor()
     await page.getByText('No bridges yet').waitFor()
     await page.getByRole('button', { name: 'Create bridge' }).first().click()

@@ -23,7 +23,10 @@ describe('stored messages', () => {
   test('an accepted message is stored packed; its size is the message, and /raw answers the message', async () => {
     const t = testApp({ allow_unverified_domains: true })
     const { key } = t.makeKey()
-    const sent = await t.call('POST', '/v1/emails', { key, body: { from: 'a@example.com', to: ['b@example.net'], subject: 'Hi', html: '<p>Hello</p>'.repeat(300) } })
+    const sent = await t.call('POST', '/v1/emails', {
+      key,
+      body: { from: 'a@example.com', to: ['b@example.net'], subject: 'Hi', html: '<p>Hello</p>'.repeat(300) },
+    })
     expect(sent.status).toBe(202)
     const id = sent.body.data.id as string
     const row = t.deps.db.$client.query('SELECT raw, size FROM messages WHERE id = ?').get(id) as { raw: Uint8Array; size: number }

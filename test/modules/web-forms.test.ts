@@ -1,3 +1,4 @@
+import { unpackMessage } from '../../src/lib/stored-message'
 import { describe, expect, test } from 'bun:test'
 import { solveChallenge } from 'altcha-lib'
 import { deriveKey } from 'altcha-lib/algorithms/sha'
@@ -56,7 +57,7 @@ const formMails = (t: TestApp) =>
     .all()
 /** The confirmation link of the newest confirmation mail, from its raw text (quoted-printable soft breaks undone). */
 function confirmPath(t: TestApp): string {
-  const raw = Buffer.from(formMails(t).at(-1)!.raw)
+  const raw = unpackMessage(formMails(t).at(-1)!.raw)
     .toString('utf8')
     .replace(/=\r?\n/g, '')
   return new URL(/https?:\/\/[^\s"<>]+\/f\/confirm\/[A-Za-z0-9_.-]+/.exec(raw)![0]).pathname

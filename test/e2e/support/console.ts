@@ -365,3 +365,19 @@ export async function pollUntil<T>(what: string, read: () => Promise<T>, check: 
     await Bun.sleep(200)
   }
 }
+
+/** Picks an option of a Radix select found by its accessible name (the `nth` of that name). */
+export async function choose(page: Page, select: string | RegExp, option: string, nth = 0): Promise<void> {
+  await page.getByRole('combobox', { name: select }).nth(nth).click()
+  await page.getByRole('option', { name: option, exact: true }).click()
+}
+
+/** Runs the captures with the toasts hidden (not removed: React owns them), so they show the page itself. */
+export async function withoutToasts(page: Page, capture: () => Promise<unknown>): Promise<void> {
+  await page.addStyleTag({ content: '[data-sonner-toaster] { visibility: hidden !important; }' })
+  try {
+    await capture()
+  } finally {
+    await page.evaluate(() => document.querySelectorAll('style').forEach((el) => el.textContent?.includes('[data-sonner-toaster]') && el.remove()))
+  }
+}

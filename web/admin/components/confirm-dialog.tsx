@@ -1,3 +1,4 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { Trash2Icon } from 'lucide-react'
 import type { ReactElement, ReactNode } from 'react'
 import {
@@ -11,6 +12,8 @@ import {
   AlertDialogTitle,
   AlertDialogTrigger,
 } from './ui/alert-dialog'
+import { toast } from 'sonner'
+import { errorMessage } from '../lib/api'
 import { Button } from './ui/button'
 
 /**
@@ -92,6 +95,55 @@ export function ConfirmDeleteButton({
       title={title}
       description={description}
       onConfirm={onConfirm}
+    />
+  )
+}
+
+/**
+ * "Delete X?" answered in an AlertDialog: runs `action`, toasts the outcome, refreshes the
+ * queries under `invalidate` and closes.
+ */
+export function ConfirmDelete({
+  open,
+  onOpenChange,
+  title,
+  description,
+  confirmLabel = 'Delete',
+  action,
+  invalidate,
+  done,
+}: {
+  open: boolean
+  onOpenChange: (open: boolean) => void
+  title: string
+  description: ReactNode
+  confirmLabel?: string
+  action: () => Promise<unknown>
+  invalidate: string[]
+  done: string
+}) {
+  const qc = useQueryClient()
+  const m = useMutation({
+    mutationFn: action,
+    onSuccess: async () => {
+      toast.success(done)
+      onOpenChange(false)
+      await Promise.all(invalidate.map((k) => qc.invalidateQueries({ queryKey: [k] })))
+    },
+    onError: (e) => toast.error(errorMessage(e)),
+  })
+  return (
+    <ConfirmDialog
+      open={open}
+      onOpenChange={onOpenChange}
+      title={title}
+      description={description}
+      confirmLabel={confirmLabel}
+      pendingLabel="Deleting…"
+      pending={m.isPending}
+      // Stay open until the server has answered.
+      keepOpen
+      onConfirm={() => m.mutate()}
     />
   )
 }

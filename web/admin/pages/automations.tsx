@@ -4,66 +4,30 @@
  * editor at /new and /:id (pages/automations/editor.tsx: the step flow, live counts per step,
  * runs, enrollment). Everything goes through /api/v2/drips and /api/v2/triggers.
  */
-import { PauseIcon, PencilIcon, PlayIcon, PlusIcon, SearchIcon, Trash2Icon, WorkflowIcon, XIcon } from 'lucide-react'
-import { useState } from 'react'
+import { PauseIcon, PencilIcon, PlayIcon, PlusIcon, SearchIcon, Trash2Icon, WorkflowIcon } from 'lucide-react'
 import { Link, Route, Switch, useLocation } from 'wouter'
 import { DataTable, type Column } from '../components/data-table'
+import { ListToolbar, StatusFilter, useRowSelection } from '../components/list-toolbar'
 import { PageHeader } from '../components/page-header'
 import { actionsColumn, RowActions } from '../components/row-actions'
 import { Button } from '../components/ui/button'
-import { Checkbox } from '../components/ui/checkbox'
-import { api } from '../lib/api'
 import { can, useSession } from '../lib/session'
 import { useUrlQuery } from '../lib/url-query'
 import { formatDateTime, formatNumber } from '../lib/utils'
-import { ConfirmDelete, FilterSelect } from './audience/shared'
 import { AutomationEditor } from './automations/editor'
 import { AUTOMATION_STATUSES, AutomationStatusBadge, KINDS, type Automation, type AutomationKind, useAutomationTransition } from './automations/shared'
 
 function AutomationList({ kind }: { kind: AutomationKind }) {
   const k = KINDS[kind]
   const admin = useSession().data?.admin
-  const [params, setParams] = useUrlQuery()
+  const [params] = useUrlQuery()
   const [, navigate] = useLocation()
-  const [selected, setSelected] = useState<Set<number>>(new Set())
-  const [deleting, setDeleting] = useState<Automation[] | null>(null)
   const transition = useAutomationTransition(kind)
   const mayDelete = can(admin, `${k.group}.delete`)
   const mayUpdate = can(admin, `${k.group}.update`)
-  const toggle = (id: number, on: boolean) =>
-    setSelected((s) => {
-      const next = new Set(s)
-      if (on) next.add(id)
-      else next.delete(id)
-      return next
-    })
+  const selection = useRowSelection<Automation>({ enabled: mayDelete, noun: k.noun, name: (a) => a.name })
   const columns: Column<Automation>[] = [
-    ...(mayDelete
-      ? [
-          {
-            id: 'select',
-            className: 'w-10',
-            header: (rows: Automation[]) => {
-              const on = rows.filter((r) => selected.has(r.id)).length
-              return (
-                <Checkbox
-                  aria-label={`Select every ${k.noun} on this page`}
-                  checked={on === 0 ? false : on === rows.length ? true : 'indeterminate'}
-                  onCheckedChange={(c) => setSelected(c === true ? new Set([...selected, ...rows.map((r) => r.id)]) : new Set())}
-                />
-              )
-            },
-            cell: (a: Automation) => (
-              <Checkbox
-                aria-label={`Select ${a.name}`}
-                checked={selected.has(a.id)}
-                onClick={(e) => e.stopPropagation()}
-                onCheckedChange={(c) => toggle(a.id, c === true)}
-              />
-            ),
-          } satisfies Column<Automation>,
-        ]
-      : []),
+    ...selection.columns,
     {
       id: 'name',
       header: kind === 'drip' ? 'Drip' : 'Trigger',
@@ -105,7 +69,7 @@ function AutomationList({ kind }: { kind: AutomationKind }) {
               onSelect: () => transition.mutate({ id: a.id, action: 'resume' }),
               hidden: !mayUpdate || a.status === 'active',
             },
-            { label: 'Delete', icon: Trash2Icon, onSelect: () => setDeleting([a]), hidden: !mayDelete, destructive: true },
+            { label: 'Delete', icon: Trash2Icon, onSelect: () => selection.confirmDelete([a]), hidden: !mayDelete, destructive: true },
           ]}
         />
       </span>
@@ -117,7 +81,6 @@ function AutomationList({ kind }: { kind: AutomationKind }) {
     </Button>
   ) : null
   const status = params.get('status')
-  const count = deleting?.length ?? 0
   return (
     <div className="grid gap-6">
       <PageHeader
@@ -129,27 +92,18 @@ function AutomationList({ kind }: { kind: AutomationKind }) {
         }
         actions={newButton}
       />
-      <div className="flex flex-col flex-wrap gap-2 sm:flex-row sm:items-center">
-        <FilterSelect
-          id={`${kind}-status`}
-          label="Status"
-          value={status}
-          onChange={(v) => setParams({ status: v, page: null })}
-          allLabel="Any status"
-          options={AUTOMATION_STATUSES.map((s) => ({ value: s, label: s[0]!.toUpperCase() + s.slice(1) }))}
-          className="w-full sm:w-44"
-        />
-        {status ? (
-          <Button variant="ghost" size="sm" onClick={() => setParams({ status: null, page: null })}>
-            <XIcon /> Clear filter
-          </Button>
-        ) : null}
-        {selected.size ? (
-          <Button variant="destructive" size="sm" className="sm:ml-auto" onClick={() => setDeleting([...selected].map((id) => ({ id }) as Automation))}>
-            <Trash2Icon /> Delete {formatNumber(selected.size)} selected
-          </Button>
-        ) : null}
-      </div>
+      <ListToolbar
+        filters={['status']}
+        selection={selection}
+        bulkDelete={{
+          path: k.path,
+          queryKey: k.queryKey,
+          noun: [k.noun, k.plural],
+          description: 'Their versions, runs and statistics are deleted with them. Messages already sent stay in Messages. This cannot be undone.',
+        }}
+      >
+        <StatusFilter id={`${kind}-status`} statuses={AUTOMATION_STATUSES} />
+      </ListToolbar>
       <DataTable
         path={k.path}
         queryKey={k.queryKey}
@@ -173,18 +127,6 @@ function AutomationList({ kind }: { kind: AutomationKind }) {
                 action: newButton,
               }
         }
-      />
-      <ConfirmDelete
-        open={deleting !== null}
-        onOpenChange={(o) => !o && setDeleting(null)}
-        title={count === 1 && deleting?.[0]?.name ? `Delete “${deleting[0].name}”?` : `Delete ${formatNumber(count)} ${k.plural}?`}
-        description="Their versions, runs and statistics are deleted with them. Messages already sent stay in Messages. This cannot be undone."
-        action={async () => {
-          await api('POST', `${k.path}/bulk-delete`, { ids: deleting!.map((a) => a.id) })
-          setSelected((s) => new Set([...s].filter((id) => !deleting!.some((d) => d.id === id))))
-        }}
-        invalidate={[k.queryKey]}
-        done={count === 1 ? `${k.noun[0]!.toUpperCase()}${k.noun.slice(1)} deleted` : `${formatNumber(count)} ${k.plural} deleted`}
       />
     </div>
   )

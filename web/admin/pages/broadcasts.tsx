@@ -5,20 +5,18 @@
  * broadcast's live progress, results and recipients at /broadcasts/:id
  * (pages/broadcasts/report.tsx). Everything goes through /api/v2/broadcasts.
  */
-import { CopyIcon, MegaphoneIcon, PauseIcon, PencilIcon, PlayIcon, PlusIcon, SearchIcon, Trash2Icon, XCircleIcon, XIcon } from 'lucide-react'
+import { CopyIcon, MegaphoneIcon, PauseIcon, PencilIcon, PlayIcon, PlusIcon, SearchIcon, Trash2Icon, XCircleIcon } from 'lucide-react'
 import { useState } from 'react'
 import { Link, Route, Switch, useLocation } from 'wouter'
 import { ConfirmDialog } from '../components/confirm-dialog'
 import { DataTable, type Column } from '../components/data-table'
+import { ListToolbar, StatusFilter, useRowSelection } from '../components/list-toolbar'
 import { PageHeader } from '../components/page-header'
 import { actionsColumn, RowActions } from '../components/row-actions'
 import { Button } from '../components/ui/button'
-import { Checkbox } from '../components/ui/checkbox'
-import { api } from '../lib/api'
 import { can, useSession } from '../lib/session'
 import { useUrlQuery } from '../lib/url-query'
 import { formatDateTime, formatNumber } from '../lib/utils'
-import { ConfirmDelete, FilterSelect } from './audience/shared'
 import { BroadcastEditor } from './broadcasts/editor'
 import { BroadcastReport } from './broadcasts/report'
 import { allowedActions, BROADCAST_STATUSES, BroadcastStatusBadge, SendProgress, useTransition, type Broadcast } from './broadcasts/shared'
@@ -26,10 +24,8 @@ import { allowedActions, BROADCAST_STATUSES, BroadcastStatusBadge, SendProgress,
 function BroadcastList() {
   const session = useSession()
   const admin = session.data?.admin
-  const [params, setParams] = useUrlQuery()
+  const [params] = useUrlQuery()
   const [, navigate] = useLocation()
-  const [selected, setSelected] = useState<Set<number>>(new Set())
-  const [deleting, setDeleting] = useState<Broadcast[] | null>(null)
   const [cancelling, setCancelling] = useState<Broadcast | null>(null)
   const transition = useTransition((b, action) => {
     if (action === 'duplicate') navigate(`/${b.id}/edit`)
@@ -37,41 +33,10 @@ function BroadcastList() {
   const mayDelete = can(admin, 'broadcasts.delete')
   const maySend = can(admin, 'broadcasts.send')
   const mayUpdate = can(admin, 'broadcasts.update')
-  const toggle = (id: number, on: boolean) =>
-    setSelected((s) => {
-      const next = new Set(s)
-      if (on) next.add(id)
-      else next.delete(id)
-      return next
-    })
+  const selection = useRowSelection<Broadcast>({ enabled: mayDelete, noun: 'broadcast', name: (b) => b.name })
 
   const columns: Column<Broadcast>[] = [
-    ...(mayDelete
-      ? [
-          {
-            id: 'select',
-            className: 'w-10',
-            header: (rows: Broadcast[]) => {
-              const on = rows.filter((r) => selected.has(r.id)).length
-              return (
-                <Checkbox
-                  aria-label="Select every broadcast on this page"
-                  checked={on === 0 ? false : on === rows.length ? true : 'indeterminate'}
-                  onCheckedChange={(c) => setSelected(c === true ? new Set([...selected, ...rows.map((r) => r.id)]) : new Set())}
-                />
-              )
-            },
-            cell: (b: Broadcast) => (
-              <Checkbox
-                aria-label={`Select ${b.name}`}
-                checked={selected.has(b.id)}
-                onClick={(e) => e.stopPropagation()}
-                onCheckedChange={(c) => toggle(b.id, c === true)}
-              />
-            ),
-          } satisfies Column<Broadcast>,
-        ]
-      : []),
+    ...selection.columns,
     {
       id: 'name',
       header: 'Broadcast',
@@ -141,7 +106,7 @@ function BroadcastList() {
                 hidden: !can(admin, 'broadcasts.create'),
               },
               { label: 'Cancel', icon: XCircleIcon, onSelect: () => setCancelling(b), hidden: !maySend || !a.cancel, destructive: true },
-              { label: 'Delete', icon: Trash2Icon, onSelect: () => setDeleting([b]), hidden: !mayDelete || !a.delete, destructive: true },
+              { label: 'Delete', icon: Trash2Icon, onSelect: () => selection.confirmDelete([b]), hidden: !mayDelete || !a.delete, destructive: true },
             ]}
           />
         </span>
@@ -155,32 +120,22 @@ function BroadcastList() {
     </Button>
   ) : null
   const status = params.get('status')
-  const count = deleting?.length ?? 0
 
   return (
     <div className="grid gap-6">
       <PageHeader title="Broadcasts" description="One mailing to a list or a segment: schedule it, watch it send, read its results." actions={newButton} />
-      <div className="flex flex-col flex-wrap gap-2 sm:flex-row sm:items-center">
-        <FilterSelect
-          id="broadcast-status"
-          label="Status"
-          value={status}
-          onChange={(v) => setParams({ status: v, page: null })}
-          allLabel="Any status"
-          options={BROADCAST_STATUSES.map((s) => ({ value: s, label: s[0]!.toUpperCase() + s.slice(1) }))}
-          className="w-full sm:w-44"
-        />
-        {status ? (
-          <Button variant="ghost" size="sm" onClick={() => setParams({ status: null, page: null })}>
-            <XIcon /> Clear filter
-          </Button>
-        ) : null}
-        {selected.size ? (
-          <Button variant="destructive" size="sm" className="sm:ml-auto" onClick={() => setDeleting([...selected].map((id) => ({ id }) as Broadcast))}>
-            <Trash2Icon /> Delete {formatNumber(selected.size)} selected
-          </Button>
-        ) : null}
-      </div>
+      <ListToolbar
+        filters={['status']}
+        selection={selection}
+        bulkDelete={{
+          path: '/api/v2/broadcasts',
+          queryKey: 'broadcasts',
+          noun: ['broadcast', 'broadcasts'],
+          description: 'Their versions, recipient records and statistics are deleted with them. Messages already sent stay in Messages. This cannot be undone.',
+        }}
+      >
+        <StatusFilter id="broadcast-status" statuses={BROADCAST_STATUSES} />
+      </ListToolbar>
       <DataTable
         path="/api/v2/broadcasts"
         queryKey="broadcasts"
@@ -201,19 +156,6 @@ function BroadcastList() {
                 action: newButton,
               }
         }
-      />
-      <ConfirmDelete
-        open={deleting !== null}
-        onOpenChange={(o) => !o && setDeleting(null)}
-        title={count === 1 && deleting?.[0]?.name ? `Delete “${deleting[0].name}”?` : `Delete ${formatNumber(count)} broadcasts?`}
-        description="Their versions, recipient records and statistics are deleted with them. Messages already sent stay in Messages. This cannot be undone."
-        confirmLabel="Delete"
-        action={async () => {
-          await api('POST', '/api/v2/broadcasts/bulk-delete', { ids: deleting!.map((b) => b.id) })
-          setSelected((s) => new Set([...s].filter((id) => !deleting!.some((d) => d.id === id))))
-        }}
-        invalidate={['broadcasts']}
-        done={count === 1 ? 'Broadcast deleted' : `${formatNumber(count)} broadcasts deleted`}
       />
       <ConfirmDialog
         open={cancelling !== null}

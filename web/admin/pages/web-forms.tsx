@@ -27,7 +27,9 @@ import { api, fieldError } from '../lib/api'
 import { reportError } from '../lib/form-errors'
 import { can, useSession } from '../lib/session'
 import { formatDateTime } from '../lib/utils'
-import { ConfirmDelete, useCustomFieldMenu, useDebounced, useListMenu, useListName } from './audience/shared'
+import { ConfirmDelete } from '../components/confirm-dialog'
+import { useDebounced } from '../lib/use-debounced'
+import { useCustomFieldMenu, useListMenu, useListName } from './audience/shared'
 
 interface FormField_ {
   key: string

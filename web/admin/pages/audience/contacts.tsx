@@ -1,9 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { ContactIcon, PlusIcon, SearchIcon, Trash2Icon, XIcon } from 'lucide-react'
+import { ContactIcon, PlusIcon, SearchIcon, Trash2Icon } from 'lucide-react'
 import { useEffect, useState } from 'react'
 import { toast } from 'sonner'
 import { SelectField } from '../../components/select-field'
+import { ConfirmDelete } from '../../components/confirm-dialog'
 import { DataTable, type Column } from '../../components/data-table'
+import { FilterSelect, ListToolbar, QueryFilter, useFiltered } from '../../components/list-toolbar'
 import { PageHeader } from '../../components/page-header'
 import { ErrorState, LoadingState } from '../../components/states'
 import { Button } from '../../components/ui/button'
@@ -15,23 +17,20 @@ import { Sheet, SheetContent, SheetDescription, SheetTitle } from '../../compone
 import { api, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { useUrlQuery } from '../../lib/url-query'
+import { useDebounced } from '../../lib/use-debounced'
 import { formatDateTime } from '../../lib/utils'
 import { ContactRuns } from '../automations/shared'
 import { FieldInput } from './field-input'
 import {
   CONTACT_STATUSES,
-  ConfirmDelete,
-  FilterSelect,
   StatusBadge,
   useCustomFieldMenu,
-  useDebounced,
   useListMenu,
   useListName,
   type Contact,
   type ContactStatus,
   type CustomField,
   type FieldValue,
-  SearchBox,
   ListField,
 } from './shared'
 
@@ -295,7 +294,7 @@ export function ContactsPage() {
   const listName = useListName()
   const open = params.get('contact')
   const shownFields = (fields.data?.data ?? []).slice(0, 2)
-  const filtered = FILTERS.some((f) => params.get(f))
+  const filtered = useFiltered(FILTERS)
 
   const columns: Column<Contact>[] = [
     {
@@ -338,31 +337,23 @@ export function ContactsPage() {
   return (
     <div className="grid gap-6">
       <PageHeader title="Contacts" description="Everyone on your lists. Click an address to edit it." actions={addButton} />
-      <div className="flex flex-col flex-wrap gap-2 sm:flex-row sm:items-center">
-        <SearchBox id="contact-search" label="Search by email" placeholder="Email starts with…" />
-        <FilterSelect
+      <ListToolbar search={{ id: 'contact-search', label: 'Search by email', placeholder: 'Email starts with…' }} filters={FILTERS}>
+        <QueryFilter
+          name="list_id"
           label="List"
-          value={params.get('list_id')}
-          onChange={(v) => setParams({ list_id: v, page: null })}
           allLabel="All lists"
           options={(lists.data?.data ?? []).map((l) => ({ value: String(l.id), label: l.name }))}
           className="w-full sm:w-44"
         />
-        <FilterSelect
+        <QueryFilter
+          name="status"
           label="Status"
-          value={params.get('status')}
-          onChange={(v) => setParams({ status: v, page: null })}
           allLabel="Any status"
           options={CONTACT_STATUSES.map((s) => ({ value: s, label: s }))}
           className="w-full sm:w-40"
         />
         <FieldFilter key={params.get('field') ?? ''} fields={fields.data?.data ?? []} />
-        {filtered ? (
-          <Button variant="ghost" size="sm" onClick={() => setParams(Object.fromEntries([...FILTERS, 'page'].map((f) => [f, null])))}>
-            <XIcon /> Clear filters
-          </Button>
-        ) : null}
-      </div>
+      </ListToolbar>
       <DataTable
         path="/api/v2/contacts"
         queryKey="contacts"

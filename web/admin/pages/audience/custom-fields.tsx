@@ -20,7 +20,8 @@ import { api, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { formatDateTime } from '../../lib/utils'
 import { FieldInput } from './field-input'
-import { ConfirmDelete, type CustomField, type CustomFieldType, type FieldValue } from './shared'
+import { ConfirmDelete } from '../../components/confirm-dialog'
+import { type CustomField, type CustomFieldType, type FieldValue } from './shared'
 
 const TYPES: Array<{ value: CustomFieldType; label: string; hint: string }> = [
   { value: 'text', label: 'Text', hint: 'Up to 2,000 characters.' },

@@ -15,7 +15,8 @@ import { reportError } from '../../lib/form-errors'
 import { api, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { formatDateTime, formatNumber } from '../../lib/utils'
-import { ConfirmDelete, type MailingList } from './shared'
+import { ConfirmDelete } from '../../components/confirm-dialog'
+import { type MailingList } from './shared'
 
 /** Create or rename a list (name and description). */
 function ListDialog({ open, onOpenChange, list }: { open: boolean; onOpenChange: (o: boolean) => void; list: MailingList | null }) {

@@ -15,7 +15,9 @@ import { ApiError, api, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { formatDateTime, formatNumber } from '../../lib/utils'
 import { countConditions, emptyGroup, fromRules, GroupEditor, toRules, type Group, type SegmentField } from './rule-builder'
-import { ConfirmDelete, StatusBadge, useDebounced, useListMenu, useListName, type Contact } from './shared'
+import { ConfirmDelete } from '../../components/confirm-dialog'
+import { useDebounced } from '../../lib/use-debounced'
+import { StatusBadge, useListMenu, useListName, type Contact } from './shared'
 
 interface Segment {
   id: number

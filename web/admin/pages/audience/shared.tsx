@@ -1,19 +1,12 @@
 /**
  * What the audience pages share: the API's record shapes, the lists and custom fields as
- * menus, the contact status badge, a confirm-before-delete dialog and a debounce.
+ * menus and the contact status badge.
  */
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { SearchIcon } from 'lucide-react'
-import { useEffect, useState, type ReactNode } from 'react'
-import { toast } from 'sonner'
-import { ConfirmDialog } from '../../components/confirm-dialog'
+import { useQuery } from '@tanstack/react-query'
 import { Badge } from '../../components/ui/badge'
 import { FormField } from '../../components/ui/form-field'
-import { Input } from '../../components/ui/input'
-import { Label } from '../../components/ui/label'
 import { SelectField } from '../../components/select-field'
-import { apiPage, errorMessage } from '../../lib/api'
-import { useUrlQuery } from '../../lib/url-query'
+import { apiPage } from '../../lib/api'
 
 export const CONTACT_STATUSES = ['subscribed', 'unconfirmed', 'unsubscribed', 'bounced', 'complained'] as const
 export type ContactStatus = (typeof CONTACT_STATUSES)[number]
@@ -105,118 +98,4 @@ const STATUS_VARIANT: Record<ContactStatus, 'success' | 'secondary' | 'outline' 
 /** A contact status as a coloured label. */
 export function StatusBadge({ status }: { status: ContactStatus }) {
   return <Badge variant={STATUS_VARIANT[status] ?? 'outline'}>{status}</Badge>
-}
-
-/** The value after it has stopped changing for `ms` (search boxes, the live segment count). */
-export function useDebounced<T>(value: T, ms = 350): T {
-  const [settled, setSettled] = useState(value)
-  useEffect(() => {
-    const t = setTimeout(() => setSettled(value), ms)
-    return () => clearTimeout(t)
-  }, [value, ms])
-  return settled
-}
-
-/** The search box: typed text goes to the URL's `search` (and so to the API) once typing pauses. */
-export function SearchBox({ id, label, placeholder }: { id: string; label: string; placeholder: string }) {
-  const [params, setParams] = useUrlQuery()
-  const [text, setText] = useState(params.get('search') ?? '')
-  const settled = useDebounced(text.trim(), 300)
-  useEffect(() => {
-    if (settled !== (params.get('search') ?? '')) setParams({ search: settled || null, page: null }, { replace: true })
-    // Only a new settled text moves the URL; a URL change from elsewhere is read below.
-  }, [settled]) // eslint-disable-line react-hooks/exhaustive-deps
-  const inUrl = params.get('search') ?? ''
-  useEffect(() => {
-    // "Clear filters" (or the back button) changed the URL: show what it says.
-    if (inUrl !== settled) setText(inUrl)
-  }, [inUrl]) // eslint-disable-line react-hooks/exhaustive-deps
-  return (
-    <div className="relative w-full sm:w-72">
-      <Label htmlFor={id} className="sr-only">
-        {label}
-      </Label>
-      <SearchIcon className="pointer-events-none absolute top-1/2 left-2.5 size-4 -translate-y-1/2 text-muted-foreground" aria-hidden="true" />
-      <Input id={id} type="search" placeholder={placeholder} className="pl-8" value={text} onChange={(e) => setText(e.target.value)} autoComplete="off" />
-    </div>
-  )
-}
-
-/** A select whose first entry means "no filter" (Radix selects cannot hold an empty value). */
-export function FilterSelect({
-  id,
-  value,
-  onChange,
-  allLabel,
-  options,
-  className,
-  label,
-}: {
-  id?: string
-  value: string | null
-  onChange: (v: string | null) => void
-  allLabel: string
-  options: Array<{ value: string; label: string }>
-  className?: string
-  label?: string
-}) {
-  return (
-    <SelectField
-      id={id}
-      className={className}
-      aria-label={label}
-      value={value ?? '__all'}
-      onValueChange={(v) => onChange(v === '__all' ? null : v)}
-      options={[{ value: '__all', label: allLabel }, ...options]}
-    />
-  )
-}
-
-/**
- * "Delete X?" answered in an AlertDialog: runs `action`, toasts the outcome, refreshes the
- * queries under `invalidate` and closes.
- */
-export function ConfirmDelete({
-  open,
-  onOpenChange,
-  title,
-  description,
-  confirmLabel = 'Delete',
-  action,
-  invalidate,
-  done,
-}: {
-  open: boolean
-  onOpenChange: (open: boolean) => void
-  title: string
-  description: ReactNode
-  confirmLabel?: string
-  action: () => Promise<unknown>
-  invalidate: string[]
-  done: string
-}) {
-  const qc = useQueryClient()
-  const m = useMutation({
-    mutationFn: action,
-    onSuccess: async () => {
-      toast.success(done)
-      onOpenChange(false)
-      await Promise.all(invalidate.map((k) => qc.invalidateQueries({ queryKey: [k] })))
-    },
-    onError: (e) => toast.error(errorMessage(e)),
-  })
-  return (
-    <ConfirmDialog
-      open={open}
-      onOpenChange={onOpenChange}
-      title={title}
-      description={description}
-      confirmLabel={confirmLabel}
-      pendingLabel="Deleting…"
-      pending={m.isPending}
-      // Stay open until the server has answered.
-      keepOpen
-      onConfirm={() => m.mutate()}
-    />
-  )
 }

@@ -1,24 +1,23 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { BanIcon, CheckCircle2Icon, PlusIcon, SearchIcon, Trash2Icon, XIcon } from 'lucide-react'
+import { BanIcon, CheckCircle2Icon, PlusIcon, SearchIcon, Trash2Icon } from 'lucide-react'
 import { useState } from 'react'
 import { SelectField } from '../../components/select-field'
 import { DataTable, type Column } from '../../components/data-table'
+import { ListToolbar, QueryFilter, useFiltered, useRowSelection } from '../../components/list-toolbar'
 import { PageHeader } from '../../components/page-header'
 import { Badge } from '../../components/ui/badge'
 import { Button } from '../../components/ui/button'
-import { Checkbox } from '../../components/ui/checkbox'
 import { Dialog, DialogContent, DialogDescription, DialogFooter, DialogHeader, DialogTitle } from '../../components/ui/dialog'
 import { FormField } from '../../components/ui/form-field'
 import { Label } from '../../components/ui/label'
 import { SelectItem } from '../../components/ui/select'
-import { Tabs, TabsList, TabsTrigger } from '../../components/ui/tabs'
+import { Tabs, TabsContent, TabsList, TabsTrigger } from '../../components/ui/tabs'
 import { Textarea } from '../../components/ui/textarea'
 import { reportError } from '../../lib/form-errors'
 import { api, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
-import { useUrlQuery } from '../../lib/url-query'
 import { formatDateTime, formatNumber } from '../../lib/utils'
-import { ConfirmDelete, FilterSelect, SearchBox, useListName, ListField } from './shared'
+import { useListName, ListField } from './shared'
 
 interface Suppression {
   id: number
@@ -145,11 +144,19 @@ function AddDialog({ onClose }: { onClose: () => void }) {
                   <TabsTrigger value="email">Addresses</TabsTrigger>
                   <TabsTrigger value="domain">Domains</TabsTrigger>
                 </TabsList>
+                {/* Each tab needs its panel (its aria-controls names it). Labelled by the group's label, not
+                    the tab: the pasting field below already answers to "Addresses" / "Domains". */}
+                <TabsContent value="email" aria-labelledby="suppress-type-label" className="pt-1 text-xs text-muted-foreground">
+                  Each entry is one address; letter case does not matter.
+                </TabsContent>
+                <TabsContent value="domain" aria-labelledby="suppress-type-label" className="pt-1 text-xs text-muted-foreground">
+                  A domain covers every address at exactly that domain, not its subdomains.
+                </TabsContent>
               </Tabs>
             </div>
             <FormField
               label={type === 'email' ? 'Addresses' : 'Domains'}
-              hint={`${formatNumber(entries.length)} ${entries.length === 1 ? 'entry' : 'entries'}${entries.length > MAX_ENTRIES ? ` — at most ${formatNumber(MAX_ENTRIES)} at a time` : ''}. ${type === 'domain' ? 'A domain covers every address at exactly that domain, not its subdomains.' : ''}`}
+              hint={`${formatNumber(entries.length)} ${entries.length === 1 ? 'entry' : 'entries'}${entries.length > MAX_ENTRIES ? ` — at most ${formatNumber(MAX_ENTRIES)} at a time` : ''}.`}
               error={fieldError(m.error, 'entries')}
             >
               <Textarea
@@ -198,43 +205,14 @@ function AddDialog({ onClose }: { onClose: () => void }) {
 export function SuppressionsPage() {
   const session = useSession()
   const admin = session.data?.admin
-  const [params, setParams] = useUrlQuery()
   const listName = useListName()
   const [adding, setAdding] = useState(false)
-  const [selected, setSelected] = useState<Set<number>>(new Set())
-  const [removing, setRemoving] = useState<Suppression[] | null>(null)
   const mayDelete = can(admin, 'suppressions.delete')
-  const filtered = FILTERS.some((f) => params.get(f))
-  const toggle = (id: number, on: boolean) =>
-    setSelected((s) => {
-      const next = new Set(s)
-      if (on) next.add(id)
-      else next.delete(id)
-      return next
-    })
+  const filtered = useFiltered(FILTERS)
+  const selection = useRowSelection<Suppression>({ enabled: mayDelete, noun: 'suppression', name: (s) => s.value })
 
   const columns: Column<Suppression>[] = [
-    ...(mayDelete
-      ? [
-          {
-            id: 'select',
-            className: 'w-10',
-            header: (rows: Suppression[]) => {
-              const on = rows.filter((r) => selected.has(r.id)).length
-              return (
-                <Checkbox
-                  aria-label="Select every suppression on this page"
-                  checked={on === 0 ? false : on === rows.length ? true : 'indeterminate'}
-                  onCheckedChange={(c) => setSelected(c === true ? new Set([...selected, ...rows.map((r) => r.id)]) : new Set())}
-                />
-              )
-            },
-            cell: (s: Suppression) => (
-              <Checkbox aria-label={`Select ${s.value}`} checked={selected.has(s.id)} onCheckedChange={(c) => toggle(s.id, c === true)} />
-            ),
-          } satisfies Column<Suppression>,
-        ]
-      : []),
+    ...selection.columns,
     { id: 'value', header: 'Address or domain', cell: (s) => <span className="font-medium break-all">{s.value}</span> },
     {
       id: 'type',
@@ -266,7 +244,7 @@ export function SuppressionsPage() {
             header: <span className="sr-only">Remove</span>,
             className: 'w-12 text-right',
             cell: (s: Suppression) => (
-              <Button variant="ghost" size="icon" aria-label={`Remove ${s.value}`} onClick={() => setRemoving([s])}>
+              <Button variant="ghost" size="icon" aria-label={`Remove ${s.value}`} onClick={() => selection.confirmDelete([s])}>
                 <Trash2Icon />
               </Button>
             ),
@@ -281,16 +259,26 @@ export function SuppressionsPage() {
     </Button>
   ) : null
 
-  const count = removing?.length ?? 0
   return (
     <div className="grid gap-6">
       <PageHeader title="Suppressions" description="Addresses and domains that are never mailed, everywhere or for one list." actions={addButton} />
-      <div className="flex flex-col flex-wrap gap-2 sm:flex-row sm:items-center">
-        <SearchBox id="suppression-search" label="Search suppressions" placeholder="Address or domain starts with…" />
-        <FilterSelect
+      <ListToolbar
+        search={{ id: 'suppression-search', label: 'Search suppressions', placeholder: 'Address or domain starts with…' }}
+        filters={FILTERS}
+        selection={selection}
+        bulkDelete={{
+          path: '/api/v2/suppressions',
+          queryKey: 'suppressions',
+          noun: ['suppression', 'suppressions'],
+          title: (s) => s.value,
+          description:
+            'Mail can reach these addresses again (unless another suppression still covers them). Bounces and complaints are usually suppressed for a reason.',
+          verb: ['Remove', 'removed'],
+        }}
+      >
+        <QueryFilter
+          name="scope"
           label="Applies to"
-          value={params.get('scope')}
-          onChange={(v) => setParams({ scope: v, page: null })}
           allLabel="Any scope"
           options={[
             { value: 'global', label: 'Every send' },
@@ -299,10 +287,9 @@ export function SuppressionsPage() {
           ]}
           className="w-full sm:w-36"
         />
-        <FilterSelect
+        <QueryFilter
+          name="type"
           label="Type"
-          value={params.get('type')}
-          onChange={(v) => setParams({ type: v, page: null })}
           allLabel="Addresses and domains"
           options={[
             { value: 'email', label: 'Addresses' },
@@ -310,25 +297,8 @@ export function SuppressionsPage() {
           ]}
           className="w-full sm:w-52"
         />
-        <FilterSelect
-          label="Reason"
-          value={params.get('reason')}
-          onChange={(v) => setParams({ reason: v, page: null })}
-          allLabel="Any reason"
-          options={REASONS}
-          className="w-full sm:w-48"
-        />
-        {filtered ? (
-          <Button variant="ghost" size="sm" onClick={() => setParams(Object.fromEntries([...FILTERS, 'page'].map((f) => [f, null])))}>
-            <XIcon /> Clear filters
-          </Button>
-        ) : null}
-        {selected.size ? (
-          <Button variant="destructive" size="sm" className="sm:ml-auto" onClick={() => setRemoving([...selected].map((id) => ({ id }) as Suppression))}>
-            <Trash2Icon /> Remove {formatNumber(selected.size)} selected
-          </Button>
-        ) : null}
-      </div>
+        <QueryFilter name="reason" label="Reason" allLabel="Any reason" options={REASONS} className="w-full sm:w-48" />
+      </ListToolbar>
       <DataTable
         path="/api/v2/suppressions"
         queryKey="suppressions"
@@ -348,19 +318,6 @@ export function SuppressionsPage() {
         }
       />
       {adding ? <AddDialog onClose={() => setAdding(false)} /> : null}
-      <ConfirmDelete
-        open={removing !== null}
-        onOpenChange={(o) => !o && setRemoving(null)}
-        title={count === 1 && removing?.[0]?.value ? `Remove ${removing[0].value}?` : `Remove ${formatNumber(count)} suppressions?`}
-        description="Mail can reach these addresses again (unless another suppression still covers them). Bounces and complaints are usually suppressed for a reason."
-        confirmLabel="Remove"
-        action={async () => {
-          await api('POST', '/api/v2/suppressions/bulk-delete', { ids: removing!.map((s) => s.id) })
-          setSelected((s) => new Set([...s].filter((id) => !removing!.some((r) => r.id === id))))
-        }}
-        invalidate={['suppressions']}
-        done={count === 1 ? 'Suppression removed' : `${formatNumber(count)} suppressions removed`}
-      />
     </div>
   )
 }

@@ -23,6 +23,7 @@ import { Area, AreaChart, CartesianGrid, ResponsiveContainer, Tooltip, XAxis, YA
 import { Link, useLocation, useParams } from 'wouter'
 import { ConfirmDialog } from '../../components/confirm-dialog'
 import { DataTable, type Column } from '../../components/data-table'
+import { ListToolbar, QueryFilter } from '../../components/list-toolbar'
 import { BackLink, detailStates } from '../../components/detail-page'
 import { PageHeader } from '../../components/page-header'
 import { EmptyState, ErrorState, LoadingState } from '../../components/states'
@@ -36,7 +37,6 @@ import { api } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { useUrlQuery } from '../../lib/url-query'
 import { formatDateTime, formatNumber, formatRate } from '../../lib/utils'
-import { FilterSelect } from '../audience/shared'
 import { allowedActions, BroadcastStatusBadge, RECIPIENT_STATES, useTransition, type Broadcast, type Recipient, type Stats, type Version } from './shared'
 
 /** States the engine moves on its own: the page polls while the broadcast is in one. */
@@ -253,7 +253,6 @@ const STATE_VARIANT: Record<string, 'success' | 'secondary' | 'outline' | 'warni
 }
 
 function RecipientsTable({ b, versions }: { b: Broadcast; versions: Version[] }) {
-  const [params, setParams] = useUrlQuery()
   const versionName = (id: number | null) => (id == null ? '—' : (versions.find((v) => v.id === id)?.name ?? `Version ${id}`))
   const columns: Column<Recipient>[] = [
     { id: 'email', header: 'Recipient', cell: (r) => <span className="font-medium break-all">{r.email}</span> },
@@ -286,28 +285,19 @@ function RecipientsTable({ b, versions }: { b: Broadcast; versions: Version[] })
   ]
   return (
     <div className="grid gap-4">
-      <div className="flex flex-col flex-wrap gap-2 sm:flex-row sm:items-center">
-        <FilterSelect
-          id="recipient-state"
-          label="State"
-          value={params.get('state')}
-          onChange={(v) => setParams({ state: v, page: null })}
-          allLabel="Any state"
-          options={RECIPIENT_STATES.map((s) => ({ value: s, label: s[0]!.toUpperCase() + s.slice(1) }))}
-          className="w-full sm:w-40"
-        />
+      <ListToolbar>
+        <QueryFilter id="recipient-state" name="state" label="State" allLabel="Any state" values={RECIPIENT_STATES} className="w-full sm:w-40" />
         {versions.length ? (
-          <FilterSelect
+          <QueryFilter
             id="recipient-version"
+            name="version_id"
             label="Version"
-            value={params.get('version_id')}
-            onChange={(v) => setParams({ version_id: v, page: null })}
             allLabel="Any version"
             options={versions.map((v) => ({ value: String(v.id), label: v.name }))}
             className="w-full sm:w-44"
           />
         ) : null}
-      </div>
+      </ListToolbar>
       <DataTable
         path={`/api/v2/broadcasts/${b.id}/recipients`}
         queryKey={`broadcast-${b.id}-recipients`}

@@ -710,13 +710,26 @@ function statsBlock(m: Map<string, number>): StatsBlock {
 const linkStatements = preparedFor((db: Db) => ({
   // One click kind only: the engine may record a click as both message.clicked and
   // broadcast.clicked, and counting both would double it. Unique = distinct messages.
-  clicks: db.$client.prepare<{ url: string; clicks: number; unique_clicks: number }, [number, string]>(
+  clicks: db.$client.prepare<LinkClicks, [number, string, number, number]>(
     `SELECT json_extract(data, '$.url') AS url, COUNT(*) AS clicks, COUNT(DISTINCT coalesce(message_id, recipient)) AS unique_clicks
        FROM events WHERE broadcast_id = ? AND kind = ? AND json_extract(data, '$.url') IS NOT NULL
-       GROUP BY url ORDER BY clicks DESC, url LIMIT 100`,
+       GROUP BY url ORDER BY clicks DESC, url LIMIT ? OFFSET ?`,
   ),
   hasKind: db.$client.prepare<{ one: number }, [number, string]>('SELECT 1 AS one FROM events WHERE broadcast_id = ? AND kind = ? LIMIT 1'),
 }))
+
+/** Clicks per link of a broadcast's messages. */
+export type LinkClicks = { url: string; clicks: number; unique_clicks: number }
+
+/**
+ * Clicks per link of a broadcast, most clicked first (then by URL), `limit` rows from
+ * `offset`: the stats' top links and the Resend surface's clickedLinks pages.
+ */
+export function broadcastLinkClicks(deps: Pick<Deps, 'db'>, id: number, limit: number, offset = 0): LinkClicks[] {
+  const s = linkStatements(deps.db)
+  const kind = s.hasKind.get(id, 'broadcast.clicked') ? 'broadcast.clicked' : 'message.clicked'
+  return s.clicks.all(id, kind, limit, offset)
+}
 
 /** GET /stats: totals and per-version figures from broadcast_counts, per-link clicks from events, the split test's outcome. */
 export function broadcastStats(deps: Deps, id: number): StatsView {
@@ -729,13 +742,11 @@ export function broadcastStats(deps: Deps, id: number): StatsView {
     if (!m) byVersion.set(c.version_id, (m = new Map()))
     m.set(c.metric, c.n)
   }
-  const s = linkStatements(deps.db)
-  const kind = s.hasKind.get(id, 'broadcast.clicked') ? 'broadcast.clicked' : 'message.clicked'
   return {
     broadcast_id: id,
     totals: statsBlock(byVersion.get(0) ?? new Map()),
     versions: versions.map((v) => ({ version_id: v.id, name: v.name, ...statsBlock(byVersion.get(v.id) ?? new Map()) })),
-    links: s.clicks.all(id, kind),
+    links: broadcastLinkClicks(deps, id, 100),
     split_test:
       r.version_mode === 'split_test' && r.split_test ? { metric: r.split_test.metric, phase: r.split_phase, winner_version_id: r.winner_version_id } : null,
   }

@@ -17,6 +17,7 @@ import {
   scheduleBroadcast,
   updateBroadcast,
 } from '../broadcasts/service'
+import { translateResendVariables } from './content-variables'
 import { cursorPage, decodeId, encodeId, ListOf, PaginationQuery } from './ids'
 import { segmentList } from './segments'
 import { deleted, refuse } from './shapes'
@@ -106,9 +107,10 @@ function fieldsOf(deps: Deps, b: ContentBody): UpdateBroadcastInput {
   const out: UpdateBroadcastInput = {}
   if (b.name !== undefined) out.name = b.name
   if (b.from !== undefined) out.from = b.from
-  if (b.subject !== undefined) out.subject = b.subject
-  if (b.html !== undefined) out.html = b.html
-  if (b.text !== undefined) out.text = b.text
+  // Resend's {{{FIRST_NAME|fallback}}} and friends become the native variables (content-variables.ts).
+  if (b.subject !== undefined) out.subject = translateResendVariables(b.subject, 'subject')
+  if (b.html !== undefined) out.html = translateResendVariables(b.html, 'html')
+  if (b.text !== undefined) out.text = translateResendVariables(b.text, 'text')
   if (replyTo !== undefined) out.reply_to = replyTo[0] ?? null
   if (segment !== undefined) out.list_ids = [segmentList(deps, segment)]
   return out
@@ -183,7 +185,12 @@ export function broadcastRoutes(deps: Deps, authOf: AuthOf) {
         if (body.send && !fields.list_ids)
           throw new AppError('validation_failed', 'A broadcast sent at once needs `segment_id`.', { segment_id: ['is required with send'] })
         // Resend names a broadcast after nothing when no name is given; Mailroom needs one: the subject.
-        const created = createBroadcast(deps, { ...fields, name: body.name ?? body.subject.slice(0, 200), from: body.from, subject: body.subject })
+        const created = createBroadcast(deps, {
+          ...fields,
+          name: body.name ?? body.subject.slice(0, 200),
+          from: body.from,
+          subject: translateResendVariables(body.subject, 'subject'),
+        })
         if (body.send) {
           try {
             scheduleBroadcast(deps, created.id, sendAt)

@@ -27,6 +27,8 @@ export const ID_KINDS = {
   automation: 14,
   automation_run: 15,
   event: 16,
+  broadcast_recipient: 17,
+  clicked_link: 18,
 } as const
 export type IdKind = keyof typeof ID_KINDS
 

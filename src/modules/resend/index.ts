@@ -4,6 +4,7 @@ import type { AuthOf } from '../../http/auth'
 import type { ImportRunner } from '../imports/runner'
 import { apiKeyRoutes } from './api-keys'
 import { automationRoutes } from './automations'
+import { broadcastRecipientRoutes } from './broadcast-recipients'
 import { broadcastRoutes } from './broadcasts'
 import { contactImportRoutes } from './contact-imports'
 import { contactPropertyRoutes } from './contact-properties'
@@ -35,6 +36,7 @@ export function resendSdkRoutes(deps: Deps, authOf: AuthOf, imports?: ImportRunn
       .use(suppressionRoutes(deps))
       .use(templateRoutes(deps))
       .use(broadcastRoutes(deps, authOf))
+      .use(broadcastRecipientRoutes(deps))
       .use(automationRoutes(deps))
       .use(eventRoutes(deps, authOf))
   )

@@ -144,9 +144,14 @@ export async function run(argv: string[], command: string): Promise<number> {
   ]
   const notSuppressed = scored
     .filter((s) => !s.label.temporary && s.read && s.found.some((f) => !f.entry!.suppress))
-    .map((s) => `${s.label.file} ${s.found.map((f) => `${f.entry!.status} ${f.entry!.reason}`).join(', ')}`)
+    .map((s) => `${s.label.file} ${s.found.map((f) => `${f.entry!.status} ${f.entry!.reason}: ${(f.entry!.diagnostic ?? '').slice(0, 110)}`).join('; ')}`)
+  const suppressedLines = scored.flatMap((s) =>
+    s.found
+      .filter((f) => f.entry?.suppress)
+      .map((f) => `${s.label.file} ${f.address} ${f.entry!.status} ${f.entry!.rule}: ${(f.entry!.diagnostic ?? '').slice(0, 110)}`),
+  )
   process.stdout.write(
-    `\n${textTable(head, rows)}\n\nmisses:\n${misses.join('\n') || '(none)'}\n\nread, permanent, not suppressed:\n${notSuppressed.join('\n')}\n`,
+    `\n${textTable(head, rows)}\n\nmisses:\n${misses.join('\n') || '(none)'}\n\nsuppressed:\n${suppressedLines.join('\n')}\n\nread, permanent, not suppressed:\n${notSuppressed.join('\n')}\n`,
   )
   if (!values['dry-run'])
     writeDocSection(

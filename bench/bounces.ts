@@ -158,7 +158,7 @@ export async function run(argv: string[], command: string): Promise<number> {
       'bounces',
       `## Reading real bounces: flufl.bounce's test messages
 
-\`${command}\`: the bounce messages of GNU Mailman's detector as Debian ships them (\`python3-flufl.bounce\`, ${files} files read in place, never copied here), labelled by the package's own test table (helpers.py \`DATA\`: the addresses that failed, and whether the failure is temporary). ${scored.length} messages name at least one address; ${empty.length} are labelled "no address". Our own corpus (test/fixtures/reports/corpus) is written from facts about each layout and scored by test/smtp/reports/corpus.test.ts; this one is held out (decision 118).
+\`${command}\`: the bounce messages of GNU Mailman's detector as Debian ships them (\`python3-flufl.bounce\`, ${files} files read in place, never copied here), labelled by the package's own test table (helpers.py \`DATA\`: the addresses that failed, and whether the failure is temporary). ${scored.length} messages name at least one address; ${empty.length} are labelled "no address". Our own corpus (test/fixtures/reports/corpus) is written from facts about each layout and scored by test/smtp/reports/corpus.test.ts; this one is held out (decisions 43 and 62).
 
 ${markdownTable(head, rows)}
 

@@ -184,6 +184,11 @@ test(
     await page.getByLabel('File').setInputFiles({ name: 'readers.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) })
     // The columns were read from the header and matched by name.
     await page.getByRole('combobox', { name: 'Email (required)' }).getByText('email').waitFor()
+    // Drips are started by default; this import leaves them alone.
+    const enroll = page.getByRole('checkbox', { name: /Start the list’s drips/ })
+    expect(await enroll.getAttribute('aria-checked')).toBe('true')
+    await enroll.click()
+    expect(await enroll.getAttribute('aria-checked')).toBe('false')
     await shot(page, 'imports-new', { theme: 'light' })
     // Every value the bar shows, recorded in the page as it changes.
     await page.evaluate(() => {
@@ -205,6 +210,7 @@ test(
     expect(seen[seen.length - 1]).toBe(100)
     expect(seen).toEqual([...seen].sort((a, b) => a - b))
     expect(await page.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('100')
+    expect(await page.getByText('drips not started', { exact: false }).count()).toBe(1)
 
     const figure = (label: string) => page.locator('div', { has: page.getByText(label, { exact: true }) }).last()
     expect(await figure('Added').textContent()).toContain('50,000')

@@ -41,6 +41,10 @@ const BENCHMARKS: Record<string, { describe: string; load: () => Promise<Benchma
     describe: 'the text part of HTML-only sends: html-text.ts against html-to-text (compiled), CPU per conversion as a ratio',
     load: async () => (await import('./html-text')).run,
   },
+  bounces: {
+    describe: "reading real bounces: flufl.bounce's 116 test messages (python3-flufl.bounce, read in place) through classifyInbound, scored by its labels",
+    load: async () => (await import('./bounces')).run,
+  },
   webhooks: { describe: 'webhook deliveries/s for 10,000 queued events to a receiver on loopback', load: async () => (await import('./webhooks')).run },
 }
 

@@ -61,7 +61,7 @@ const POLICY_TEXT =
 
 /** Text of "no such mailbox" replies from servers that send no enhanced code. */
 const UNKNOWN_USER_TEXT =
-  /\b(user|mailbox|recipient|address|account)\b[^.;]{0,40}\b(unknown|not found|does ?n[o']t exist|not exist|no longer exists?|invalid|not valid)\b|\bno such (user|mailbox|recipient|address|account|person)\b|\bunknown (user|recipient|mailbox|address|local[- ]part)\b|\binvalid (recipient|mailbox|address)\b|\bdo(?:es)?(?: ?n[o']t| not) have an? [\w.-]+ account\b|recip(ient)?notfound|no mailbox here by that name|not listed in (the )?(domino |public )?(directory|name and address book)|addressee unknown|user doesn'?t exist|does not exist here/i
+  /\b(user|mailbox|recipient|address|account)\b[^.;]{0,40}\b(unknown|not found|does ?n[o']t exist|not exist|no longer exists?|invalid|not valid|no longer valid|not recogni[sz]ed|not known)\b|\bno such (user|mailbox|recipient|address|account|person)\b|\bunknown (user|recipient|mailbox|address|local[- ]part)\b|\binvalid (recipient|mailbox|address)\b|\bdo(?:es)?(?: ?n[o']t| not) have an? [\w.-]+ account\b|recip(ient)?notfound|no mailbox here by that name|not listed in (the )?(domino |public )?(directory|name and address book)|addressee unknown|user doesn'?t exist|does not exist here|invalid (final delivery )?userid/i
 
 /**
  * Provider wordings of "no such user" that also contain policy words, so they must be
@@ -79,7 +79,7 @@ const UNKNOWN_USER_FIXED = /mailbox not found or access denied/i
  * never suppresses: the text must say the domain does not exist.
  */
 const NONEXISTENT_DOMAIN_TEXT =
-  /nonexistentdomain|non-?existent domain|domain (\S+ )?(does ?n[o']t exist|not exist|not found)|host (or domain name |\S+ )?(not found|unknown)|unrouteable (mail )?(domain|address)|no such domain|name service error|nxdomain|domain (name )?not found/i
+  /nonexistentdomain|non-?existent domain|domain (\S+ )?(does ?n[o']t exist|not exist|not found)|host (or domain name |\S+ )?(not found|unknown)|unrouteable (mail )?(domain|address)|no such domain|unknown host\b|name service error|nxdomain|domain (name )?not found/i
 
 /** The rules for replies, in order; the last one ('unknown') matches anything. */
 export const REPLY_RULES: readonly ReplyRule[] = [
@@ -190,12 +190,14 @@ export const REPLY_RULES: readonly ReplyRule[] = [
 
 /**
  * Enhanced codes that do not say what is wrong with the address, so the text decides:
- * X.0.x (other/undefined, RFC 3463 3.2; includes vendor details such as 5.0.910), X.1.0
- * (other address status), X.5.x (protocol) and Exchange's 5.1.351, which wraps whatever the
+ * X.0.x (other/undefined, RFC 3463 3.2; includes vendor details such as 5.0.910), the
+ * "other or undefined" detail of the address, mailbox, mail system and routing subjects
+ * (X.1.0, X.2.0, X.3.0, X.4.0: RFC 3463 3.2-3.5; Sendmail answers an unknown virtual user
+ * with "553 5.3.0 ... Addressee unknown"), X.5.x (protocol) and Exchange's 5.1.351, which wraps whatever the
  * remote server said ("Remote server returned ...": an unknown user as often as a filter).
  */
 function vague(enhanced: string | null): boolean {
-  return enhanced === null || /^\d\.(0\.\d+|1\.0|1\.351|5\.\d+)$/.test(enhanced)
+  return enhanced === null || /^\d\.(0\.\d+|[1-4]\.0|1\.351|5\.\d+)$/.test(enhanced)
 }
 
 function classOf(input: SmtpReply): number | null {
@@ -329,7 +331,7 @@ const REASON_RULES: readonly ReasonRule[] = [
   { reason: 'mailbox_full', enhanced: ['4.2.2', '5.2.2'] },
   {
     reason: 'mailbox_full',
-    text: /over ?quota|quota (exceeded|full)|mailbox (is )?full|mailbox (has )?exceeded|full mailbox|(mail ?file|inbox|mailbox) is full|over (its |the )?(size |storage )?quota|insufficient (disk )?(space|storage)|storage (space )?(is )?full|out of storage|mailfolder is full/i,
+    text: /over ?quota|quota (exceeded|full)|mailbox (is )?full|mailbox (has )?exceeded|full mailbox|(mail ?file|inbox|mailbox) is full|over (its |the )?(size |storage |disk )?quota|insufficient (disk )?(space|storage)|storage (space )?(is )?full|out of storage|mailfolder is full/i,
   },
   // Relay refused: the server is not (or no longer) the destination's MX; the address may be fine.
   {

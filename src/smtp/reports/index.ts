@@ -100,7 +100,7 @@ export async function classifyInbound(raw: Buffer, envelope: InboundEnvelope, op
     const mail = await withTimeout(parseMail(input), options.timeoutMs ?? DEFAULT_TIMEOUT_MS)
     const report = classifyParsed(mail, envelope ?? { mailFrom: '', rcptTo: [] }, options)
     if (report.kind !== 'unknown') return report
-    const forwarded = await forwardedComplaint(mail, options)
+    const forwarded = await forwardedReport(mail, envelope ?? { mailFrom: '', rcptTo: [] }, options)
     return forwarded ?? report
   } catch (e) {
     const reason = e instanceof Timeout ? e.message : `malformed message: ${e instanceof Error ? e.message : String(e)}`
@@ -109,17 +109,24 @@ export async function classifyInbound(raw: Buffer, envelope: InboundEnvelope, op
 }
 
 /**
- * A complaint forwarded whole as an attachment: Amazon SES's email feedback forwarding (and
- * people forwarding a provider's report "as attachment") wrap the provider's
- * multipart/report; report-type=feedback-report in a message/rfc822 part. One level only,
- * and only when the attached message's own header says it is a feedback report.
+ * A report forwarded whole as an attachment. Complaints: Amazon SES's email feedback
+ * forwarding (and people forwarding a provider's report "as attachment") wrap the provider's
+ * multipart/report; report-type=feedback-report in a message/rfc822 part. Bounces: content
+ * gateways in front of Exchange (InterScan and the like) re-wrap the server's
+ * multipart/report; report-type=delivery-status as a message/rfc822 attachment of a
+ * multipart/mixed. One level only, and only when the attached message's own header says it
+ * is such a report (every bounce carries the original as message/rfc822: that is not one).
  */
-async function forwardedComplaint(mail: ParsedMail, options: ClassifyOptions): Promise<ArfReport | null> {
+async function forwardedReport(mail: ParsedMail, envelope: InboundEnvelope, options: ClassifyOptions): Promise<ArfReport | DsnReport | null> {
   const part = findPart(mail, ['message/rfc822'])
-  if (!part || !/report-type\s*=\s*"?feedback-report/i.test(headerSection(part.content))) return null
+  if (!part) return null
+  const type = /report-type\s*=\s*"?(feedback-report|delivery-status)/i.exec(headerSection(part.content))?.[1]?.toLowerCase()
+  if (!type) return null
   try {
     const inner = await withTimeout(parseMail(part.content), options.timeoutMs ?? DEFAULT_TIMEOUT_MS)
-    return arfFromMail(inner, options)
+    if (type === 'feedback-report') return arfFromMail(inner, options)
+    const report = classifyParsed(inner, envelope, options)
+    return report.kind === 'dsn' ? report : null
   } catch {
     // The outer message already came back unknown; a broken attachment does not change that.
     return null

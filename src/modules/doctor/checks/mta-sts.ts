@@ -1,6 +1,6 @@
 import type { Config } from '../../../config'
 import { lookupStsPolicy, stsMxAllowed, type StsPolicyFile } from '../../../lib/mta-sts'
-import type { CheckResult } from '../model'
+import type { CheckResult, CheckStatus } from '../model'
 import { isNoRecord, lookupError, type DoctorDns } from './dns'
 import { result } from './result'
 
@@ -80,31 +80,19 @@ export async function checkMtaSts(config: Pick<Config, 'hostname'>, now: number,
   const serve = (mode: 'enforce' | 'testing', id: string | null) =>
     `Serve ${policyUrl} (text/plain, over HTTPS with a certificate for mta-sts.${domain}; A mta-sts.${domain} -> your web server) with the lines ${policyText(mode, knownHosts)}, and publish TXT _mta-sts.${domain} = v=STSv1; id=${newStsId(now, id)};`
   const title = 'MTA-STS policy is published and served'
+  const stsResult = (status: CheckStatus, detail: string, fix?: string) => result('domain', 'domain.mta_sts', domain, title, status, detail, fix)
   const out: CheckResult[] = []
 
   // The TXT record, then the policy it announces.
   let policy: StsPolicyFile | null = null
-  if (!Array.isArray(sts))
-    out.push(result('domain', 'domain.mta_sts', domain, title, 'warn', `The lookup of _mta-sts.${domain} failed: ${sts.error}.`, dnsOutage))
+  if (!Array.isArray(sts)) out.push(stsResult('warn', `The lookup of _mta-sts.${domain} failed: ${sts.error}.`, dnsOutage))
   else if (sts.length === 0)
     out.push(
-      result(
-        'domain',
-        'domain.mta_sts',
-        domain,
-        title,
-        'warn',
-        `No MTA-STS record at _mta-sts.${domain}: mail to ${domain} can be downgraded to plain text (RFC 8461).`,
-        serve('testing', null),
-      ),
+      stsResult('warn', `No MTA-STS record at _mta-sts.${domain}: mail to ${domain} can be downgraded to plain text (RFC 8461).`, serve('testing', null)),
     )
   else if (sts.length > 1)
     out.push(
-      result(
-        'domain',
-        'domain.mta_sts',
-        domain,
-        title,
+      stsResult(
         'fail',
         `_mta-sts.${domain} has ${sts.length} STSv1 records: senders then apply no policy (RFC 8461 section 3.1).`,
         `Keep one record: TXT _mta-sts.${domain} = v=STSv1; id=${newStsId(now, null)};`,
@@ -112,11 +100,7 @@ export async function checkMtaSts(config: Pick<Config, 'hostname'>, now: number,
     )
   else if (!STS_ID.test(sts[0]!))
     out.push(
-      result(
-        'domain',
-        'domain.mta_sts',
-        domain,
-        title,
+      stsResult(
         'fail',
         `_mta-sts.${domain} has no valid id= (1 to 32 letters and digits): ${sts[0]}`,
         `Publish TXT _mta-sts.${domain} = v=STSv1; id=${newStsId(now, null)};`,
@@ -131,11 +115,7 @@ export async function checkMtaSts(config: Pick<Config, 'hostname'>, now: number,
           ? `mta-sts.${domain} has no A or AAAA record, so the policy cannot be fetched`
           : `${policyUrl} could not be fetched or is not a valid policy: ${found.error ?? 'unknown error'}`
       out.push(
-        result(
-          'domain',
-          'domain.mta_sts',
-          domain,
-          title,
+        stsResult(
           'fail',
           `_mta-sts.${domain} announces policy ${id}, but ${why}. Senders apply no policy and report the failure to the TLS-RPT address.`,
           serve('testing', id),
@@ -144,31 +124,16 @@ export async function checkMtaSts(config: Pick<Config, 'hostname'>, now: number,
     } else {
       policy = found.policy
       const summary = `Policy ${id}: mode ${policy.mode}, mx ${policy.mx.join(', ') || '(none)'}, max_age ${policy.maxAge} s.`
-      if (policy.mode === 'enforce') out.push(result('domain', 'domain.mta_sts', domain, title, 'pass', summary))
+      if (policy.mode === 'enforce') out.push(stsResult('pass', summary))
       else if (policy.mode === 'testing')
         out.push(
-          result(
-            'domain',
-            'domain.mta_sts',
-            domain,
-            title,
+          stsResult(
             'warn',
             `${summary} In testing mode senders report TLS failures but deliver anyway: nothing is protected yet.`,
             `Once the TLS-RPT reports show no failures, change "mode: testing" to "mode: enforce" in ${policyUrl} and publish TXT _mta-sts.${domain} = v=STSv1; id=${newStsId(now, id)};`,
           ),
         )
-      else
-        out.push(
-          result(
-            'domain',
-            'domain.mta_sts',
-            domain,
-            title,
-            'warn',
-            `${summary} Mode none withdraws MTA-STS (RFC 8461 section 8.3): senders forget the policy.`,
-            serve('enforce', id),
-          ),
-        )
+      else out.push(stsResult('warn', `${summary} Mode none withdraws MTA-STS (RFC 8461 section 8.3): senders forget the policy.`, serve('enforce', id)))
     }
   }
 

@@ -19,7 +19,9 @@
  * whose deliveries in progress are at its `connections` limit is not a reason to postpone:
  * its deliveries end within seconds, so the job waits in memory (FIFO per pair) for the first
  * of them to finish. Postponing by a guessed second instead cost two thirds of the throughput
- * to one destination (docs/benchmarks.md, Delivery).
+ * to one destination (docs/benchmarks.md, Delivery). At most WAIT_DEPTH jobs per connection
+ * wait so; the rest are postponed by a second as before, so a large batch to one provider
+ * does not fill the engine's in-flight room with waiters while other destinations are due.
  * Relay routes are not shaped: the relay paces its own deliveries.
  *
  * The pair state is written to `shaping_states` on every change of state or rate (rare), so
@@ -40,6 +42,10 @@ export const SUCCESS_STEP = 10
 /** The rate a throttled pair without a configured ceiling starts from, and 8x it is where it counts as recovered. */
 export const UNLIMITED_THROTTLE_START = 60
 const MAX_BACKOFF_MS = 30 * 60_000
+/** Jobs that may wait in memory per busy connection of a pair (enough to keep it fed). */
+export const WAIT_DEPTH = 4
+/** How long a job beyond that depth is postponed. */
+const BUSY_POSTPONE_MS = 1000
 
 interface Pair {
   state: PairState
@@ -287,6 +293,11 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
           return { kind: 'send', source: cand, admit: r.admit, group, limits }
         }
         if (busy.length === 0) return { kind: 'wait', ...wait! }
+        const waiting = busy.reduce((sum, key) => sum + (slotWaiters.get(key)?.length ?? 0), 0)
+        if (waiting >= WAIT_DEPTH * limits.connections * busy.length)
+          return wait && wait.until < now + BUSY_POSTPONE_MS
+            ? { kind: 'wait', ...wait }
+            : { kind: 'wait', until: now + BUSY_POSTPONE_MS, reason: `${limits.connections} connections busy` }
         await waitForSlot(busy)
       }
     },

@@ -3,7 +3,7 @@ import SMTPConnection from 'nodemailer/lib/smtp-connection'
 import { checkGuardrails } from '../../src/delivery/guardrails'
 import { createIpRotation } from '../../src/delivery/ip-rotation'
 import { createDeliveryEngine } from '../../src/delivery/scheduler'
-import { createShaper } from '../../src/delivery/shaping'
+import { createShaper, WAIT_DEPTH } from '../../src/delivery/shaping'
 import { createSignerPool } from '../../src/delivery/signer-pool'
 import { createTransport } from '../../src/delivery/transport'
 import { createResolver } from '../../src/lib/dns'
@@ -162,6 +162,26 @@ describe('traffic shaping', () => {
     expect(ids.map((id) => t.row(id))).toEqual(ids.map(() => expect.objectContaining({ state: 'sent', attempts: 1 })))
     expect(sink.messages).toHaveLength(10)
     expect(new Set(sink.messages.map((m) => m.connectionId)).size).toBeLessThanOrEqual(2)
+    await t.close()
+  })
+
+  test('beyond WAIT_DEPTH jobs a connection, the rest are postponed a second without spending an attempt', async () => {
+    const t = await setup({ shaping_limits: { other: { connections: 1 } } })
+    const ids: string[] = []
+    for (let i = 0; i < 3 * WAIT_DEPTH; i++) ids.push(await t.send(`d${i}@example.net`))
+    const start = t.deps.clock.now()
+    await t.engine.drain()
+    const rows = ids.map((id) => t.row(id))
+    // One in flight and WAIT_DEPTH waiting went; the others wait for the next second.
+    expect(rows.filter((r) => r.state === 'sent')).toHaveLength(1 + WAIT_DEPTH)
+    const postponed = rows.filter((r) => r.state !== 'sent')
+    expect(postponed).toEqual(postponed.map(() => expect.objectContaining({ attempts: 0, next_attempt_at: start + 1000 })))
+    t.deps.clock.advance(1000)
+    while (ids.some((id) => t.row(id).state !== 'sent')) {
+      await t.engine.drain()
+      t.deps.clock.advance(1000)
+    }
+    expect(sink.messages).toHaveLength(3 * WAIT_DEPTH)
     await t.close()
   })
 

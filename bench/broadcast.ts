@@ -14,7 +14,9 @@
  *
  * The contacts are imported the way bench/audience.ts does (a generated CSV streamed to
  * POST /api/v2/imports); the server is then restarted on the same data directory so its peak
- * memory (VmHWM) covers the sends, not the import.
+ * memory (VmHWM) covers the sends, not the import, and VmHWM is reset after the transactional
+ * phase (Linux /proc/PID/clear_refs), so the aim's peak is the broadcast's own; the whole
+ * run's peak is printed too.
  */
 import { Database } from 'bun:sqlite'
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
@@ -23,7 +25,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { startDnsServer, type Zones } from '../test/support/dns-server'
 import { writeAudienceCsv } from './support/audience-data'
-import { fmtMiB, readProcCpuMs, readProcMemory, sampleMemory } from './support/proc'
+import { fmtMiB, readProcCpuMs, readProcMemory, resetPeakMemory, sampleMemory } from './support/proc'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
 import { mailroomEnv, startMailroom, startServer, stopAll, type MailroomInstance, type ServerProcess } from './support/servers'
 
@@ -364,6 +366,9 @@ export async function run(argv: string[], command = 'bun bench/broadcast.ts'): P
 
     const txCpuMs = (cpu() - cpu0) / tx.n
     const txPeak = readProcMemory(server.pid)
+    // The broadcast's own peak: VmHWM starts again from the current RSS (the transactional
+    // phase's HTTP load has its own peak, reported apart and in bench/delivery.ts --footprint).
+    const peakReset = resetPeakMemory(server.pid)
     const before = dbSize(dataDir)
     cpu0 = cpu()
     const bc = await broadcast(call, sink, listId, contacts, timeoutS, () => fmtMiB(sampler.last?.vmRssKiB ?? 0))
@@ -374,11 +379,16 @@ export async function run(argv: string[], command = 'bun bench/broadcast.ts'): P
     const bcRate = contacts / bc.sinkS
     const share = bcRate / txRate
     const peakMB = ((peak?.vmHwmKiB ?? sampled.vmHwmKiB) * 1024) / 1e6
+    const runPeakMB = (Math.max(peak?.vmHwmKiB ?? sampled.vmHwmKiB, txPeak?.vmHwmKiB ?? 0) * 1024) / 1e6
+    const peakLabel = peakReset
+      ? 'server peak RSS during the broadcast (VmHWM reset after the transactional phase)'
+      : 'server peak RSS (VmHWM, transactional + broadcast)'
 
     const rows: string[][] = [
       ['all recipient rows created (schedule to status sending)', `${bc.rowsS.toFixed(2)} s`, `<= ${AIMS.rowsS} s`, mark(bc.rowsS <= AIMS.rowsS)],
       ['first message at the sink (from schedule)', `${bc.firstS.toFixed(2)} s`, `<= ${AIMS.firstS} s`, mark(bc.firstS <= AIMS.firstS)],
-      ['server peak RSS (VmHWM, transactional + broadcast)', `${peakMB.toFixed(1)} MB`, `< ${AIMS.peakMB} MB`, mark(peakMB < AIMS.peakMB)],
+      [peakLabel, `${peakMB.toFixed(1)} MB`, `< ${AIMS.peakMB} MB`, mark(peakMB < AIMS.peakMB)],
+      ['server peak RSS over the whole run (transactional + broadcast)', `${runPeakMB.toFixed(1)} MB`, '', ''],
       [
         'broadcast rate / transactional rate (at the sink)',
         `${(share * 100).toFixed(1)} % (${fmtInt(bcRate)}/s vs ${fmtInt(txRate)}/s)`,

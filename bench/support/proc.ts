@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 
 /**
  * Memory of a process from /proc/<pid>/status (Linux), in KiB. VmHWM is the peak resident
@@ -32,6 +32,16 @@ export function readProcMemory(pid: number | 'self'): ProcMemory | null {
     return m ? Number(m[1]) : 0
   }
   return { vmRssKiB: kib('VmRSS'), vmHwmKiB: kib('VmHWM'), rssAnonKiB: kib('RssAnon'), rssFileKiB: kib('RssFile'), rssShmemKiB: kib('RssShmem') }
+}
+
+/** Resets a process's VmHWM to its current RSS (Linux: writing 5 to /proc/PID/clear_refs); false where that is not possible. */
+export function resetPeakMemory(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5')
+    return true
+  } catch {
+    return false
+  }
 }
 
 /**

@@ -20,6 +20,15 @@ export function transportTimeouts(t: DeliveryTimeouts): Pick<TransportOptions, '
 }
 
 /**
+ * How long stopping waits for deliveries in flight to end and record their outcomes. A
+ * server that never answers holds a delivery for up to the greeting timeout (5 minutes, RFC
+ * 5321 4.5.3.2.1), longer than a service manager waits for a stop; after the grace the
+ * process stops anyway and those rows, still `sending`, go back to the queue at the next
+ * start, as after a crash (at most the messages in flight may be sent twice).
+ */
+export const STOP_GRACE_MS = 10_000
+
+/**
  * Assembles the delivery engine from its real parts: the DNS resolver of `dns_servers`, the
  * SMTP transport with the configured limits, DKIM signing in worker threads (one per core,
  * so signing never sits on the thread that serves HTTP), the IP pool rotation, traffic
@@ -54,7 +63,11 @@ export function startDelivery(deps: Deps, overrides: Partial<EngineParts> = {}) 
     engine,
     async stop(): Promise<void> {
       clearInterval(guard)
-      await engine.stop()
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const graceOver = new Promise<'grace over'>((resolve) => (timer = setTimeout(() => resolve('grace over'), STOP_GRACE_MS)))
+      const ended = await Promise.race([engine.stop().then(() => 'ended' as const), graceOver])
+      clearTimeout(timer)
+      if (ended === 'grace over') deps.log.warn('stopping with deliveries still in flight: they are retried at the next start', { grace_ms: STOP_GRACE_MS })
       await transport.close()
       await signer.close()
     },

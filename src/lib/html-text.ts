@@ -86,7 +86,7 @@ export function htmlToText(html: string): string {
     const lead = prefix(true)
     const rest = prefix(false)
     content.forEach((l, i) => lines.push((i === 0 ? lead : rest) + l))
-    if (marker !== null) marker = null
+    marker = null
     pending = 1
   }
 

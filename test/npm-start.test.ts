@@ -40,7 +40,9 @@ test('npm start: flags after --, the settings line, the key hint, and SIGTERM to
     expect((await fetch(`${base}/ready`)).status).toBe(200)
     // The key hint is the command that works from this checkout, for this data directory.
     expect(out.text).toContain(`npx bun src/main.ts keys create --role Administrator --name admin --data-dir ${dir}`)
-    // The settings that differ from their defaults, with where they came from.
+    // The settings that differ from their defaults, with where they came from. stderr is
+    // its own pipe: under load its line can arrive after stdout's announcement.
+    await until('the settings line on stderr', () => err.text.includes('"msg":"settings"'))
     const settings = err.text
       .split('\n')
       .filter((l) => l.startsWith('{'))

@@ -174,17 +174,13 @@ export async function checkMtaSts(config: Pick<Config, 'hostname'>, now: number,
 
   // TLS reporting (RFC 8460 section 3).
   const rptTitle = 'TLS-RPT is published'
+  const rptResult = (status: CheckStatus, detail: string, fix?: string) => result('domain', 'domain.tls_rpt', domain, rptTitle, status, detail, fix)
   const rptFix = `Publish TXT _smtp._tls.${domain} = v=TLSRPTv1; rua=mailto:tls-reports@${domain}`
   const blind = policy && policy.mode === 'testing' ? ' In testing mode these reports are the only sign of MTA-STS failures.' : ''
-  if (!Array.isArray(rpt))
-    out.push(result('domain', 'domain.tls_rpt', domain, rptTitle, 'warn', `The lookup of _smtp._tls.${domain} failed: ${rpt.error}.`, dnsOutage))
+  if (!Array.isArray(rpt)) out.push(rptResult('warn', `The lookup of _smtp._tls.${domain} failed: ${rpt.error}.`, dnsOutage))
   else if (rpt.length !== 1)
     out.push(
-      result(
-        'domain',
-        'domain.tls_rpt',
-        domain,
-        rptTitle,
+      rptResult(
         'warn',
         rpt.length
           ? `_smtp._tls.${domain} has ${rpt.length} TLSRPTv1 records: senders then send no reports (RFC 8460 section 3).`
@@ -196,21 +192,16 @@ export async function checkMtaSts(config: Pick<Config, 'hostname'>, now: number,
     const rua = /(?:^|;)\s*rua=([^;]*)/i.exec(rpt[0]!)?.[1]?.trim()
     const uris = rua ? rua.split(',').map((u) => u.trim()) : []
     const bad = uris.filter((u) => !/^(mailto:[^@\s]+@[^@\s]+|https:\/\/\S+)$/i.test(u))
-    if (!rua)
-      out.push(result('domain', 'domain.tls_rpt', domain, rptTitle, 'warn', `_smtp._tls.${domain} has no rua= (where reports go): ${rpt[0]}${blind}`, rptFix))
+    if (!rua) out.push(rptResult('warn', `_smtp._tls.${domain} has no rua= (where reports go): ${rpt[0]}${blind}`, rptFix))
     else if (bad.length)
       out.push(
-        result(
-          'domain',
-          'domain.tls_rpt',
-          domain,
-          rptTitle,
+        rptResult(
           'warn',
           `_smtp._tls.${domain}: ${bad.join(', ')} ${bad.length === 1 ? 'is' : 'are'} neither a mailto: address nor an https: URL (RFC 8460 section 3).`,
           rptFix,
         ),
       )
-    else out.push(result('domain', 'domain.tls_rpt', domain, rptTitle, 'pass', `_smtp._tls.${domain}: reports go to ${uris.join(', ')}.`))
+    else out.push(rptResult('pass', `_smtp._tls.${domain}: reports go to ${uris.join(', ')}.`))
   }
   return out
 }

@@ -118,6 +118,8 @@ runner.start()
 // client's work does not share the server's thread; without wrk, from this process.
 let tracked: number
 let trackS: number
+// This process is the server and the engine (wrk is another): its CPU over the phase, a core's share of the wall time.
+const cpuBefore = process.cpuUsage()
 const wrk = findWrk()
 if (wrk) {
   const lua = `wrk.method = "POST"
@@ -160,6 +162,8 @@ end`
   tracked = EVENTS
   trackS = (performance.now() - t0) / 1000
 }
+const trackCpu = process.cpuUsage(cpuBefore)
+const trackCpuMs = (trackCpu.user + trackCpu.system) / 1000
 // Requests wrk left in flight at its deadline finish before the engine and the database close.
 await app.stop()
 await deps.commits.run(() => undefined)
@@ -176,6 +180,9 @@ line(
   `${Math.round(tracked / trackS).toLocaleString('en')}`,
   AIMS.eventsPerS.toLocaleString('en'),
   tracked / trackS >= AIMS.eventsPerS,
+)
+console.log(
+  `${'server CPU per tracked event'.padEnd(34)} ${`${((trackCpuMs / tracked) * 1000).toFixed(0)} µs`.padStart(14)}   (${((trackCpuMs / 1000 / trackS) * 100).toFixed(0)} % of one core over the phase)`,
 )
 line('peak RSS', `${mib(peakRss)} MiB`, `${AIMS.rssMiB} MiB`, peakRss / 1024 / 1024 < AIMS.rssMiB)
 db.$client.close()

@@ -1,6 +1,7 @@
 /**
  * Broadcast benchmark (issue 15): a broadcast to N contacts (1,000,000 by default) through a
- * real Mailroom server (`bun src/main.ts serve` in its own process), delivered through a DNS
+ * real Mailroom server (the built executable, what users run, or `bun src/main.ts` with
+ * --source; in its own process), delivered through a DNS
  * server on loopback to the counting SMTP sink in its own process; and, in the same run on the
  * same server and sink, N' transactional messages through POST /v1/send, the rate the
  * broadcast is compared with.
@@ -23,6 +24,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { buildBinary } from '../scripts/build'
 import { startDnsServer, type Zones } from '../test/support/dns-server'
 import { writeAudienceCsv } from './support/audience-data'
 import { fmtMiB, readProcCpuMs, readProcMemory, resetPeakMemory, sampleMemory } from './support/proc'
@@ -45,6 +47,7 @@ const HELP = `Usage: bun bench/broadcast.ts [options]   (or: npm run bench -- br
   --seed N           seed of the generated audience (default 1)
   --concurrency N    HTTP requests in flight for /v1/send (default 64)
   --timeout S        give up when the broadcast has not finished after S seconds (default 3600)
+  --source          run the server from source (bun src/main.ts) instead of an executable built for the run
   --profile DIR      run the server under \`bun --cpu-prof-md\`, writing the profile (Markdown) to DIR
   --keep             keep the CSV and the server's data directory (paths printed)
   --dry-run          print the results without rewriting docs/benchmarks.md
@@ -302,6 +305,7 @@ export async function run(argv: string[], command = 'bun bench/broadcast.ts'): P
       concurrency: { type: 'string' },
       timeout: { type: 'string' },
       profile: { type: 'string' },
+      source: { type: 'boolean' },
       keep: { type: 'boolean' },
       'dry-run': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -318,6 +322,8 @@ export async function run(argv: string[], command = 'bun bench/broadcast.ts'): P
   const zones: Zones = { [`mx.${FROM_DOMAIN}`]: { A: ['127.0.0.1'] }, [HOSTNAME]: { A: ['127.0.0.1'] } }
   for (const d of [...DOMAINS, FROM_DOMAIN]) zones[d] = { MX: [{ exchange: `mx.${FROM_DOMAIN}`, priority: 10 }] }
   // TTL 60: the engine caches MX answers for their TTL, as it would against a real resolver.
+  // The executable users run: its bundle holds less memory than the source transpiled at start.
+  if (!values.source && !process.env.BENCH_BINARY) process.env.BENCH_BINARY = (await buildBinary(join(work, 'mailroom'))).outfile
   const dns = await startDnsServer({ ttl: 60, zones })
   const sink = await startSink()
   let first: MailroomInstance | null = null
@@ -344,16 +350,12 @@ export async function run(argv: string[], command = 'bun bench/broadcast.ts'): P
     await first.stop()
 
     // The same data directory, a fresh process: its VmHWM is the sends' peak, not the import's.
-    const profileArgs = values.profile ? ['--cpu-prof-md', `--cpu-prof-dir=${values.profile}`] : []
-    server = await startServer(
-      'mailroom',
-      [...profileArgs, 'src/main.ts', 'serve', '--data-dir', dataDir, '--http-listen', '127.0.0.1:0', '--access-log', 'false'],
-      {
-        env: mailroomEnv(settings),
-        stderrFile: join(dataDir, 'stderr.log'),
-        pattern: /listening on (http:\/\/\S+)/,
-      },
-    )
+    if (values.profile) process.env.BENCH_CPU_PROFILE = values.profile
+    server = await startServer('mailroom', ['src/main.ts', 'serve', '--data-dir', dataDir, '--http-listen', '127.0.0.1:0', '--access-log', 'false'], {
+      env: mailroomEnv(settings),
+      stderrFile: join(dataDir, 'stderr.log'),
+      pattern: /listening on (http:\/\/\S+)/,
+    })
     call = apiClient(server.url, key)
     const baseline = readProcMemory(server.pid)
     const sampler = sampleMemory(server.pid, 100)
@@ -434,7 +436,7 @@ Aims: ${rows
           .join('; ')}.
 
 - Audience: ${fmtInt(contacts)} generated contacts (bench/support/audience-data.ts, seed ${seed}; five domains) imported into one list through \`POST /api/v2/imports\` (${importS.toFixed(1)} s), then the server restarted on the same data directory, so its peak memory covers the sends only.
-- Server: \`bun src/main.ts serve\` in its own process, access log off, \`allow_unverified_domains\` (no DKIM on either path), default \`broadcast_queue_window\` and delivery settings.
+- Server: \`${process.env.BENCH_BINARY ? 'mailroom serve' : 'bun src/main.ts serve'}\` (${process.env.BENCH_BINARY ? 'the executable \`npm run build\` makes, built for the run' : 'from source'}) in its own process, access log off, \`allow_unverified_domains\` (no DKIM on either path), default \`broadcast_queue_window\` and delivery settings.
 - Transactional: ${fmtInt(tx.n)} messages through \`POST /v1/send\` (${concurrency} in flight), the same 5 KB HTML, to the audience's five domains in turn, before the broadcast on the same server.
 - Broadcast: the same HTML with a \`{{first_name}}\` greeting and subject, opens and clicks not tracked (as /v1/send), \`POST /api/v2/broadcasts/{id}/schedule\` with no time; the broadcast polled every ${POLL_MS} ms until its rows are in, then every ${SENDING_POLL_MS} ms until \`sent\`, its counters checked (${JSON.stringify(bc.counts)}).
 - Rates: messages over the time from the first to the last message the sink counted (its own clock), for both paths; "end to end" adds the time before the first message.

@@ -77,6 +77,13 @@ export interface CliEnv {
    * a terminal, else asked for twice without echo. Never from argv: the process list shows it.
    */
   readPassword?: (prompt: string) => Promise<string>
+  /**
+   * Sizes JavaScriptCore's heap for `bytes` of memory (`js_heap_ram_mib`). The runtime reads
+   * that only when it starts, so main.ts re-executes the process (same pid, arguments and
+   * descriptors) with it in the environment; returns when it is already applied. Absent in
+   * tests that run the CLI in-process.
+   */
+  sizeHeapFor?: (bytes: number) => void
 }
 
 const configOptions = Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'string' as const }]))
@@ -222,6 +229,7 @@ export async function runCli(io: CliEnv): Promise<number> {
     switch (command) {
       case 'serve':
         if (sub) throw new UsageError(`serve takes no arguments`)
+        if (config.js_heap_ram_mib > 0) io.sizeHeapFor?.(config.js_heap_ram_mib * 1024 * 1024)
         log.info('settings', { changed: Object.fromEntries(changed.map((c) => [c.key, { value: c.value, from: c.from }])) })
         return await serve(openStore(config, io.clock, log, { create: true }), log, io)
       case 'migrate': {

@@ -32,6 +32,7 @@ export interface Config {
   max_message_age_seconds: number
   delivery_concurrency: number
   sqlite_cache_mib: number
+  js_heap_ram_mib: number
   destination_concurrency: number
   delivery_timeouts: DeliveryTimeouts
   delivery_mta_sts: boolean
@@ -142,6 +143,12 @@ function parseBool(text: string): boolean {
 function parsePositiveInt(text: string): number {
   const v = text.trim()
   if (!/^\d+$/.test(v) || Number(v) < 1 || !Number.isSafeInteger(Number(v))) fail('expected a whole number of at least 1')
+  return Number(v)
+}
+
+function parseNonNegativeInt(text: string): number {
+  const v = text.trim()
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) fail('expected a whole number (0 or more)')
   return Number(v)
 }
 
@@ -364,6 +371,15 @@ export const SETTINGS = [
     fallback: String(DEFAULT_CACHE_MIB),
     parse: parsePositiveInt,
     describe: "SQLite's page cache in MiB: more makes big segment counts and reports faster and the server larger.",
+  }),
+  setting({
+    key: 'js_heap_ram_mib',
+    env: 'MAILROOM_JS_HEAP_RAM_MIB',
+    flag: 'js-heap-ram-mib',
+    fallback: '512',
+    parse: parseNonNegativeInt,
+    describe:
+      "The memory JavaScriptCore's garbage collector sizes the heap for, in MiB (BUN_JSC_forceRAMSize): it lets garbage grow to a share of the machine's memory before a full collection, so on a large machine a busy server holds hundreds of MiB of garbage. serve re-executes itself once at start to apply it; 0 leaves the runtime's own sizing.",
   }),
   setting({
     key: 'delivery_concurrency',

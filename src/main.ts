@@ -75,6 +75,20 @@ async function readPassword(prompt: string): Promise<string> {
   return first
 }
 
+/**
+ * Applies `js_heap_ram_mib` (cli.ts): JavaScriptCore reads BUN_JSC_forceRAMSize when the VM
+ * starts, so the process replaces itself (execve: the same pid, arguments and open
+ * descriptors) with the variable set. Once it is set, by us or by the operator, it is kept.
+ */
+function sizeHeapFor(bytes: number): void {
+  if (process.env.BUN_JSC_forceRAMSize !== undefined) return
+  // A compiled executable's argv[1] is its bundle's virtual path, which it adds by itself;
+  // `bun src/main.ts` needs its runtime flags (execArgv) and the script back.
+  const compiled = Bun.main.startsWith('/$bunfs/')
+  const args = compiled ? process.argv.slice(2) : [...process.execArgv, ...process.argv.slice(1)]
+  process.execve!(process.execPath, [process.execPath, ...args], { ...process.env, BUN_JSC_forceRAMSize: String(bytes) })
+}
+
 const code = await runCli({
   argv: process.argv.slice(2),
   env: processEnv(),
@@ -84,5 +98,6 @@ const code = await runCli({
   stopSignal,
   program: programName(),
   readPassword,
+  sizeHeapFor,
 })
 process.exit(code)

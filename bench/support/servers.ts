@@ -45,14 +45,10 @@ export async function startServer(
   opts: { env?: Record<string, string | undefined>; stderrFile?: string; pattern: RegExp; timeoutMs?: number },
 ): Promise<ServerProcess> {
   installHandlers()
-  // BENCH_CPU_PROFILE=DIR: each Mailroom server writes a CPU profile in Markdown to DIR when it stops (how the issue 18 regression was found);
-  // BENCH_BUN_FLAGS: extra runtime flags for Mailroom servers (e.g. --smol), to compare in one sitting.
-  const mailroom = args[0] === 'src/main.ts'
-  const profile = process.env.BENCH_CPU_PROFILE && mailroom ? ['--cpu-prof-md', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : []
-  const flags = process.env.BENCH_BUN_FLAGS && mailroom ? process.env.BENCH_BUN_FLAGS.split(' ').filter(Boolean) : []
-  const proc = Bun.spawn([BUN, ...flags, ...profile, ...args], {
+  const [command, env] = args[0] === 'src/main.ts' ? mailroomCommand(args.slice(1), opts.env ?? process.env) : [[BUN, ...args], opts.env ?? process.env]
+  const proc = Bun.spawn(command, {
     cwd: ROOT,
-    env: opts.env ?? process.env,
+    env,
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: opts.stderrFile ? Bun.file(opts.stderrFile) : 'ignore',
@@ -111,6 +107,22 @@ export async function startServer(
   return server
 }
 
+/**
+ * How a Mailroom process is run: `bun src/main.ts ARGS`, or with BENCH_BINARY=PATH the built
+ * executable (`npm run build`'s dist/mailroom, what users run: its bundle is smaller in memory
+ * than the source transpiled at start). BENCH_BUN_FLAGS: extra runtime flags for Mailroom
+ * processes (e.g. --smol), to compare in one sitting; BENCH_CPU_PROFILE=DIR: each writes a CPU
+ * profile in Markdown to DIR when it stops (how the issue 18 regression was found). An
+ * executable takes runtime flags from BUN_OPTIONS.
+ */
+export function mailroomCommand(args: string[], env: Record<string, string | undefined>): [string[], Record<string, string | undefined>] {
+  const flags = (process.env.BENCH_BUN_FLAGS ?? '').split(' ').filter(Boolean)
+  if (process.env.BENCH_CPU_PROFILE) flags.push('--cpu-prof-md', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`)
+  const binary = process.env.BENCH_BINARY
+  if (!binary) return [[BUN, ...flags, 'src/main.ts', ...args], env]
+  return [[resolve(ROOT, binary), ...args], flags.length ? { ...env, BUN_OPTIONS: [env.BUN_OPTIONS ?? '', ...flags].join(' ').trim() } : env]
+}
+
 /** The environment for a Mailroom child: ours without any MAILROOM_* setting, plus `settings`. */
 export function mailroomEnv(settings: Record<string, string>): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = {}
@@ -132,7 +144,10 @@ export interface MailroomInstance extends ServerProcess {
  * and an Administrator key with `rateLimit` requests per minute; returns the key.
  */
 export function createBenchKey(dataDir: string, env: Record<string, string | undefined>, rateLimit: number | 'unlimited'): string {
-  const cli = (args: string[]) => Bun.spawnSync([BUN, 'src/main.ts', ...args, '--data-dir', dataDir], { cwd: ROOT, env, stdout: 'pipe', stderr: 'pipe' })
+  const cli = (args: string[]) => {
+    const [command, childEnv] = mailroomCommand([...args, '--data-dir', dataDir], env)
+    return Bun.spawnSync(command, { cwd: ROOT, env: childEnv, stdout: 'pipe', stderr: 'pipe' })
+  }
   const migrated = cli(['migrate'])
   if (migrated.exitCode !== 0) throw new Error(`mailroom migrate failed (exit ${migrated.exitCode}):\n${migrated.stdout}${migrated.stderr}`)
   const created = cli(['keys', 'create', '--role', 'Administrator', '--name', 'bench', '--rate-limit', String(rateLimit)])

@@ -6,7 +6,7 @@
  * Used by test/binary.test.ts and by CI (test/support/run-smoke.ts) on dist/mailroom.
  * Every step has a bounded wait, and the server is killed in `finally` whatever happens.
  */
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { dkimVerify } from 'mailauth/lib/dkim/verify'
@@ -74,6 +74,12 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
  * Runs the binary in `dir` with a clean environment: only PATH, and HOME pointing at the
  * temp directory, so no MAILROOM_* variable or user file from the caller leaks in.
  */
+/** BUN_JSC_forceRAMSize in a running process's environment (Linux /proc), or null. */
+export function heapSizeOf(pid: number): string | null {
+  const vars = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
+  return vars.find((v) => v.startsWith('BUN_JSC_forceRAMSize='))?.split('=')[1] ?? null
+}
+
 function environment(dir: string): Record<string, string> {
   return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir }
 }
@@ -210,6 +216,11 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     }
     check(healthy, `GET /health never answered 200:\n${serverOutput()}`)
     log(`ok: serve on ${base}, /health`)
+
+    // js_heap_ram_mib (512 by default): the executable re-executed itself, same pid, with the heap size set.
+    const heap = heapSizeOf(proc.pid)
+    check(heap === String(512 * 1024 * 1024), `the server should run with BUN_JSC_forceRAMSize=${512 * 1024 * 1024}, has ${heap}`)
+    log('ok: re-executed with the heap sized for 512 MiB')
 
     // The hint names the binary as it was started, and works: the server has made the database.
     check(

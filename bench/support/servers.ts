@@ -13,7 +13,7 @@ export interface ServerProcess {
   pid: number
   /** Base URL, e.g. http://127.0.0.1:40123 */
   url: string
-  /** SIGTERM, then SIGKILL if it has not exited after 10 s. */
+  /** SIGTERM, then SIGKILL if it has not exited after 20 s (Mailroom waits up to 10 s for deliveries on the wire). */
   stop(): Promise<void>
 }
 
@@ -62,7 +62,7 @@ export async function startServer(
       stopped ??= (async () => {
         if (proc.exitCode === null && proc.signalCode === null) {
           proc.kill('SIGTERM')
-          const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000)
+          const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000)
           await proc.exited
           clearTimeout(timer)
         }
@@ -111,13 +111,13 @@ export async function startServer(
  * How a Mailroom process is run: `bun src/main.ts ARGS`, or with BENCH_BINARY=PATH the built
  * executable (`npm run build`'s dist/mailroom, what users run: its bundle is smaller in memory
  * than the source transpiled at start). BENCH_BUN_FLAGS: extra runtime flags for Mailroom
- * processes (e.g. --smol), to compare in one sitting; BENCH_CPU_PROFILE=DIR: each writes a CPU
+ * processes (e.g. --smol), to compare in one sitting; BENCH_CPU_PROFILE=DIR: each server writes a CPU
  * profile in Markdown to DIR when it stops (how the issue 18 regression was found). An
  * executable takes runtime flags from BUN_OPTIONS.
  */
 export function mailroomCommand(args: string[], env: Record<string, string | undefined>): [string[], Record<string, string | undefined>] {
   const flags = (process.env.BENCH_BUN_FLAGS ?? '').split(' ').filter(Boolean)
-  if (process.env.BENCH_CPU_PROFILE) flags.push('--cpu-prof-md', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`)
+  if (process.env.BENCH_CPU_PROFILE && args[0] === 'serve') flags.push('--cpu-prof-md', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`)
   const binary = process.env.BENCH_BINARY
   if (!binary) return [[BUN, ...flags, 'src/main.ts', ...args], env]
   return [[resolve(ROOT, binary), ...args], flags.length ? { ...env, BUN_OPTIONS: [env.BUN_OPTIONS ?? '', ...flags].join(' ').trim() } : env]

@@ -1,14 +1,26 @@
+import { closeSync, fdatasync, openSync } from 'node:fs'
 import type { Db } from './client'
 
 /**
- * Group commit: many callers' writes share one transaction and so one fsync.
+ * Group commit: many callers' writes share one transaction and one fsync, and the fsync runs
+ * off this thread.
  *
- * With `synchronous=FULL` every COMMIT waits for the disk (about 1-4 ms here), which would
- * cap the send API at a few hundred requests a second if each request committed alone.
- * Instead each caller hands in a function; the functions queued during one turn of the event
- * loop run in one IMMEDIATE transaction, each inside its own SAVEPOINT so that one failing
- * write is rolled back alone and only its caller sees the error. A caller's promise settles
- * after the COMMIT returned, so "2xx means on disk" still holds for every request.
+ * With `synchronous=FULL` every COMMIT blocks the thread for the disk: 0.3-1 ms on a quiet
+ * disk here, 2-50 ms when the VM's disk is busy. Paced so that the thread stayed free for
+ * other work, that capped POST /api/v2/track at about 3,800 events a second with the thread
+ * 40 % idle, waiting (docs/benchmarks.md, issue 16). So the group's transaction commits with
+ * `synchronous=NORMAL` (SQLite writes the WAL frames to the OS, no fsync), and then the WAL
+ * file is flushed with `fdatasync` on Bun's thread pool; the callers are answered after that
+ * returns. Frames are appended in order, so one fdatasync makes every earlier commit durable:
+ * the same guarantee as FULL (https://sqlite.org/wal.html, "Durability"), so "2xx means on
+ * disk" still holds for every request. Every other transaction on the connection still
+ * commits with FULL.
+ *
+ * One flush at a time: functions queued while a group commits and syncs form the next group,
+ * which commits as soon as the sync returns. So the group grows with the disk's latency and a
+ * slow disk costs latency, not the thread. Each function runs inside its own SAVEPOINT, so
+ * one failing write is rolled back alone and only its caller sees the error (at once: nothing
+ * of it was stored).
  */
 export interface GroupCommitter {
   run<T>(work: () => T): Promise<T>
@@ -22,80 +34,99 @@ interface Pending {
 
 /** Largest number of callers in one transaction; more wait for the next one. */
 const MAX_GROUP = 500
-/**
- * Pacing. A COMMIT with synchronous=FULL blocks this thread for the fsync: 0.3-1 ms on a
- * quiet disk here, but 2-50 ms when the VM's disk is busy (measured on the delivery path).
- * Committing on every event-loop turn would then spend the thread waiting for the disk. So
- * the next commit waits at least MIN_INTERVAL_MS, and at least PACE times as long as the last
- * commit took: when the disk slows down, each fsync carries more writes and the thread stays
- * free for at least two thirds of the time. The price is that much added latency per write.
- */
-const MIN_INTERVAL_MS = 4
-const PACE = 2
-const MAX_INTERVAL_MS = 100
 
-export function createGroupCommitter(db: Db): GroupCommitter {
+/** Flushes a file's data to the disk off this thread; `done` gets the error, if any. */
+export type SyncFile = (path: string, done: (error: Error | null) => void) => void
+
+const syncFile: SyncFile = (path, done) => {
+  let fd: number
+  try {
+    fd = openSync(path, 'r')
+  } catch (e) {
+    return done(e as Error)
+  }
+  fdatasync(fd, (error) => {
+    closeSync(fd)
+    done(error)
+  })
+}
+
+export function createGroupCommitter(db: Db, opts: { sync?: SyncFile } = {}): GroupCommitter {
   const client = db.$client
+  const sync = opts.sync ?? syncFile
+  // An in-memory database has no WAL file to flush (tests).
+  const wal = client.filename && client.filename !== ':memory:' ? `${client.filename}-wal` : null
   // Prepared once: a savepoint per caller is parsed again on every use otherwise.
   const savepoint = client.prepare('SAVEPOINT group_item')
   const release = client.prepare('RELEASE group_item')
   const rollback = client.prepare('ROLLBACK TO group_item')
+  // Not prepared: SQLite applies `PRAGMA synchronous = X` when the statement is compiled, so a
+  // prepared one run again changes nothing (the test checks the mode inside the group).
+  const deferSync = () => client.run('PRAGMA synchronous = NORMAL')
+  const fullSync = () => client.run('PRAGMA synchronous = FULL')
   const queue: Pending[] = []
-  let scheduled = false
-  let lastFlush = 0
-  let lastDuration = 0
+  let busy = false
+
+  const settle = (committed: Array<{ p: Pending; value: unknown }>, error: Error | null) => {
+    for (const { p, value } of committed)
+      if (error) p.reject(error)
+      else p.resolve(value)
+  }
 
   const flush = () => {
-    scheduled = false
-    const started = performance.now()
     const group = queue.splice(0, MAX_GROUP)
-    if (queue.length > 0) schedule()
-    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = []
+    const committed: Array<{ p: Pending; value: unknown }> = []
+    let failure: Error | null = null
+    if (wal) deferSync()
     try {
       client
         .transaction(() => {
           for (const p of group) {
             savepoint.run()
             try {
-              outcomes.push({ ok: true, value: p.work() })
+              const value = p.work()
               release.run()
+              committed.push({ p, value })
             } catch (error) {
               rollback.run()
               release.run()
-              outcomes.push({ ok: false, error })
+              p.reject(error)
             }
           }
         })
         .immediate()
     } catch (error) {
       // The COMMIT itself failed (disk full, I/O error): nothing of the group is stored.
-      for (const p of group) p.reject(error)
-      return
+      failure = error as Error
     } finally {
-      lastFlush = performance.now()
-      lastDuration = lastFlush - started
+      if (wal) fullSync()
     }
-    group.forEach((p, i) => {
-      const o = outcomes[i]!
-      if (o.ok) p.resolve(o.value)
-      else p.reject(o.error)
-    })
+    if (failure || !wal) return finish(() => settle(committed, failure))
+    sync(wal, (error) =>
+      // The transaction is in the WAL but may not be on the disk: its callers get an error.
+      finish(() => settle(committed, error ? new Error(`the write-ahead log could not be flushed to disk: ${error.message}`) : null)),
+    )
   }
 
-  const schedule = () => {
-    if (scheduled) return
-    scheduled = true
-    const gap = Math.min(MAX_INTERVAL_MS, Math.max(MIN_INTERVAL_MS, PACE * lastDuration))
-    const wait = lastFlush + gap - performance.now()
-    if (wait > 0 && queue.length < MAX_GROUP) setTimeout(flush, wait)
-    else setImmediate(flush)
+  /** Answers a flush's callers, then starts the next flush if writes are waiting. */
+  const finish = (answer: () => void) => {
+    busy = false
+    answer()
+    if (queue.length > 0) start()
+  }
+
+  const start = () => {
+    if (busy) return
+    busy = true
+    // The next turn, so every caller of this turn joins the group.
+    setImmediate(flush)
   }
 
   return {
     run<T>(work: () => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         queue.push({ work, resolve: resolve as (v: unknown) => void, reject })
-        schedule()
+        start()
       })
     },
   }

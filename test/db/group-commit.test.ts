@@ -3,12 +3,12 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../../src/db/client'
-import { createGroupCommitter } from '../../src/db/group-commit'
+import { createGroupCommitter, type SyncFile } from '../../src/db/group-commit'
 
-function setup() {
+function setup(sync?: SyncFile) {
   const db = openDatabase(join(mkdtempSync(join(tmpdir(), 'group-commit-')), 'test.db'))
   db.$client.run('CREATE TABLE t (v INTEGER UNIQUE)')
-  const commits = createGroupCommitter(db)
+  const commits = createGroupCommitter(db, { sync })
   const values = () => (db.$client.query('SELECT v FROM t ORDER BY v').all() as Array<{ v: number }>).map((r) => r.v)
   return { db, commits, values }
 }
@@ -46,5 +46,64 @@ describe('group commit', () => {
     const reader = openDatabase(db.$client.filename)
     await commits.run(() => db.$client.run('INSERT INTO t VALUES (42)'))
     expect(reader.$client.query('SELECT v FROM t').all()).toEqual([{ v: 42 }])
+  })
+
+  /** A sync that is held until the test releases it, recording which file it was asked to flush. */
+  function heldSync() {
+    const held: Array<{ path: string; done: (error: Error | null) => void }> = []
+    const sync: SyncFile = (path, done) => held.push({ path, done })
+    return { held, sync }
+  }
+  const turn = () => new Promise((r) => setImmediate(r))
+
+  test('callers are answered only after the WAL file is flushed; writes queued meanwhile wait for the next flush', async () => {
+    const { held, sync } = heldSync()
+    const { db, commits, values } = setup(sync)
+    let firstDone = false
+    const first = commits.run(() => db.$client.run('INSERT INTO t VALUES (1)')).then(() => (firstDone = true))
+    await turn()
+    // Committed (readable), but not yet answered: the flush of the WAL is still under way.
+    expect(values()).toEqual([1])
+    expect(held.map((h) => h.path)).toEqual([`${db.$client.filename}-wal`])
+    let secondDone = false
+    const second = commits.run(() => db.$client.run('INSERT INTO t VALUES (2)')).then(() => (secondDone = true))
+    await turn()
+    await turn()
+    expect(firstDone).toBe(false)
+    expect(values()).toEqual([1]) // the second group waits for the first flush
+    held.shift()!.done(null)
+    await first
+    expect(firstDone).toBe(true)
+    await turn()
+    expect(values()).toEqual([1, 2])
+    expect(secondDone).toBe(false)
+    expect(held).toHaveLength(1)
+    held.shift()!.done(null)
+    await second
+  })
+
+  test('the group commits without an fsync of its own, and the connection is back to synchronous=FULL after it', async () => {
+    const { held, sync } = heldSync()
+    const { db, commits } = setup(sync)
+    const modes: number[] = []
+    const pending = commits.run(() => modes.push((db.$client.query('PRAGMA synchronous').get() as { synchronous: number }).synchronous))
+    await turn()
+    expect(modes).toEqual([1]) // NORMAL inside the group's transaction
+    expect((db.$client.query('PRAGMA synchronous').get() as { synchronous: number }).synchronous).toBe(2)
+    held.shift()!.done(null)
+    await pending
+  })
+
+  test('a failed flush fails the callers of its group, saying so; later groups go on', async () => {
+    const { held, sync } = heldSync()
+    const { db, commits } = setup(sync)
+    const failed = commits.run(() => db.$client.run('INSERT INTO t VALUES (1)'))
+    await turn()
+    held.shift()!.done(new Error('EIO: i/o error'))
+    expect(failed).rejects.toThrow('the write-ahead log could not be flushed to disk: EIO: i/o error')
+    const next = commits.run(() => 7)
+    await turn()
+    held.shift()!.done(null)
+    expect(await next).toBe(7)
   })
 })

@@ -6,6 +6,8 @@
  * is listed (a blocklist reply seen by the shaper, or the doctor's DNSBL check). Each pause
  * raises `deliverability.alert`, which webhooks can subscribe to.
  */
+import type { Db } from '../db/client'
+import { preparedFor } from '../db/prepared'
 import type { Deps } from '../deps'
 import type { AutomationKind } from '../db/schema/automations'
 import { automationSenders, pauseAutomation } from '../modules/automations/service'
@@ -122,70 +124,146 @@ export function pauseForListedIp(deps: Deps, address: string, evidence: string):
   return out
 }
 
-interface Rates {
-  id: number
-  name: string
+interface Counts {
   outcomes: number
   delivered: number
   bounced: number
   complained: number
 }
 
+/** A pool's or sending domain's outcomes in the window: per second of the events' time, and their sum. */
+interface ScopeTally {
+  kind: Scope['kind']
+  id: number
+  total: Counts
+  seconds: Map<number, Counts>
+}
+
+/** What has been counted so far: the last event id read, and the scopes' tallies (keyed "pool:1", "domain:3"). */
+interface Tally {
+  cursor: number
+  scopes: Map<string, ScopeTally>
+}
+
+const OUTCOME_KINDS = "('message.sent', 'message.bounced', 'message.complained')"
+const tallies = new WeakMap<object, Tally>()
+
+const tallyStatements = preparedFor((db: Db) => {
+  const c = db.$client
+  const select = `SELECT e.kind AS kind, e.created_at AS at,
+      coalesce(m.pool_id, (SELECT id FROM ip_pools WHERE is_default = 1)) AS pool_id, m.domain_id AS domain_id
+    FROM events e JOIN messages m ON m.id = e.message_id`
+  type Row = { kind: string; at: number; pool_id: number | null; domain_id: number | null }
+  return {
+    lastId: c.prepare<{ id: number | null }, []>('SELECT max(id) AS id FROM events'),
+    // The first sweep reads the whole window through the kind index...
+    window: c.prepare<Row, [number, number]>(`${select} WHERE e.kind IN ${OUTCOME_KINDS} AND e.created_at >= ?1 AND e.id <= ?2`),
+    // ...later ones only the events recorded since, by id range ("+kind": not through the kind
+    // index, which would read every outcome ever recorded).
+    since: c.prepare<Row, [number, number]>(`${select} WHERE e.id > ?1 AND e.id <= ?2 AND +e.kind IN ${OUTCOME_KINDS}`),
+    poolName: c.prepare<{ name: string }, [number]>('SELECT name FROM ip_pools WHERE id = ?'),
+    domainName: c.prepare<{ name: string }, [number]>('SELECT name FROM sending_domains WHERE id = ?'),
+  }
+})
+
+function add(to: Counts, from: Counts, sign: 1 | -1): void {
+  to.outcomes += sign * from.outcomes
+  to.delivered += sign * from.delivered
+  to.bounced += sign * from.bounced
+  to.complained += sign * from.complained
+}
+
+/**
+ * Brings the window's tallies up to date: adds the outcomes recorded since the last sweep and
+ * drops the seconds that left the window. A sweep used to count the whole window again (the
+ * events joined to their messages): with 400 messages a second that held the thread for half
+ * a second every minute (issue 18's long run). Counted to the second: the window's oldest
+ * second is kept whole.
+ */
+function updateTally(deps: Deps, since: number): Tally {
+  const st = tallyStatements(deps.db)
+  const hi = st.lastId.get()?.id ?? 0
+  let tally = tallies.get(deps.db)
+  const rows = tally ? st.since.all(tally.cursor, hi) : st.window.all(since, hi)
+  if (!tally) tallies.set(deps.db, (tally = { cursor: hi, scopes: new Map() }))
+  tally.cursor = Math.max(tally.cursor, hi)
+  const oldest = Math.floor(since / 1000)
+  for (const r of rows) {
+    const second = Math.floor(r.at / 1000)
+    if (second < oldest) continue
+    const one: Counts = {
+      outcomes: r.kind === 'message.complained' ? 0 : 1,
+      delivered: r.kind === 'message.sent' ? 1 : 0,
+      bounced: r.kind === 'message.bounced' ? 1 : 0,
+      complained: r.kind === 'message.complained' ? 1 : 0,
+    }
+    for (const [kind, id] of [
+      ['pool', r.pool_id],
+      ['domain', r.domain_id],
+    ] as const) {
+      if (id === null) continue
+      const key = `${kind}:${id}`
+      let scope = tally.scopes.get(key)
+      if (!scope) tally.scopes.set(key, (scope = { kind, id, total: { outcomes: 0, delivered: 0, bounced: 0, complained: 0 }, seconds: new Map() }))
+      let bucket = scope.seconds.get(second)
+      if (!bucket) scope.seconds.set(second, (bucket = { outcomes: 0, delivered: 0, bounced: 0, complained: 0 }))
+      add(bucket, one, 1)
+      add(scope.total, one, 1)
+    }
+  }
+  for (const [key, scope] of tally.scopes) {
+    for (const [second, bucket] of scope.seconds)
+      if (second < oldest) {
+        add(scope.total, bucket, -1)
+        scope.seconds.delete(second)
+      }
+    if (scope.seconds.size === 0) tally.scopes.delete(key)
+  }
+  return tally
+}
+
 /**
  * Measures each pool's and sending domain's bounce rate (bounced / sent + bounced) and
  * complaint rate (complaints / delivered, as Gmail's and Yahoo's sender rules count it) over
- * the window, from the event log (message.sent/bounced/complained joined to the message's pool
- * and domain), and pauses the running broadcasts and active automations of those over a
- * threshold. A scope is judged only with at least `guardrail_min_sent` outcomes, so one early
- * bounce does not stop a campaign. Once per crossing: a scope with nothing left running
- * raises no alert, so a sweep every minute while the rate stays high stays quiet.
+ * the window, from the event log (message.sent/bounced/complained of the message's pool and
+ * domain, counted as they are recorded: updateTally), and pauses the running broadcasts and
+ * active automations of those over a threshold. A scope is judged only with at least
+ * `guardrail_min_sent` outcomes, so one early bounce does not stop a campaign. Once per
+ * crossing: a scope with nothing left running raises no alert, so a sweep every few seconds
+ * while the rate stays high stays quiet.
  */
 export function checkGuardrails(deps: Deps): AlertResult {
   const cfg = deps.config
-  const since = deps.clock.now() - cfg.guardrail_window_minutes * 60_000
-  const c = deps.db.$client
-  const measure = (column: 'pool_id' | 'domain_id', table: 'ip_pools' | 'sending_domains') =>
-    c
-      .query(
-        `SELECT s.id AS id, s.name AS name,
-           sum(e.kind IN ('message.sent', 'message.bounced')) AS outcomes,
-           sum(e.kind = 'message.sent') AS delivered,
-           sum(e.kind = 'message.bounced') AS bounced,
-           sum(e.kind = 'message.complained') AS complained
-         FROM events e JOIN messages m ON m.id = e.message_id JOIN ${table} s ON s.id = ${column === 'pool_id' ? 'coalesce(m.pool_id, (SELECT id FROM ip_pools WHERE is_default = 1))' : 'm.domain_id'}
-         WHERE e.kind IN ('message.sent', 'message.bounced', 'message.complained') AND e.created_at >= ?
-         GROUP BY s.id`,
-      )
-      .all(since) as Rates[]
+  const tally = updateTally(deps, deps.clock.now() - cfg.guardrail_window_minutes * 60_000)
+  const st = tallyStatements(deps.db)
+  const scopes = [...tally.scopes.values()].sort((a, b) => (a.kind === b.kind ? a.id - b.id : a.kind === 'pool' ? -1 : 1))
   const out: AlertResult = { paused: [], paused_automations: [] }
-  for (const [kind, rows] of [
-    ['pool', measure('pool_id', 'ip_pools')],
-    ['domain', measure('domain_id', 'sending_domains')],
-  ] as const) {
-    for (const r of rows) {
-      if (r.outcomes < cfg.guardrail_min_sent) continue
-      const bounceRate = r.bounced / r.outcomes
-      const complaintRate = r.delivered > 0 ? r.complained / r.delivered : 0
-      let why: string | null = null
-      if (bounceRate > cfg.guardrail_bounce_rate) why = `bounce rate ${(bounceRate * 100).toFixed(1)} % over ${(cfg.guardrail_bounce_rate * 100).toFixed(1)} %`
-      else if (complaintRate > cfg.guardrail_complaint_rate)
-        why = `complaint rate ${(complaintRate * 100).toFixed(2)} % over ${(cfg.guardrail_complaint_rate * 100).toFixed(2)} %`
-      if (!why) continue
-      const scope: Scope = { kind, id: r.id, name: r.name }
-      // Nothing to pause: no alert storm every sweep.
-      if (runningBroadcasts(deps, scope).length === 0 && runningAutomations(deps, scope).length === 0) continue
-      const paused = pauseScope(deps, scope, `${kind} ${r.name}: ${why} in the last ${cfg.guardrail_window_minutes} minutes`, {
-        type: bounceRate > cfg.guardrail_bounce_rate ? 'bounce_rate' : 'complaint_rate',
-        outcomes: r.outcomes,
-        delivered: r.delivered,
-        complaints: r.complained,
-        bounce_rate: bounceRate,
-        complaint_rate: complaintRate,
-        window_minutes: cfg.guardrail_window_minutes,
-      })
-      out.paused.push(...paused.paused)
-      out.paused_automations.push(...paused.paused_automations)
-    }
+  for (const { kind, id, total: r } of scopes) {
+    if (r.outcomes < cfg.guardrail_min_sent) continue
+    const bounceRate = r.bounced / r.outcomes
+    const complaintRate = r.delivered > 0 ? r.complained / r.delivered : 0
+    let why: string | null = null
+    if (bounceRate > cfg.guardrail_bounce_rate) why = `bounce rate ${(bounceRate * 100).toFixed(1)} % over ${(cfg.guardrail_bounce_rate * 100).toFixed(1)} %`
+    else if (complaintRate > cfg.guardrail_complaint_rate)
+      why = `complaint rate ${(complaintRate * 100).toFixed(2)} % over ${(cfg.guardrail_complaint_rate * 100).toFixed(2)} %`
+    if (!why) continue
+    // A pool or domain deleted since its mail was sent is not judged.
+    const name = (kind === 'pool' ? st.poolName : st.domainName).get(id)?.name
+    if (name === undefined) continue
+    const scope: Scope = { kind, id, name }
+    // Nothing to pause: no alert storm every sweep.
+    if (runningBroadcasts(deps, scope).length === 0 && runningAutomations(deps, scope).length === 0) continue
+    const paused = pauseScope(deps, scope, `${kind} ${name}: ${why} in the last ${cfg.guardrail_window_minutes} minutes`, {
+      type: bounceRate > cfg.guardrail_bounce_rate ? 'bounce_rate' : 'complaint_rate',
+      outcomes: r.outcomes,
+      delivered: r.delivered,
+      complaints: r.complained,
+      bounce_rate: bounceRate,
+      complaint_rate: complaintRate,
+      window_minutes: cfg.guardrail_window_minutes,
+    })
+    out.paused.push(...paused.paused)
+    out.paused_automations.push(...paused.paused_automations)
   }
   return out
 }

@@ -19,6 +19,9 @@ export function transportTimeouts(t: DeliveryTimeouts): Pick<TransportOptions, '
   }
 }
 
+/** How often the guardrails look at the outcomes recorded since their last sweep (guardrails.ts): a few seconds' worth each time, so no sweep holds the thread for long. */
+export const GUARDRAIL_SWEEP_MS = 5_000
+
 /**
  * How long stopping waits for deliveries in flight to end and record their outcomes. A
  * server that never answers holds a delivery for up to the greeting timeout (5 minutes, RFC
@@ -32,7 +35,7 @@ export const STOP_GRACE_MS = 10_000
  * Assembles the delivery engine from its real parts: the DNS resolver of `dns_servers`, the
  * SMTP transport with the configured limits, DKIM signing in worker threads (one per core,
  * so signing never sits on the thread that serves HTTP), the IP pool rotation, traffic
- * shaping and warm-up (shaping.ts), and the guardrails' auto-pause check once a minute.
+ * shaping and warm-up (shaping.ts), and the guardrails' auto-pause check every GUARDRAIL_SWEEP_MS.
  */
 export function startDelivery(deps: Deps, overrides: Partial<EngineParts> = {}) {
   const resolver = createResolver(deps.config.dns_servers)
@@ -58,7 +61,7 @@ export function startDelivery(deps: Deps, overrides: Partial<EngineParts> = {}) 
     } catch (e) {
       deps.log.error('guardrails check failed', { error: e instanceof Error ? e.message : String(e) })
     }
-  }, 60_000)
+  }, GUARDRAIL_SWEEP_MS)
   return {
     engine,
     async stop(): Promise<void> {

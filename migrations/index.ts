@@ -23,6 +23,7 @@ import m20 from './0020_scheduled_sends.sql' with { type: 'text' }
 import m21 from './0021_web_forms_automations.sql' with { type: 'text' }
 import m22 from './0022_automation_status_reason.sql' with { type: 'text' }
 import m23 from './0023_import_enroll.sql' with { type: 'text' }
+import m24 from './0024_webhook_lease_index.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -55,4 +56,5 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0021_web_forms_automations', createdAt: 1795569761847, sql: m21 },
   { tag: '0022_automation_status_reason', createdAt: 1795576520305, sql: m22 },
   { tag: '0023_import_enroll', createdAt: 1795578205630, sql: m23 },
+  { tag: '0024_webhook_lease_index', createdAt: 1795593233051, sql: m24 },
 ]

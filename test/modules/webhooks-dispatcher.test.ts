@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from 'bun:test'
 import type { Config } from '../../src/config'
-import { createWebhookDispatcher, type DispatcherParts } from '../../src/modules/webhooks/dispatcher'
+import { createWebhookDispatcher, REQUEUE_EXPIRED_SQL, type DispatcherParts } from '../../src/modules/webhooks/dispatcher'
 import { emit } from '../../src/modules/events/service'
 import { testApp } from '../support/app'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver'
@@ -229,4 +229,10 @@ test('the events before a webhook existed are not delivered to it; the cursor mo
   await d.fanOut()
   const rows = t.deps.db.$client.query('SELECT kind FROM webhook_deliveries').all()
   expect(rows).toEqual([{ kind: 'message.sent' }])
+})
+
+test('the requeue of expired leases reads the rows in flight through their index, not every delivery ever made', () => {
+  const { deps } = testApp()
+  const plan = (deps.db.$client.query(`EXPLAIN QUERY PLAN ${REQUEUE_EXPIRED_SQL}`).all(1) as Array<{ detail: string }>).map((r) => r.detail).join(' | ')
+  expect(plan).toContain('USING INDEX webhook_deliveries_lease_idx')
 })

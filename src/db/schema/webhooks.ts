@@ -59,6 +59,11 @@ export const webhookDeliveries = sqliteTable(
     index('webhook_deliveries_due_idx')
       .on(t.next_attempt_at)
       .where(sql`state = 'pending'`),
+    // The dispatcher's requeue of expired leases every 30 s: without it, a scan of every
+    // delivery ever made, growing with the table (issue 18's long run).
+    index('webhook_deliveries_lease_idx')
+      .on(t.lease_until)
+      .where(sql`state = 'sending'`),
     index('webhook_deliveries_webhook_idx').on(t.webhook_id, t.id),
     index('webhook_deliveries_event_idx').on(t.event_id),
   ],

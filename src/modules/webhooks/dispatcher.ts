@@ -66,6 +66,9 @@ interface WebhookRow {
   format: 'mailroom' | 'resend'
 }
 
+/** Leases that ran out (a dispatcher that died mid-request) go back to pending; every 30 s, through webhook_deliveries_lease_idx (a partial index: the rows `sending` now). */
+export const REQUEUE_EXPIRED_SQL = `UPDATE webhook_deliveries SET state = 'pending', lease_until = NULL, next_attempt_at = ?1, updated_at = ?1 WHERE state = 'sending' AND lease_until < ?1`
+
 const statements = preparedFor((db) => {
   const c = db.$client
   return {
@@ -93,9 +96,7 @@ const statements = preparedFor((db) => {
     requeueAll: c.prepare<never, [number]>(
       `UPDATE webhook_deliveries SET state = 'pending', lease_until = NULL, next_attempt_at = ?1, updated_at = ?1 WHERE state = 'sending'`,
     ),
-    requeueExpired: c.prepare<never, [number]>(
-      `UPDATE webhook_deliveries SET state = 'pending', lease_until = NULL, next_attempt_at = ?1, updated_at = ?1 WHERE state = 'sending' AND lease_until < ?1`,
-    ),
+    requeueExpired: c.prepare<never, [number]>(REQUEUE_EXPIRED_SQL),
     nextDue: c.prepare<{ at: number | null }, []>(
       `SELECT MIN(next_attempt_at) AS at FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at IS NOT NULL`,
     ),

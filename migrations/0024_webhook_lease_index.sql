@@ -1,0 +1,1 @@
+CREATE INDEX `webhook_deliveries_lease_idx` ON `webhook_deliveries` (`lease_until`) WHERE state = 'sending';

@@ -27,6 +27,9 @@ const stopSignal = new Promise<string>((resolve) => {
   }
 })
 
+/** A compiled executable runs its bundle from Bun's embedded file system. */
+const compiled = Bun.main.startsWith('/$bunfs/')
+
 /** How the operator runs this program, for the hints it prints: the executable, or bun on the source file. */
 function programName(): string {
   const cwd = process.cwd()
@@ -34,8 +37,7 @@ function programName(): string {
     const rel = relative(cwd, path)
     return rel.startsWith('..') || isAbsolute(rel) ? path : dotSlash ? `./${rel}` : rel
   }
-  // A compiled executable runs its bundle from Bun's embedded file system.
-  if (Bun.main.startsWith('/$bunfs/')) return shown(process.execPath, true)
+  if (compiled) return shown(process.execPath, true)
   const bun = process.execPath.includes('/node_modules/') ? 'npx bun' : 'bun'
   return `${bun} ${shown(Bun.main, false)}`
 }
@@ -84,7 +86,6 @@ function sizeHeapFor(bytes: number): void {
   if (process.env.BUN_JSC_forceRAMSize !== undefined) return
   // A compiled executable's argv[1] is its bundle's virtual path, which it adds by itself;
   // `bun src/main.ts` needs its runtime flags (execArgv) and the script back.
-  const compiled = Bun.main.startsWith('/$bunfs/')
   const args = compiled ? process.argv.slice(2) : [...process.execArgv, ...process.argv.slice(1)]
   process.execve!(process.execPath, [process.execPath, ...args], { ...process.env, BUN_JSC_forceRAMSize: String(bytes) })
 }

@@ -1,23 +1,14 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createAdminKey, startMailroom, startStalledMx, until } from '../support/server-process'
+import { createAdminKey, stalledMxSuite, startMailroom, until } from '../support/server-process'
 
 /**
  * Crash safety of the queue with the real server process: messages accepted (202) while
  * their deliveries hang on the wire survive a SIGKILL, and the next process delivers each of
  * them exactly once (nothing had completed on the wire, so there is nothing to duplicate).
  */
-const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-restart-'))
-let world: Awaited<ReturnType<typeof startStalledMx>>
-const flags = () => world.flags(dataDir)
-
-beforeAll(async () => {
-  world = await startStalledMx('127.0.0.5')
-})
-afterAll(() => world.close())
+const { dataDir, world, flags } = stalledMxSuite('restart', '127.0.0.5')
 
 test('accepted mail survives SIGKILL mid-delivery and is delivered once after the restart', async () => {
   const key = await createAdminKey(flags(), 'restart')
@@ -39,15 +30,15 @@ test('accepted mail survives SIGKILL mid-delivery and is delivered once after th
   first.proc.kill('SIGKILL')
   await first.proc.exited
   expect(count('sending')).toBe(10)
-  expect(world.sink.messages).toHaveLength(0)
+  expect(world().sink.messages).toHaveLength(0)
 
   // The MX now points at the working sink; the next process requeues and delivers.
-  world.release()
+  world().release()
   const second = await startMailroom(flags())
   try {
-    await world.sink.waitFor(10, 20_000)
+    await world().sink.waitFor(10, 20_000)
     await until('all ten recorded as sent', () => count('sent') === 10)
-    const delivered = world.sink.messages.map((m) => /^Message-ID: <([^@>]+)@/im.exec(m.raw.toString())?.[1])
+    const delivered = world().sink.messages.map((m) => /^Message-ID: <([^@>]+)@/im.exec(m.raw.toString())?.[1])
     expect(delivered.sort()).toEqual([...ids].sort())
     // Retries count: each recipient was attempted once before the crash and once after.
     const attempts = db.query('SELECT DISTINCT attempts FROM message_recipients').all() as Array<{ attempts: number }>

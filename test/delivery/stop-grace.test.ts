@@ -1,23 +1,14 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createAdminKey, startMailroom, startStalledMx, until } from '../support/server-process'
+import { createAdminKey, stalledMxSuite, startMailroom, until } from '../support/server-process'
 
 /**
  * Stopping with deliveries hanging on a server that never greets: SIGTERM ends the process
  * after the grace (STOP_GRACE_MS) instead of waiting out the 5-minute greeting timeout, and the
  * rows left `sending` are delivered by the next process.
  */
-const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-stop-grace-'))
-let world: Awaited<ReturnType<typeof startStalledMx>>
-const flags = () => world.flags(dataDir)
-
-beforeAll(async () => {
-  world = await startStalledMx('127.0.0.6')
-})
-afterAll(() => world.close())
+const { dataDir, world, flags } = stalledMxSuite('stop-grace', '127.0.0.6')
 
 test('SIGTERM with deliveries stuck on a silent MX stops the server; the next start delivers them', async () => {
   const key = await createAdminKey(flags(), 'stop-grace')
@@ -37,10 +28,10 @@ test('SIGTERM with deliveries stuck on a silent MX stops the server; the next st
   expect(await first.proc.exited).toBe(0)
   expect(state()).toBe('sending')
 
-  world.release()
+  world().release()
   const second = await startMailroom(flags())
   try {
-    await world.sink.waitFor(1, 20_000)
+    await world().sink.waitFor(1, 20_000)
     await until('recorded as sent', () => state() === 'sent')
   } finally {
     second.proc.kill('SIGTERM')

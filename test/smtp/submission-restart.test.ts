@@ -1,24 +1,15 @@
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
-import { createAdminKey, startMailroom, startStalledMx, until } from '../support/server-process'
+import { createAdminKey, stalledMxSuite, startMailroom, until } from '../support/server-process'
 
 /**
  * "250 means on disk", with the real server process: messages submitted over SMTP are
  * SIGKILLed right after their 250 arrives; the next process finds every one of them in the
  * database and delivers it.
  */
-const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-smtp-restart-'))
-let world: Awaited<ReturnType<typeof startStalledMx>>
-const flags = () => world.flags(dataDir)
-
-beforeAll(async () => {
-  world = await startStalledMx('127.0.0.6')
-})
-afterAll(() => world.close())
+const { dataDir, world, flags } = stalledMxSuite('smtp-restart', '127.0.0.6')
 
 test('messages answered 250 survive a SIGKILL right after the reply and are delivered by the next process', async () => {
   const key = await createAdminKey(flags(), 'smtp-restart')
@@ -71,13 +62,15 @@ test('messages answered 250 survive a SIGKILL right after the reply and are deli
     // Every message answered 250 is on disk (more may be: committed, with the reply lost to the kill).
     for (const id of answered) expect(stored).toContain(id)
 
-    world.release()
+    world().release()
     const second = await startMailroom(flags(), { smtp: true })
     try {
-      await world.sink.waitFor(stored.length, 20_000)
+      await world().sink.waitFor(stored.length, 20_000)
       const sent = () => (db.query("SELECT COUNT(*) AS n FROM message_recipients WHERE state = 'sent'").get() as { n: number }).n
       await until('every stored message recorded as sent', () => sent() === stored.length)
-      const delivered = world.sink.messages.map((m) => /^Subject: (.*)$/m.exec(m.raw.toString())?.[1]).sort()
+      const delivered = world()
+        .sink.messages.map((m) => /^Subject: (.*)$/m.exec(m.raw.toString())?.[1])
+        .sort()
       expect(delivered).toHaveLength(stored.length)
       const subjects = (db.query('SELECT subject FROM messages').all() as Array<{ subject: string }>).map((m) => m.subject).sort()
       expect(delivered).toEqual(subjects)

@@ -1,5 +1,7 @@
-import { expect } from 'bun:test'
+import { afterAll, beforeAll, expect } from 'bun:test'
+import { mkdtempSync } from 'node:fs'
 import { createServer, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startDnsServer } from './dns-server'
 import { startSmtpSink } from './smtp-sink'
@@ -100,4 +102,19 @@ export async function startStalledMx(stallHost: string) {
       await zone.close()
     },
   }
+}
+
+/**
+ * A crash test file's set-up: a data directory of its own, and a stalled MX (startStalledMx)
+ * started before the file's tests and closed after them. `world()` is that MX once started;
+ * `flags()` are the server flags for both.
+ */
+export function stalledMxSuite(name: string, stallHost: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), `mailroom-${name}-`))
+  let world: Awaited<ReturnType<typeof startStalledMx>>
+  beforeAll(async () => {
+    world = await startStalledMx(stallHost)
+  })
+  afterAll(() => world.close())
+  return { dataDir, world: () => world, flags: () => world.flags(dataDir) }
 }

@@ -1,11 +1,14 @@
 /**
  * The text part of an HTML-only send (issue 18's accept path): `lib/html-text.ts`, one
- * streaming pass over htmlparser2's events, against html-to-text (compiled once, its fastest
- * use) on the same HTML. Both run alternately in each round, the order swapped every round;
- * the figure that counts is the ratio of CPU time per message (the machine is shared).
+ * streaming pass over the events of `lib/html-events.ts`, against html-to-text (compiled once,
+ * its fastest use) on the same HTML; and that event scanner alone against htmlparser2's Parser,
+ * the library it replaced. Each pair runs alternately in each round, the order swapped every
+ * round; the figure that counts is the ratio of CPU time per message (the machine is shared).
  */
+import { Parser } from 'htmlparser2'
 import { compile } from 'html-to-text'
 import { parseArgs } from 'node:util'
+import { scanHtml } from '../src/lib/html-events'
 import { htmlToText } from '../src/lib/html-text'
 import { machineInfo, markdownTable, median, textTable, writeDocSection } from './support/report'
 
@@ -36,7 +39,15 @@ const RECEIPT = `<html><body><h1>Thanks for your order</h1><p>Order <b>#12345</b
 <ul><li>Free returns within 30 days</li><li>Questions? <a href="mailto:help@example.com">help@example.com</a></li></ul>
 <p>Track your parcel: <a href="https://example.com/track/12345">https://example.com/track/12345</a></p></body></html>`
 
-function cpuPerMessage(fn: (html: string) => string, html: string, n: number): number {
+const noEvents = { open() {}, text() {}, close() {} }
+const scanOnly = (html: string) => scanHtml(html, noEvents)
+const parserOnly = (html: string) => {
+  const parser = new Parser({ onopentag() {}, ontext() {}, onclosetag() {} }, { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true })
+  parser.write(html)
+  parser.end()
+}
+
+function cpuPerMessage(fn: (html: string) => unknown, html: string, n: number): number {
   const t0 = process.cpuUsage()
   for (let i = 0; i < n; i++) fn(html)
   const used = process.cpuUsage(t0)
@@ -51,32 +62,37 @@ export async function run(argv: string[], command: string): Promise<number> {
   })
   const rounds = Number(values.rounds)
   const n = Number(values.messages)
-  const rows: string[][] = []
-  for (const [label, html] of [
+  const documents = [
     ['paragraphs (the delivery benchmark)', PARAGRAPHS],
     ['newsletter: layout tables, 41 links', NEWSLETTER],
     ['receipt: data table, list, mailto', RECEIPT],
-  ] as const) {
-    cpuPerMessage(htmlToText, html, 50)
-    cpuPerMessage(library, html, 50)
-    const ours: number[] = []
-    const theirs: number[] = []
-    for (let r = 0; r < rounds; r++) {
-      const pair = [() => ours.push(cpuPerMessage(htmlToText, html, n)), () => theirs.push(cpuPerMessage(library, html, n))]
-      if (r % 2) pair.reverse()
-      for (const f of pair) f()
-    }
-    const ratios = ours.map((o, i) => theirs[i]! / o)
-    rows.push([
-      `${label} (${(html.length / 1024).toFixed(1)} KB)`,
-      `${(median(theirs) / 1000).toFixed(3)} ms`,
-      `${(median(ours) / 1000).toFixed(3)} ms`,
-      `${median(ratios).toFixed(1)}x`,
-      `${Math.min(...ratios).toFixed(1)}-${Math.max(...ratios).toFixed(1)}x`,
-    ])
-  }
+  ] as const
+  /** One row per document: the library's and our CPU time per conversion, alternating in each round. */
+  const compare = (theirsFn: (html: string) => unknown, oursFn: (html: string) => unknown) =>
+    documents.map(([label, html]) => {
+      cpuPerMessage(oursFn, html, 50)
+      cpuPerMessage(theirsFn, html, 50)
+      const ours: number[] = []
+      const theirs: number[] = []
+      for (let r = 0; r < rounds; r++) {
+        const pair = [() => ours.push(cpuPerMessage(oursFn, html, n)), () => theirs.push(cpuPerMessage(theirsFn, html, n))]
+        if (r % 2) pair.reverse()
+        for (const f of pair) f()
+      }
+      const ratios = ours.map((o, i) => theirs[i]! / o)
+      return [
+        `${label} (${(html.length / 1024).toFixed(1)} KB)`,
+        `${(median(theirs) / 1000).toFixed(3)} ms`,
+        `${(median(ours) / 1000).toFixed(3)} ms`,
+        `${median(ratios).toFixed(1)}x`,
+        `${Math.min(...ratios).toFixed(1)}-${Math.max(...ratios).toFixed(1)}x`,
+      ]
+    })
+  const rows = compare(library, htmlToText)
+  const scanRows = compare(parserOnly, scanOnly)
   const head = ['HTML', 'html-to-text (compiled)', 'html-text.ts', 'ratio (median of rounds)', 'range']
-  process.stdout.write(`\n${textTable(head, rows)}\n`)
+  const scanHead = ['HTML', 'htmlparser2 Parser (events only)', 'html-events.ts scanHtml', 'ratio (median of rounds)', 'range']
+  process.stdout.write(`\n${textTable(head, rows)}\n\n${textTable(scanHead, scanRows)}\n`)
   const machine = machineInfo()
   if (!values['dry-run'])
     writeDocSection(
@@ -86,6 +102,10 @@ export async function run(argv: string[], command: string): Promise<number> {
 \`${command}\` (${rounds} rounds of ${n} conversions per implementation, alternating, the order swapped each round; ${machine.nproc} cores, ${machine.cpuModel}, load ${machine.loadAverage}, Bun ${machine.bun}). CPU time of this process per conversion; decision 55.
 
 ${markdownTable(head, rows)}
+
+The event scanner alone (open tags, text, close tags; no handler work) against the library it replaced, htmlparser2's Parser with the same options (decision 65):
+
+${markdownTable(scanHead, scanRows)}
 
 Why: every HTML-only send gets a generated text part (Resend's behaviour). With html-to-text, even compiled once, the conversion was 45 % of the server's CPU in the delivery benchmark (a CPU profile of \`bun bench/delivery.ts --messages 10000\`: 2.7 s of 5.9 s sampled in html-to-text, htmlparser2, domhandler and selderee).
 `,

@@ -1,6 +1,6 @@
 /**
  * The plain-text alternative of an HTML body, generated for an HTML-only send (as Resend
- * does). One streaming pass over htmlparser2's events: no DOM, no selectors. It replaced
+ * does). One streaming pass over the events of html-events.ts: no DOM, no selectors. It replaced
  * html-to-text on the accept path, where that library (DOM, selector matching, formatters per
  * element) was 45 % of the server's CPU (docs/benchmarks.md, "Text from HTML"; decision 55).
  * It keeps that library's defaults that matter in a mail client: paragraphs, headings, lists
@@ -8,7 +8,7 @@
  * quotes as "> ", links as "text [href]", images and <head>/<script>/<style> dropped, <pre>
  * as it is, lines wrapped at 78 columns (RFC 5322 2.1.1 recommends at most 78).
  */
-import { Parser } from 'htmlparser2'
+import { scanHtml } from './html-events'
 
 const WIDTH = 78
 
@@ -26,6 +26,17 @@ const HEADINGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6'])
 
 /** Whitespace as HTML collapses it (and the zero-width space and no-break space of preheader spacers). */
 const SPACES = /[ \t\n\r\f\u200b\u00a0]+/g
+/** Whether a text has whitespace to collapse: testing is cheaper than replacing, and most text nodes have only single spaces. */
+const COLLAPSIBLE = /[\t\n\r\f\u200b\u00a0]| {2}/
+
+/** Whether a text is nothing but white space that SPACES collapses (the line breaks between blocks). */
+function onlySpaces(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09 && c !== 0x0c && c !== 0x200b && c !== 0xa0) return false
+  }
+  return true
+}
 
 /** Greedy word wrap of collapsed text (single spaces); a word longer than the width (a URL) stays whole on its own line. */
 function wrap(text: string, width: number): string[] {
@@ -70,6 +81,7 @@ export function htmlToText(html: string): string {
   const links: Array<{ href: string | undefined; start: number }> = []
 
   function prefix(first: boolean): string {
+    if (quote === 0 && lists.length === 0) return ''
     const q = '> '.repeat(quote)
     if (lists.length === 0) return q
     const outer = '  '.repeat(lists.length - 1)
@@ -81,19 +93,21 @@ export function htmlToText(html: string): string {
   let lastQuote = 0
 
   function write(content: string[]): void {
-    if (lines.length > 0) for (let i = 1; i < pending; i++) lines.push('> '.repeat(Math.min(quote, lastQuote)).trimEnd())
+    if (lines.length > 0) for (let i = 1; i < pending; i++) lines.push(quote > 0 && lastQuote > 0 ? '>' + ' >'.repeat(Math.min(quote, lastQuote) - 1) : '')
     lastQuote = quote
     const lead = prefix(true)
     const rest = prefix(false)
-    content.forEach((l, i) => lines.push((i === 0 ? lead : rest) + l))
+    for (let i = 0; i < content.length; i++) lines.push((i === 0 ? lead : rest) + content[i])
     marker = null
     pending = 1
   }
 
   function flush(): void {
-    if (pre > 0 ? inline.length > 0 : inline.trim().length > 0) {
-      const width = Math.max(20, WIDTH - prefix(false).length)
-      write(pre > 0 ? inline.replace(/\r\n?/g, '\n').replace(/^\n/, '').replace(/\n$/, '').split('\n') : wrap(inline.trim(), width))
+    if (pre > 0) {
+      if (inline.length > 0) write(inline.replace(/\r\n?/g, '\n').replace(/^\n/, '').replace(/\n$/, '').split('\n'))
+    } else {
+      const collapsed = inline.trim()
+      if (collapsed.length > 0) write(wrap(collapsed, Math.max(20, WIDTH - prefix(false).length)))
     }
     inline = ''
     for (const l of links) l.start = 0
@@ -107,62 +121,67 @@ export function htmlToText(html: string): string {
   /** A list inside a list item starts on the next line, not after a blank one. */
   const nestedList = (name: string) => lists.length > 0 && (name === 'ul' || name === 'ol')
 
-  const parser = new Parser(
-    {
-      onopentag(name, attrs) {
-        // htmlparser2 closes every element it opens, void ones at once, so the depth balances.
-        if (skipped > 0 || SKIPPED.has(name)) {
-          skipped++
-          return
-        }
-        const breaks = nestedList(name) ? 1 : BLOCK_BREAKS.get(name)
-        if (breaks !== undefined) block(breaks)
-        if (name === 'br') {
-          if (inline.trim() || pre > 0) flush()
-          else if (lines.length > 0) lines.push(prefix(false).trimEnd())
-          pending = 1
-        } else if (name === 'hr') {
-          write(['-'.repeat(40)])
-          pending = 2
-        } else if (name === 'pre') pre++
-        else if (name === 'blockquote') quote++
-        else if (HEADINGS.has(name)) upper++
-        else if (name === 'ul' || name === 'ol') lists.push({ ordered: name === 'ol', next: Number.parseInt(attrs.start ?? '1', 10) || 1 })
-        else if (name === 'li') {
-          const list = lists.at(-1)
-          marker = list?.ordered ? `${list.next++}. ` : '* '
-        } else if (name === 'a') links.push({ href: attrs.href?.trim(), start: inline.length })
-      },
-      ontext(text) {
-        if (skipped > 0) return
-        let t = pre > 0 ? text : text.replace(SPACES, ' ')
-        if (upper > 0) t = t.toUpperCase()
-        inline += t
-      },
-      onclosetag(name) {
-        if (skipped > 0) {
-          skipped--
-          return
-        }
-        if (name === 'a') {
-          const link = links.pop()
-          const href = shownHref(link?.href, inline.slice(link?.start ?? 0).trim())
-          if (href) inline += inline.slice(link?.start ?? 0).trim() ? ` [${href}]` : href
-        }
-        const breaks = lists.length > 1 && (name === 'ul' || name === 'ol') ? 1 : BLOCK_BREAKS.get(name)
-        if (breaks === undefined || name === 'hr') return
-        block(breaks)
-        if (name === 'pre') pre = Math.max(0, pre - 1)
-        else if (name === 'blockquote') quote = Math.max(0, quote - 1)
-        else if (HEADINGS.has(name)) upper = Math.max(0, upper - 1)
-        else if (name === 'ul' || name === 'ol') lists.pop()
-        else if (name === 'li') marker = null
-      },
+  scanHtml(html, {
+    open(name, attrs) {
+      // scanHtml closes every element it opens, void ones at once, so the depth balances.
+      if (skipped > 0 || SKIPPED.has(name)) {
+        skipped++
+        return
+      }
+      const breaks = nestedList(name) ? 1 : BLOCK_BREAKS.get(name)
+      if (breaks !== undefined) block(breaks)
+      if (name === 'br') {
+        if (inline.trim() || pre > 0) flush()
+        else if (lines.length > 0) lines.push(prefix(false).trimEnd())
+        pending = 1
+      } else if (name === 'hr') {
+        write(['-'.repeat(40)])
+        pending = 2
+      } else if (name === 'pre') pre++
+      else if (name === 'blockquote') quote++
+      else if (HEADINGS.has(name)) upper++
+      else if (name === 'ul' || name === 'ol') lists.push({ ordered: name === 'ol', next: Number.parseInt(attrs.start ?? '1', 10) || 1 })
+      else if (name === 'li') {
+        const list = lists.at(-1)
+        marker = list?.ordered ? `${list.next++}. ` : '* '
+      } else if (name === 'a') links.push({ href: attrs.href?.trim(), start: inline.length })
     },
-    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
-  )
-  parser.write(html)
-  parser.end()
+    text(text) {
+      if (skipped > 0) return
+      if (pre > 0) {
+        inline += upper > 0 ? text.toUpperCase() : text
+        return
+      }
+      // White space collapses across elements too ("a <b> b</b>" reads "a b"): a space after a space is dropped.
+      const afterSpace = inline === '' || inline.endsWith(' ')
+      if (onlySpaces(text)) {
+        if (!afterSpace) inline += ' '
+        return
+      }
+      let t = COLLAPSIBLE.test(text) ? text.replace(SPACES, ' ') : text
+      if (afterSpace && t.startsWith(' ')) t = t.slice(1)
+      inline += upper > 0 ? t.toUpperCase() : t
+    },
+    close(name) {
+      if (skipped > 0) {
+        skipped--
+        return
+      }
+      if (name === 'a') {
+        const link = links.pop()
+        const href = shownHref(link?.href, inline.slice(link?.start ?? 0).trim())
+        if (href) inline += inline.slice(link?.start ?? 0).trim() ? ` [${href}]` : href
+      }
+      const breaks = lists.length > 1 && (name === 'ul' || name === 'ol') ? 1 : BLOCK_BREAKS.get(name)
+      if (breaks === undefined || name === 'hr') return
+      block(breaks)
+      if (name === 'pre') pre = Math.max(0, pre - 1)
+      else if (name === 'blockquote') quote = Math.max(0, quote - 1)
+      else if (HEADINGS.has(name)) upper = Math.max(0, upper - 1)
+      else if (name === 'ul' || name === 'ol') lists.pop()
+      else if (name === 'li') marker = null
+    },
+  })
   flush()
   return lines
     .map((l) => l.trimEnd())

@@ -5,6 +5,7 @@ import { htmlToText } from '../../src/lib/html-text'
 describe('htmlToText', () => {
   test.each([
     ['paragraphs are separated by a blank line, whitespace collapsed', '<p>One\n   two</p><p>Three</p>', 'One two\n\nThree'],
+    ['whitespace collapses across elements', '<p>Fish <b> &amp;\n</b> <i> chips</i></p>', 'Fish & chips'],
     ['entities are decoded', '<p>Fish &amp; chips &lt;3 &euro;5&nbsp;each</p>', 'Fish & chips <3 €5 each'],
     ['head, style and script are dropped', '<html><head><title>T</title><style>p{}</style></head><body><script>x()</script><p>Body</p></body></html>', 'Body'],
     ['a link keeps its address in brackets', '<p>Read the <a href="https://example.org/guide">guide</a>.</p>', 'Read the guide [https://example.org/guide].'],

@@ -188,7 +188,16 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
   async function deliverGroup(messageId: string, rows: Claimed[]): Promise<void> {
     const row = st.message.get(messageId)
     if (!row) return // deleted meanwhile: its recipient rows went with it (ON DELETE CASCADE)
-    const m: MessageRow = { ...row, raw: unpackMessage(row.raw) }
+    // Unpacked only when the message is sent (or a DSN quotes it): a job the shaper postpones
+    // (its destination's connections busy) never needs the bytes, and with a slow destination
+    // most jobs are such.
+    let raw: Buffer | null = null
+    const m: MessageRow = {
+      ...row,
+      get raw() {
+        return (raw ??= unpackMessage(row.raw))
+      },
+    }
     const node = resolveNode(deps, m.node_id)
     if (node && !node.active) {
       // The message names a node the operator switched off: wait (with backoff, up to the

@@ -185,6 +185,24 @@ describe('traffic shaping', () => {
     await t.close()
   })
 
+  test('a pair that finished more deliveries in the last second than WAIT_DEPTH a connection may hold that many waiters', async () => {
+    const t = await setup({ shaping_limits: { other: { connections: 1 } } })
+    const first: string[] = []
+    for (let i = 0; i < 10; i++) first.push(await t.send(`f${i}@example.net`))
+    await t.engine.drain()
+    // The clock stands still, so all of it is this second: one in flight and WAIT_DEPTH waiting went.
+    const done = first.filter((id) => t.row(id).state === 'sent').length
+    expect(done).toBe(1 + WAIT_DEPTH)
+    const second: string[] = []
+    for (let i = 0; i < 12; i++) second.push(await t.send(`s${i}@example.net`))
+    await t.engine.drain()
+    // Now the pair has finished `done` deliveries this second: that many may wait, one more is in flight.
+    expect(second.filter((id) => t.row(id).state === 'sent')).toHaveLength(1 + done)
+    const postponed = second.filter((id) => t.row(id).state !== 'sent')
+    expect(postponed.map((id) => t.row(id))).toEqual(postponed.map(() => expect.objectContaining({ state: 'deferred', attempts: 0 })))
+    await t.close()
+  })
+
   test('a Spamhaus block suspends the group on that IP, raises an alert, pauses its running broadcasts; mail spills to the other IP', async () => {
     const t = await setup()
     const ip2 = await t.ip('127.0.0.2')

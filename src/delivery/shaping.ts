@@ -23,7 +23,7 @@
  * finished in the last second (at least WAIT_DEPTH a connection): about a second's work, so a
  * large batch to a slow provider does not fill the engine's in-flight room with waiters while
  * other destinations are due, and a fast one is not starved of waiters. The rest are
- * postponed by a second. A fixed depth of 4 a connection postponed most jobs of a batch to
+ * postponed, in a line served at that rate (a second ahead at least, 30 at most). A fixed depth of 4 a connection postponed most jobs of a batch to
  * one fast destination, again and again: each a claim, a read and a postponing write, 4.4
  * group-commit items a delivered message instead of 1.5 (decision 66).
  * Relay routes are not shaped: the relay paces its own deliveries.
@@ -48,8 +48,10 @@ export const UNLIMITED_THROTTLE_START = 60
 const MAX_BACKOFF_MS = 30 * 60_000
 /** Jobs that may wait in memory per busy connection of a pair at least (enough to keep it fed); a pair that finishes more a second may hold that many. */
 export const WAIT_DEPTH = 4
-/** How long a job beyond that depth is postponed. */
+/** How long a job beyond the waiting room is postponed at least... */
 const BUSY_POSTPONE_MS = 1000
+/** ...and at most: jobs postponed in a row are spread over the pair's rate up to this far ahead. */
+const BUSY_SPREAD_MS = 30_000
 
 interface Pair {
   state: PairState
@@ -70,6 +72,8 @@ interface Pair {
   doneSecond: number
   doneNow: number
   donePrevious: number
+  /** Where the next job postponed because the pair is busy goes (laterSlot). */
+  nextSlot: number
 }
 
 export interface Candidate {
@@ -157,6 +161,7 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
         doneSecond: 0,
         doneNow: 0,
         donePrevious: 0,
+        nextSlot: 0,
       }
       pairs.set(key, p)
     }
@@ -259,6 +264,20 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
     return Math.max(WAIT_DEPTH * limits.connections, recent)
   }
 
+  /**
+   * When a job postponed because the pair is busy comes back: the pair's next free place in a
+   * line served at `perSecond` (its waiting room, about what it finishes a second), at least
+   * BUSY_POSTPONE_MS and at most BUSY_SPREAD_MS ahead. Postponed all by the same second, a
+   * backlog for a slow or silent destination came back whole every second and was claimed,
+   * read and postponed again (the accept benchmark, MX silent: 60,000 such jobs in 12 s).
+   */
+  function laterSlot(p: Pair, perSecond: number, now: number): number {
+    p.nextSlot = Math.min(Math.max(p.nextSlot, now + BUSY_POSTPONE_MS), now + BUSY_SPREAD_MS)
+    const at = Math.ceil(p.nextSlot)
+    p.nextSlot += 1000 / perSecond
+    return at
+  }
+
   /** Counts an admitted delivery of `count` messages against the pair (and its warm-up allowance). */
   async function admit(group: string, ip: string, count: number, limits: GroupLimits, now: number): Promise<void> {
     const p = pairOf(group, ip)
@@ -303,13 +322,16 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
         const now = deps.clock.now()
         let wait: { until: number; reason: string } | null = null
         const busy: string[] = []
+        let firstBusy: Pair | null = null
         let waitingRoom = 0
         for (const cand of list) {
           const ip = cand?.address ?? ''
           const r = room(group, ip, limits, n, now)
           if ('busy' in r) {
             busy.push(keyOf(group, ip))
-            waitingRoom += waitRoom(pairOf(group, ip), limits, now)
+            const p = pairOf(group, ip)
+            firstBusy ??= p
+            waitingRoom += waitRoom(p, limits, now)
             continue
           }
           if ('until' in r) {
@@ -324,7 +346,7 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
         if (waiting >= waitingRoom)
           return wait && wait.until < now + BUSY_POSTPONE_MS
             ? { kind: 'wait', ...wait }
-            : { kind: 'wait', until: now + BUSY_POSTPONE_MS, reason: `${limits.connections} connections busy` }
+            : { kind: 'wait', until: laterSlot(firstBusy!, waitingRoom, now), reason: `${limits.connections} connections busy` }
         await waitForSlot(busy)
       }
     },

@@ -187,6 +187,22 @@ describe('traffic shaping', () => {
     await t.close()
   })
 
+  test('postponed jobs are spread at most 30 seconds ahead, however long the line', async () => {
+    const t = await setup({ shaping_limits: { other: { connections: 1 } } })
+    const ids: string[] = []
+    // 1 in flight, WAIT_DEPTH waiting, and more than 30 seconds' worth (WAIT_DEPTH a second) postponed.
+    for (let i = 0; i < 1 + WAIT_DEPTH + 35 * WAIT_DEPTH; i++) ids.push(await t.send(`l${i}@example.net`))
+    const start = t.deps.clock.now()
+    await t.engine.drain()
+    const times = ids.map((id) => t.row(id)).filter((r) => r.state !== 'sent').map((r) => r.next_attempt_at!)
+    expect(times).toHaveLength(35 * WAIT_DEPTH)
+    expect(Math.min(...times)).toBe(start + 1000)
+    expect(Math.max(...times)).toBe(start + 30_000)
+    // The line up to the cap: WAIT_DEPTH a second; the rest wait at the cap.
+    expect(times.filter((at) => at < start + 30_000)).toHaveLength(29 * WAIT_DEPTH)
+    await t.close()
+  })
+
   test('a pair that finished more deliveries in the last second than WAIT_DEPTH a connection may hold that many waiters', async () => {
     const t = await setup({ shaping_limits: { other: { connections: 1 } } })
     const first: string[] = []

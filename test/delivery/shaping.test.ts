@@ -194,7 +194,10 @@ describe('traffic shaping', () => {
     for (let i = 0; i < 1 + WAIT_DEPTH + 35 * WAIT_DEPTH; i++) ids.push(await t.send(`l${i}@example.net`))
     const start = t.deps.clock.now()
     await t.engine.drain()
-    const times = ids.map((id) => t.row(id)).filter((r) => r.state !== 'sent').map((r) => r.next_attempt_at!)
+    const times = ids
+      .map((id) => t.row(id))
+      .filter((r) => r.state !== 'sent')
+      .map((r) => r.next_attempt_at!)
     expect(times).toHaveLength(35 * WAIT_DEPTH)
     expect(Math.min(...times)).toBe(start + 1000)
     expect(Math.max(...times)).toBe(start + 30_000)

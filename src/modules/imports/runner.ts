@@ -38,17 +38,13 @@ export const IMPORT_WAL_AUTOCHECKPOINT = 50_000
  */
 export const IMPORT_CACHE_KIB = 8 * 1024
 
-/**
- * A full garbage collection of the server's thread every this many batches while an import
- * runs. The batches copied in from the worker and the rows made from them are garbage a
- * moment later, but JavaScriptCore let the heap grow by tens of MiB before collecting. A
- * million rows with the 8 MiB cache and the worker's own collections peaked at 215 MiB with
- * none here, 208-215 with one every 10 batches, 188 every 5, 195 every batch; an async
- * collection (`Bun.gc(false)`) every batch left it at 253 (measured, issue 18). Every 5 is
- * 40 collections in a million rows, 15-70 ms each on the loaded VM: about 1 s of the
- * import's time, and a pause of that length for requests in between batches.
+/*
+ * No forced garbage collection between batches. One every 5 batches held the peak near 190
+ * MiB when JavaScriptCore's heap was sized for the machine's 24 GiB; since the server sizes
+ * it for 512 MiB (decision 63) it collects on its own, and the forced collections cost 14 %
+ * of the import's time (14.0 / 13.9 s against 11.8 / 12.2 s for a million rows, alternating
+ * in one sitting) for 6-12 MiB of peak (217 / 219 against 223 / 232 MiB); decision 67.
  */
-export const IMPORT_GC_EVERY_BATCHES = 5
 
 export { rowToContact } from './prepare'
 
@@ -220,11 +216,9 @@ export function createImportRunner(deps: Deps, opts: ImportRunnerOptions = {}) {
       client.run(`PRAGMA cache_size = ${-IMPORT_CACHE_KIB}`)
       try {
         let batch = viaWorker ? viaWorker.first : await source.next()
-        let committed = 0
         while (batch) {
           commit(batch)
           batch = null // collectable from here on
-          if (++committed % IMPORT_GC_EVERY_BATCHES === 0) Bun.gc(true)
           // Stopping leaves the import 'running': the next start resumes it after the committed rows.
           if (stopping) return
           // Let HTTP requests in between batches.

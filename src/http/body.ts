@@ -95,7 +95,8 @@ export function protoKeyPaths(value: unknown, path = ''): string[] {
  * once; a chunked one is counted as it streams in.
  */
 async function readLimited(request: Request, max: number): Promise<Buffer> {
-  if (request.headers.get('content-length') !== null) return Buffer.from(await request.arrayBuffer())
+  const declared = Number(request.headers.get('content-length') ?? Number.NaN)
+  if (Number.isSafeInteger(declared) && declared <= max) return Buffer.from(await request.arrayBuffer())
   const reader = request.body!.getReader()
   const chunks: Uint8Array[] = []
   let total = 0

@@ -94,6 +94,8 @@ const isSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0
 /** Scans `html` once, calling `on` for each open tag, text and close tag, in document order. */
 export function scanHtml(html: string, on: HtmlEvents): void {
   const stack: string[] = []
+  /** How many of each name are open: a close tag for a name that is not open costs no search of the stack. */
+  const openCount = new Map<string, number>()
   let foreign = 0
   const n = html.length
   let i = 0
@@ -106,6 +108,7 @@ export function scanHtml(html: string, on: HtmlEvents): void {
   }
   const closeTop = () => {
     const name = stack.pop()!
+    openCount.set(name, openCount.get(name)! - 1)
     if (FOREIGN.has(name)) foreign--
     on.close(name)
   }
@@ -117,6 +120,7 @@ export function scanHtml(html: string, on: HtmlEvents): void {
     else if (selfClosing && foreign > 0) on.close(name)
     else {
       stack.push(name)
+      openCount.set(name, (openCount.get(name) ?? 0) + 1)
       if (FOREIGN.has(name)) foreign++
     }
   }
@@ -125,7 +129,9 @@ export function scanHtml(html: string, on: HtmlEvents): void {
       if (name === 'br') (on.open('br', {}), on.close('br'))
       return
     }
-    const at = stack.lastIndexOf(name)
+    // Each search that finds its element closes everything above it, so the searches cost
+    // linear time in all: deep nesting cannot make a document quadratic.
+    const at = openCount.get(name) ? stack.lastIndexOf(name) : -1
     if (at !== -1) while (stack.length > at) closeTop()
     else if (name === 'p') (on.open('p', {}), on.close('p'))
   }

@@ -24,6 +24,14 @@ const BLOCK_BREAKS = new Map<string, number>([
 
 const HEADINGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6'])
 
+/**
+ * Quote marks and list indentation stop growing at this depth. Every line carries its
+ * prefix, so without a cap the text grew with the square of the nesting: 52 KB of nested
+ * <blockquote> made 32 MB of text, and an HTML body near the send limit would have made
+ * gigabytes.
+ */
+const MAX_PREFIX_DEPTH = 10
+
 /** Whitespace as HTML collapses it (and the zero-width space and no-break space of preheader spacers). */
 const SPACES = /[ \t\n\r\f\u200b\u00a0]+/g
 /** Whether a text has whitespace to collapse: testing is cheaper than replacing, and most text nodes have only single spaces. */
@@ -82,9 +90,9 @@ export function htmlToText(html: string): string {
 
   function prefix(first: boolean): string {
     if (quote === 0 && lists.length === 0) return ''
-    const q = '> '.repeat(quote)
+    const q = '> '.repeat(Math.min(quote, MAX_PREFIX_DEPTH))
     if (lists.length === 0) return q
-    const outer = '  '.repeat(lists.length - 1)
+    const outer = '  '.repeat(Math.min(lists.length - 1, MAX_PREFIX_DEPTH))
     const m = first && marker !== null ? marker : ' '.repeat(marker?.length ?? (lists.at(-1)!.ordered ? 3 : 2))
     return q + outer + m
   }
@@ -93,7 +101,8 @@ export function htmlToText(html: string): string {
   let lastQuote = 0
 
   function write(content: string[]): void {
-    if (lines.length > 0) for (let i = 1; i < pending; i++) lines.push(quote > 0 && lastQuote > 0 ? '>' + ' >'.repeat(Math.min(quote, lastQuote) - 1) : '')
+    if (lines.length > 0)
+      for (let i = 1; i < pending; i++) lines.push(quote > 0 && lastQuote > 0 ? '>' + ' >'.repeat(Math.min(quote, lastQuote, MAX_PREFIX_DEPTH) - 1) : '')
     lastQuote = quote
     const lead = prefix(true)
     const rest = prefix(false)

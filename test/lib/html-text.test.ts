@@ -44,6 +44,17 @@ describe('htmlToText', () => {
     expect(out.replace(/\s+/g, ' ')).toBe(`${words.trim()} see ${url} now`)
   })
 
+  test('deep nesting of quotes and lists stops indenting at 10 levels, so the text stays proportional to the HTML', () => {
+    for (const unit of ['<blockquote>x', '<ul><li>x']) {
+      const html = unit.repeat(4000)
+      const out = htmlToText(html)
+      expect(out.length).toBeLessThan(html.length * 4)
+      const deepest = out.split('\n').at(-1)!
+      expect(deepest.endsWith('x')).toBe(true)
+      expect(deepest.length).toBeLessThanOrEqual(2 * 10 + 3 + 1)
+    }
+  })
+
   test('list items wrap under their text', () => {
     const out = htmlToText(`<ul><li>${'word '.repeat(30)}</li></ul>`)
     const [first, ...rest] = out.split('\n')

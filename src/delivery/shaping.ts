@@ -23,9 +23,10 @@
  * finished in the last second (at least WAIT_DEPTH a connection): about a second's work, so a
  * large batch to a slow provider does not fill the engine's in-flight room with waiters while
  * other destinations are due, and a fast one is not starved of waiters. The rest are
- * postponed, in a line served at that rate (a second ahead at least, 30 at most). A fixed depth of 4 a connection postponed most jobs of a batch to
- * one fast destination, again and again: each a claim, a read and a postponing write, 4.4
- * group-commit items a delivered message instead of 1.5 (decision 66).
+ * postponed, in a line served at that rate (a second ahead at least, 30 at most). A fixed
+ * depth of 4 a connection postponed most jobs of a batch to one fast destination, again and
+ * again: each a claim, a read and a postponing write, 4.4 group-commit items a delivered
+ * message instead of 1.5 (decision 66).
  * Relay routes are not shaped: the relay paces its own deliveries.
  *
  * The pair state is written to `shaping_states` on every change of state or rate (rare), so

@@ -91,15 +91,32 @@ const isLetter = (c: number) => (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0
 /** White space as htmlparser2 counts it: space, \t, \n, \f, \r. */
 const isSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d
 
-/** Scans `html` once, calling `on` for each open tag, text and close tag, in document order. */
-export function scanHtml(html: string, on: HtmlEvents): void {
+/** A tag or attribute name: up to white space, `/`, `>` (and `=` for an attribute). */
+const TAG_NAME = /[^\t\n\f\r />]*/y
+const ATTRIBUTE_NAME = /[^\t\n\f\r />=]*/y
+/** An unquoted attribute value: up to white space or `>`. */
+const UNQUOTED = /[^\t\n\f\r >]*/y
+
+/** The end of the name that starts at `from`, by a sticky pattern (native speed, no substring). */
+function nameEnd(pattern: RegExp, html: string, from: number): number {
+  pattern.lastIndex = from
+  pattern.test(html)
+  return pattern.lastIndex
+}
+
+/**
+ * Scans `html` once, calling `on` for each open tag, text and close tag, in document order.
+ * `attributes`: the attribute names to report (lower case); the others are read past but not
+ * kept (a newsletter's style and layout attributes are most of its tags). All when omitted.
+ */
+export function scanHtml(html: string, on: HtmlEvents, attributes?: ReadonlySet<string>): void {
   const stack: string[] = []
   /** How many of each name are open: a close tag for a name that is not open costs no search of the stack. */
   const openCount = new Map<string, number>()
   let foreign = 0
   const n = html.length
   let i = 0
-  let lower: string | null = null
+  const wantedLengths = attributes ? new Set([...attributes].map((a) => a.length)) : null
 
   const text = (from: number, to: number, decode = true) => {
     if (to <= from) return
@@ -175,8 +192,7 @@ export function scanHtml(html: string, on: HtmlEvents): void {
 
   /** Reads the tag whose name starts at `from`; returns where scanning goes on. */
   function openTag(from: number): number {
-    let j = from
-    while (j < n && !isSpace(html.charCodeAt(j)) && html.charCodeAt(j) !== 0x3e && html.charCodeAt(j) !== 0x2f) j++
+    let j = nameEnd(TAG_NAME, html, from)
     const name = html.slice(from, j).toLowerCase()
     const attrs: Record<string, string> = {}
     let selfClosing = false
@@ -189,42 +205,40 @@ export function scanHtml(html: string, on: HtmlEvents): void {
       if (html.charCodeAt(j) === 0x3e) break
       selfClosing = false
       const nameStart = j
-      while (j < n && !isSpace(html.charCodeAt(j)) && html.charCodeAt(j) !== 0x3e && html.charCodeAt(j) !== 0x2f && html.charCodeAt(j) !== 0x3d) j++
-      const attr = html.slice(nameStart, j).toLowerCase()
+      // A `=` that starts a name is part of it (WHATWG HTML 13.2.5.32).
+      j = nameEnd(ATTRIBUTE_NAME, html, html.charCodeAt(j) === 0x3d ? j + 1 : j)
+      // A name of another length than the wanted ones is not cut out and lower-cased at all.
+      const cut = !wantedLengths || wantedLengths.has(j - nameStart)
+      const attr = cut ? html.slice(nameStart, j).toLowerCase() : ''
+      const wanted = cut && (!attributes || attributes.has(attr)) && !Object.hasOwn(attrs, attr)
       while (j < n && isSpace(html.charCodeAt(j))) j++
       let value = ''
       if (html.charCodeAt(j) === 0x3d /* = */) {
         j++
         while (j < n && isSpace(html.charCodeAt(j))) j++
         const quote = html.charCodeAt(j)
-        if (quote === 0x22 || quote === 0x27) {
-          const end = html.indexOf(quote === 0x22 ? '"' : "'", j + 1)
-          if (end === -1) return n
-          value = html.slice(j + 1, end)
-          j = end + 1
-        } else {
-          const start = j
-          while (j < n && !isSpace(html.charCodeAt(j)) && html.charCodeAt(j) !== 0x3e) j++
-          value = html.slice(start, j)
-        }
+        const start = quote === 0x22 || quote === 0x27 ? j + 1 : j
+        const end = start === j ? nameEnd(UNQUOTED, html, j) : html.indexOf(quote === 0x22 ? '"' : "'", start)
+        if (end === -1) return n
+        if (wanted) value = html.slice(start, end)
+        j = start === j ? end : end + 1
       }
-      if (!(attr in attrs)) attrs[attr] = value.includes('&') ? decodeHTMLAttribute(value) : value
+      if (wanted) attrs[attr] = value.includes('&') ? decodeHTMLAttribute(value) : value
     }
     open(name, attrs, selfClosing)
     const afterTag = j + 1
     const decoded = RAW_TEXT.get(name)
     if (decoded === undefined || stack.at(-1) !== name) return afterTag
-    // Raw text runs to `</name` followed by white space, `/` or `>` (any case).
-    lower ??= html.toLowerCase()
+    // Raw text runs to `</name` (in any case) followed by white space, `/` or `>`.
     let k = afterTag
     for (;;) {
-      k = lower.indexOf(`</${name}`, k)
+      k = html.indexOf('</', k)
       if (k === -1) {
         text(afterTag, n, decoded)
         return n
       }
       const after = html.charCodeAt(k + 2 + name.length)
-      if (Number.isNaN(after) || isSpace(after) || after === 0x3e || after === 0x2f) break
+      if (html.slice(k + 2, k + 2 + name.length).toLowerCase() === name && (Number.isNaN(after) || isSpace(after) || after === 0x3e || after === 0x2f)) break
       k += 2
     }
     text(afterTag, k, decoded)

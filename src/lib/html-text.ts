@@ -24,6 +24,9 @@ const BLOCK_BREAKS = new Map<string, number>([
 
 const HEADINGS = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6'])
 
+/** The only attributes the text reads: a link's address and an ordered list's start. */
+const READ_ATTRIBUTES = new Set(['href', 'start'])
+
 /**
  * Quote marks and list indentation stop growing at this depth. Every line carries its
  * prefix, so without a cap the text grew with the square of the nesting: 52 KB of nested
@@ -130,67 +133,71 @@ export function htmlToText(html: string): string {
   /** A list inside a list item starts on the next line, not after a blank one. */
   const nestedList = (name: string) => lists.length > 0 && (name === 'ul' || name === 'ol')
 
-  scanHtml(html, {
-    open(name, attrs) {
-      // scanHtml closes every element it opens, void ones at once, so the depth balances.
-      if (skipped > 0 || SKIPPED.has(name)) {
-        skipped++
-        return
-      }
-      const breaks = nestedList(name) ? 1 : BLOCK_BREAKS.get(name)
-      if (breaks !== undefined) block(breaks)
-      if (name === 'br') {
-        if (inline.trim() || pre > 0) flush()
-        else if (lines.length > 0) lines.push(prefix(false).trimEnd())
-        pending = 1
-      } else if (name === 'hr') {
-        write(['-'.repeat(40)])
-        pending = 2
-      } else if (name === 'pre') pre++
-      else if (name === 'blockquote') quote++
-      else if (HEADINGS.has(name)) upper++
-      else if (name === 'ul' || name === 'ol') lists.push({ ordered: name === 'ol', next: Number.parseInt(attrs.start ?? '1', 10) || 1 })
-      else if (name === 'li') {
-        const list = lists.at(-1)
-        marker = list?.ordered ? `${list.next++}. ` : '* '
-      } else if (name === 'a') links.push({ href: attrs.href?.trim(), start: inline.length })
+  scanHtml(
+    html,
+    {
+      open(name, attrs) {
+        // scanHtml closes every element it opens, void ones at once, so the depth balances.
+        if (skipped > 0 || SKIPPED.has(name)) {
+          skipped++
+          return
+        }
+        const breaks = nestedList(name) ? 1 : BLOCK_BREAKS.get(name)
+        if (breaks !== undefined) block(breaks)
+        if (name === 'br') {
+          if (inline.trim() || pre > 0) flush()
+          else if (lines.length > 0) lines.push(prefix(false).trimEnd())
+          pending = 1
+        } else if (name === 'hr') {
+          write(['-'.repeat(40)])
+          pending = 2
+        } else if (name === 'pre') pre++
+        else if (name === 'blockquote') quote++
+        else if (HEADINGS.has(name)) upper++
+        else if (name === 'ul' || name === 'ol') lists.push({ ordered: name === 'ol', next: Number.parseInt(attrs.start ?? '1', 10) || 1 })
+        else if (name === 'li') {
+          const list = lists.at(-1)
+          marker = list?.ordered ? `${list.next++}. ` : '* '
+        } else if (name === 'a') links.push({ href: attrs.href?.trim(), start: inline.length })
+      },
+      text(text) {
+        if (skipped > 0) return
+        if (pre > 0) {
+          inline += upper > 0 ? text.toUpperCase() : text
+          return
+        }
+        // White space collapses across elements too ("a <b> b</b>" reads "a b"): a space after a space is dropped.
+        const afterSpace = inline === '' || inline.endsWith(' ')
+        if (onlySpaces(text)) {
+          if (!afterSpace) inline += ' '
+          return
+        }
+        let t = COLLAPSIBLE.test(text) ? text.replace(SPACES, ' ') : text
+        if (afterSpace && t.startsWith(' ')) t = t.slice(1)
+        inline += upper > 0 ? t.toUpperCase() : t
+      },
+      close(name) {
+        if (skipped > 0) {
+          skipped--
+          return
+        }
+        if (name === 'a') {
+          const link = links.pop()
+          const href = shownHref(link?.href, inline.slice(link?.start ?? 0).trim())
+          if (href) inline += inline.slice(link?.start ?? 0).trim() ? ` [${href}]` : href
+        }
+        const breaks = lists.length > 1 && (name === 'ul' || name === 'ol') ? 1 : BLOCK_BREAKS.get(name)
+        if (breaks === undefined || name === 'hr') return
+        block(breaks)
+        if (name === 'pre') pre = Math.max(0, pre - 1)
+        else if (name === 'blockquote') quote = Math.max(0, quote - 1)
+        else if (HEADINGS.has(name)) upper = Math.max(0, upper - 1)
+        else if (name === 'ul' || name === 'ol') lists.pop()
+        else if (name === 'li') marker = null
+      },
     },
-    text(text) {
-      if (skipped > 0) return
-      if (pre > 0) {
-        inline += upper > 0 ? text.toUpperCase() : text
-        return
-      }
-      // White space collapses across elements too ("a <b> b</b>" reads "a b"): a space after a space is dropped.
-      const afterSpace = inline === '' || inline.endsWith(' ')
-      if (onlySpaces(text)) {
-        if (!afterSpace) inline += ' '
-        return
-      }
-      let t = COLLAPSIBLE.test(text) ? text.replace(SPACES, ' ') : text
-      if (afterSpace && t.startsWith(' ')) t = t.slice(1)
-      inline += upper > 0 ? t.toUpperCase() : t
-    },
-    close(name) {
-      if (skipped > 0) {
-        skipped--
-        return
-      }
-      if (name === 'a') {
-        const link = links.pop()
-        const href = shownHref(link?.href, inline.slice(link?.start ?? 0).trim())
-        if (href) inline += inline.slice(link?.start ?? 0).trim() ? ` [${href}]` : href
-      }
-      const breaks = lists.length > 1 && (name === 'ul' || name === 'ol') ? 1 : BLOCK_BREAKS.get(name)
-      if (breaks === undefined || name === 'hr') return
-      block(breaks)
-      if (name === 'pre') pre = Math.max(0, pre - 1)
-      else if (name === 'blockquote') quote = Math.max(0, quote - 1)
-      else if (HEADINGS.has(name)) upper = Math.max(0, upper - 1)
-      else if (name === 'ul' || name === 'ol') lists.pop()
-      else if (name === 'li') marker = null
-    },
-  })
+    READ_ATTRIBUTES,
+  )
   flush()
   return lines
     .map((l) => l.trimEnd())

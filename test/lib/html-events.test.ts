@@ -88,10 +88,24 @@ describe('scanHtml', () => {
     ['raw text close tag in another case, and unclosed at the end', '<SCRIPT>x</Script >after<style>never closed'],
     ['svg self-closing elements close inside svg only', '<svg><path d="M0"/><g/></svg><span/>text'],
     ['upper-case names, white space in tags', '<P CLASS = "a" >x</P ><BR\n/>'],
+    [
+      'odd attributes: a name starting with =, empty values, a quoted name, repeated in another case',
+      `<p =x a= b=>y</p><p "q"=1 A=1 a=2>z</p><a href='x'y=2>w</a>`,
+    ],
     ['unfinished close tag at the end', 'text</p'],
     ['an unfinished comment runs to the end', 'a<!-- never closed <p>b'],
   ])('%s: the events htmlparser2 gives', (_name, html) => {
     expect(ours(html)).toEqual(reference(html))
+  })
+
+  test('with a set of attribute names, only those are reported; the events are otherwise the same', () => {
+    const keep = new Set(['href', 'start'])
+    const filtered = collect((on) => scanHtml(NEWSLETTER, on, keep))
+    const expected = reference(NEWSLETTER).map((e) =>
+      e[0] === 'open' ? (['open', e[1], Object.fromEntries(Object.entries(e[2]).filter(([k]) => keep.has(k)))] as Event) : e,
+    )
+    expect(filtered).toEqual(expected)
+    expect(filtered.some((e) => e[0] === 'open' && e[2].href)).toBe(true)
   })
 
   test('an unfinished tag at the end is dropped whole (htmlparser2 closes an element it never opened)', () => {

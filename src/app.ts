@@ -5,7 +5,7 @@ import { bodyPlugin } from './http/body'
 import { envelopePlugin } from './http/envelope'
 import { openapiPlugin } from './http/openapi'
 import { requestLogPlugin } from './http/request-log'
-import { skipResponseValidation } from './http/response-validation'
+import { skipResponseValidation, strictResponsesPlugin } from './http/response-validation'
 import { sessionRoutes } from './http/session'
 import { SEMANTIC_CHECK, type SemanticCheck } from './http/schemas'
 import { consoleDevRoutes, webPlugin } from './http/web'
@@ -67,14 +67,14 @@ function routeTableOf(app: { routes: Array<{ method: string; path: string; hooks
  * Order matters: the error envelope and the auth layer are registered before any route,
  * because Elysia's hooks only cover routes registered after them.
  */
-export function buildApp(deps: Deps) {
+export function buildApp(deps: Deps, opts: { strictResponses?: boolean } = {}) {
   const usage = createUsageRecorder(deps)
   const imports = createImportRunner(deps, { suppressionReasons: (emails, listId) => suppressionReasons(deps, emails, listId) })
   let table: RouteTable | null = null
   // Routes' semantic body checks, which the error envelope merges into a schema failure (issue 13).
   const checks = new Map<string, SemanticCheck>()
   // Filled once the app is composed: hooks that need the whole route list read it from here.
-  let composed: Array<{ method: string; path: string; hooks?: { body?: unknown; detail?: Record<string, unknown> } }> = []
+  let composed: Array<{ method: string; path: string; hooks?: { body?: unknown; response?: unknown; detail?: Record<string, unknown> } }> = []
   const auth = createAuth(deps, {
     routes: () => table!,
     resolveKey: createKeyResolver(deps),
@@ -87,6 +87,7 @@ export function buildApp(deps: Deps) {
   const app = new Elysia({ serve: { routes: consoleDevRoutes() } })
     .use(envelopePlugin(deps.log, auth.recordFailure, [resendErrorDialect], (method, route) => checks.get(`${method} ${route}`)))
     .use(requestLogPlugin(deps.log, deps.config.access_log))
+    .use(opts.strictResponses ? strictResponsesPlugin(() => composed) : new Elysia({ name: 'strict-responses-off' }))
     .use(auth.plugin)
     .use(bodyPlugin(deps.config.max_body_bytes, () => table!))
     .use(openapiPlugin(() => composed))

@@ -280,9 +280,10 @@ export const SETTINGS = [
     key: 'validate_responses',
     env: 'MAILROOM_VALIDATE_RESPONSES',
     flag: 'validate-responses',
-    fallback: 'true',
+    fallback: 'false',
     parse: parseBool,
-    describe: 'Check every API response against its schema before sending it (the tests always do; off saves that work per request).',
+    describe:
+      'Check every API response against its schema before sending it (the tests always do, and fail on any undeclared field; off saves that work per request).',
   }),
   setting({
     key: 'max_body_bytes',

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { Elysia, t as types } from 'elysia'
-import { skipResponseValidation } from '../../src/http/response-validation'
+import { extraFields, skipResponseValidation, strictResponsesPlugin } from '../../src/http/response-validation'
 import { testApp } from '../support/app'
 
 /** A route whose handler answers a body its schema refuses. */
@@ -39,5 +39,38 @@ describe('validate_responses', () => {
     const docOff = await doc(off)
     expect(docOff).toBe(await doc(on))
     expect(docOff).toContain('"/api/v2/api-keys/{id}"')
+  })
+})
+
+describe('strict responses (the tests’ guard for validate_responses off)', () => {
+  const View = types.Object({
+    id: types.Integer(),
+    tags: types.Array(types.Object({ name: types.String() })),
+    owner: types.Union([types.Object({ email: types.String() }), types.Null()]),
+    fields: types.Record(types.String(), types.Object({ v: types.String() })),
+  })
+
+  test('extraFields names every undeclared field, in nested objects, arrays, unions and records', () => {
+    const ok = { id: 1, tags: [{ name: 'a' }], owner: null, fields: { plan: { v: 'pro' } } }
+    expect(extraFields(View, ok)).toEqual([])
+    const leaky = {
+      id: 1,
+      secret_hash: 'x',
+      tags: [{ name: 'a', internal: 1 }],
+      owner: { email: 'a@b.c', password: 'p' },
+      fields: { plan: { v: 'pro', raw: 1 } },
+    }
+    expect(extraFields(View, leaky).sort()).toEqual(['fields.plan.raw', 'owner.password', 'secret_hash', 'tags[0].internal'])
+  })
+
+  test('an app with the plugin answers 500 for a handler that returns an undeclared field, and 200 otherwise', async () => {
+    const Envelope = types.Object({ success: types.Boolean(), data: types.Object({ id: types.Integer() }) })
+    let app: Elysia = new Elysia()
+    app = app
+      .use(strictResponsesPlugin(() => app.routes as never))
+      .get('/ok', () => ({ success: true, data: { id: 1 } }), { response: { 200: Envelope } })
+      .get('/leak', () => ({ success: true, data: { id: 1, secret_hash: 'x' } }) as never, { response: { 200: Envelope } }) as unknown as Elysia
+    expect((await app.handle(new Request('http://localhost/ok'))).status).toBe(200)
+    expect((await app.handle(new Request('http://localhost/leak'))).status).toBe(500)
   })
 })

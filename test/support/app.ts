@@ -22,7 +22,10 @@ export function testDeps(
   migrate(db, { now: clock.now() })
   // Files (imports) go to a temporary data directory, never into the working tree.
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-test-'))
-  const config = Object.freeze({ ...loadConfig({ env: {}, flags: { hostname: 'mailroom.test', 'access-log': 'false', 'data-dir': dataDir } }), ...overrides })
+  const config = Object.freeze({
+    ...loadConfig({ env: {}, flags: { hostname: 'mailroom.test', 'access-log': 'false', 'validate-responses': 'true', 'data-dir': dataDir } }),
+    ...overrides,
+  })
   const deps = createDeps({ db, clock, log: memoryLogger(), config, secrets: createSecretBox(generateSecretKey()) })
   ensureBuiltinRoles(deps)
   return deps
@@ -39,7 +42,8 @@ export interface Reply {
 /** A test application with helpers to make keys and call routes through app.handle. */
 export function testApp(overrides: Partial<Config> = {}) {
   const deps = testDeps(overrides)
-  const { app, usage, imports } = buildApp(deps)
+  // Strict: a field a response schema does not declare fails the request, so no handler relies on the response check removing it.
+  const { app, usage, imports } = buildApp(deps, { strictResponses: true })
 
   const call = async (
     method: string,

@@ -166,6 +166,8 @@ const tallyStatements = preparedFor((db: Db) => {
   }
 })
 
+const noCounts = (): Counts => ({ outcomes: 0, delivered: 0, bounced: 0, complained: 0 })
+
 function add(to: Counts, from: Counts, sign: 1 | -1): void {
   to.outcomes += sign * from.outcomes
   to.delivered += sign * from.delivered
@@ -204,9 +206,9 @@ function updateTally(deps: Deps, since: number): Tally {
       if (id === null) continue
       const key = `${kind}:${id}`
       let scope = tally.scopes.get(key)
-      if (!scope) tally.scopes.set(key, (scope = { kind, id, total: { outcomes: 0, delivered: 0, bounced: 0, complained: 0 }, seconds: new Map() }))
+      if (!scope) tally.scopes.set(key, (scope = { kind, id, total: noCounts(), seconds: new Map() }))
       let bucket = scope.seconds.get(second)
-      if (!bucket) scope.seconds.set(second, (bucket = { outcomes: 0, delivered: 0, bounced: 0, complained: 0 }))
+      if (!bucket) scope.seconds.set(second, (bucket = noCounts()))
       add(bucket, one, 1)
       add(scope.total, one, 1)
     }

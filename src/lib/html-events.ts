@@ -165,8 +165,7 @@ export function scanHtml(html: string, on: HtmlEvents, attributes?: ReadonlySet<
       i = openTag(lt + 1)
     } else if (next === 0x2f /* / */ && isLetter(html.charCodeAt(lt + 2))) {
       text(i, lt)
-      let end = lt + 2
-      while (end < n && !isSpace(html.charCodeAt(end)) && html.charCodeAt(end) !== 0x3e && html.charCodeAt(end) !== 0x2f) end++
+      const end = nameEnd(TAG_NAME, html, lt + 2)
       const name = html.slice(lt + 2, end).toLowerCase()
       const gt = html.indexOf('>', end)
       if (gt === -1) break // an unfinished tag at the end is dropped, as htmlparser2 does

@@ -83,10 +83,17 @@ export function buildApp(deps: Deps, opts: { strictResponses?: boolean } = {}) {
     usage,
   })
 
+  const requestLog = requestLogPlugin(deps.log, deps.config.access_log)
+  // A failed request is logged in the activity log (authenticated changes) and the access log.
+  const onFailure = (request: Request, status: number) => {
+    auth.recordFailure(request, status)
+    requestLog.record(request, status)
+  }
+
   // From source, Bun itself bundles and serves the console (hot reload); the binary serves it through webPlugin.
   const app = new Elysia({ serve: { routes: consoleDevRoutes() } })
-    .use(envelopePlugin(deps.log, auth.recordFailure, [resendErrorDialect], (method, route) => checks.get(`${method} ${route}`)))
-    .use(requestLogPlugin(deps.log, deps.config.access_log))
+    .use(envelopePlugin(deps.log, onFailure, [resendErrorDialect], (method, route) => checks.get(`${method} ${route}`)))
+    .use(requestLog.plugin)
     .use(opts.strictResponses ? strictResponsesPlugin(() => composed) : new Elysia({ name: 'strict-responses-off' }))
     .use(auth.plugin)
     .use(bodyPlugin(deps.config.max_body_bytes, () => table!))
@@ -119,7 +126,7 @@ export function buildApp(deps: Deps, opts: { strictResponses?: boolean } = {}) {
     .use(deliverabilityRoutes(deps))
     // messages: sends, message reads, Resend-compatible surface (issue 4)
     .use(messageRoutes(deps, auth.authOf))
-    .use(resendRoutes(deps, auth.authOf, imports))
+    .use(resendRoutes(deps, auth.authOf, imports, requestLog.record))
     .use(messageReadRoutes(deps))
     // open and click tracking, one-click unsubscribe: public links in sent mail (issue 6)
     .use(trackingRoutes(deps))

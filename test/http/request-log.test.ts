@@ -12,8 +12,11 @@ test('the access log records the status the client got, errors included, with th
     await t.call('GET', '/api/v2/nothing', { key: admin.key }),
     await t.call('POST', '/api/v2/roles', { key: admin.key, body: { name: 'R', permissions: [] } }),
     await t.call('POST', '/api/v2/roles', { key: admin.key, body: { name: 5 } }),
+    // A handler's own Response (its status is not the context's), and a module's answer from a global onRequest hook.
+    await t.call('GET', '/t/c/aaaaaaaaaaaaaaaaaaaaaaaa.bbbb'),
+    await t.call('GET', '/compat/resend//emails/x', { key: admin.key }),
   ]
-  expect(replies.map((r) => r.status)).toEqual([200, 401, 404, 201, 422])
+  expect(replies.map((r) => r.status)).toEqual([200, 401, 404, 201, 422, 404, 308])
   await Bun.sleep(10) // the log line is written after the response
   const lines = t.deps.log.lines.filter((l) => l.msg === 'request')
   expect(lines.map((l) => [l.fields?.method, l.fields?.path, l.fields?.status])).toEqual([
@@ -22,6 +25,8 @@ test('the access log records the status the client got, errors included, with th
     ['GET', '/api/v2/nothing', 404],
     ['POST', '/api/v2/roles', 201],
     ['POST', '/api/v2/roles', 422],
+    ['GET', '/t/c/aaaaaaaaaaaaaaaaaaaaaaaa.bbbb', 404],
+    ['GET', '/compat/resend//emails/x', 308],
   ])
   expect(lines.map((l) => l.fields?.request_id)).toEqual(replies.map((r) => r.headers.get('x-request-id')))
 })

@@ -1,4 +1,8 @@
 import { describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { getApiKey } from '../../src/modules/api-keys/service'
 import { findRoleByName } from '../../src/modules/roles/service'
 import { testApp } from '../support/app'
@@ -249,20 +253,29 @@ describe('cached key identities stay current', () => {
   const version = (t: ReturnType<typeof testApp>) =>
     (t.deps.db.$client.query("SELECT value FROM system_state WHERE key = 'access_version'").get() as { value: string }).value
 
-  test('a change made straight in the database (another process, the CLI) applies at the next request', async () => {
-    const t = testApp()
-    const k = t.makeKey()
-    expect((await t.call('GET', '/api/v2/roles', { key: k.key })).status).toBe(200) // now cached
-    t.deps.db.$client.run("UPDATE api_keys SET status = 'inactive' WHERE id = ?", [k.id])
-    expect((await t.call('GET', '/api/v2/roles', { key: k.key })).status).toBe(401)
-    t.deps.db.$client.run("UPDATE api_keys SET status = 'active', allowed_ips = '[\"192.0.2.1\"]' WHERE id = ?", [k.id])
-    expect((await t.call('GET', '/api/v2/roles', { key: k.key })).body.error.code).toBe('ip_not_allowed')
-    t.deps.db.$client.run("UPDATE api_keys SET allowed_ips = '[]' WHERE id = ?", [k.id])
-    t.deps.db.$client.run(`UPDATE roles SET permissions = '["roles.read"]' WHERE id = ?`, [k.role_id])
-    expect((await t.call('GET', '/api/v2/api-keys', { key: k.key })).status).toBe(403)
-    t.deps.db.$client.run('DELETE FROM api_keys WHERE id = ?', [k.id])
-    expect((await t.call('GET', '/api/v2/roles', { key: k.key })).status).toBe(401)
-  })
+  // In memory the version is read on every request; in a file, only after a commit (db/commit-counter.ts),
+  // so there the changes come from a second connection, as the CLI's would from its own process.
+  for (const storage of ['memory', 'file'] as const) {
+    test(`a change made straight in the database (another process, the CLI) applies at the next request (${storage})`, async () => {
+      const dbPath = storage === 'file' ? join(mkdtempSync(join(tmpdir(), 'mailroom-keys-')), 'm.db') : undefined
+      const t = testApp({}, { dbPath })
+      const other = dbPath ? new Database(dbPath) : t.deps.db.$client
+      const k = t.makeKey()
+      expect((await t.call('GET', '/api/v2/roles', { key: k.key })).status).toBe(200) // now cached
+      expect((await t.call('GET', `/api/v2/api-keys/${k.id}`, { key: k.key })).body.data.name).toBe('test key')
+      other.run("UPDATE api_keys SET name = 'renamed elsewhere' WHERE id = ?", [k.id])
+      expect((await t.call('GET', `/api/v2/api-keys/${k.id}`, { key: k.key })).body.data.name).toBe('renamed elsewhere')
+      other.run("UPDATE api_keys SET status = 'inactive' WHERE id = ?", [k.id])
+      expect((await t.call('GET', '/api/v2/roles', { key: k.key })).status).toBe(401)
+      other.run("UPDATE api_keys SET status = 'active', allowed_ips = '[\"192.0.2.1\"]' WHERE id = ?", [k.id])
+      expect((await t.call('GET', '/api/v2/roles', { key: k.key })).body.error.code).toBe('ip_not_allowed')
+      other.run("UPDATE api_keys SET allowed_ips = '[]' WHERE id = ?", [k.id])
+      other.run(`UPDATE roles SET permissions = '["roles.read"]' WHERE id = ?`, [k.role_id])
+      expect((await t.call('GET', '/api/v2/api-keys', { key: k.key })).status).toBe(403)
+      other.run('DELETE FROM api_keys WHERE id = ?', [k.id])
+      expect((await t.call('GET', '/api/v2/roles', { key: k.key })).status).toBe(401)
+    })
+  }
 
   test('every access-relevant change bumps the version; recording key use does not', async () => {
     const t = testApp()

@@ -39,9 +39,12 @@ export interface Reply {
   text: string
 }
 
-/** A test application with helpers to make keys and call routes through app.handle. */
-export function testApp(overrides: Partial<Config> = {}) {
-  const deps = testDeps(overrides)
+/**
+ * A test application with helpers to make keys and call routes through app.handle. In memory
+ * unless `dbPath` names a file (what only a file in WAL mode has, such as the commit counter).
+ */
+export function testApp(overrides: Partial<Config> = {}, opts: { dbPath?: string } = {}) {
+  const deps = testDeps(overrides, opts.dbPath)
   // Strict: a field a response schema does not declare fails the request, so no handler relies on the response check removing it.
   const { app, usage, imports } = buildApp(deps, { strictResponses: true })
 

@@ -1,6 +1,7 @@
 import { and, count, eq, isNotNull, isNull, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { columnsOf } from '../../db/crud'
+import { commitCounterOf, createReadCache } from '../../db/commit-counter'
 import { preparedFor } from '../../db/prepared'
 import { apiKeys, roles } from '../../db/schema'
 import { generateToken, parseToken, tokenMatches, tokenPrefix } from '../../lib/api-key-token'
@@ -65,7 +66,8 @@ const statements = preparedFor((db) => {
     db.$client.prepare<RawKeyRow, [string | number]>(
       `SELECT k.*, (SELECT name FROM roles WHERE id = k.role_id) AS role_name, (SELECT permissions FROM roles WHERE id = k.role_id) AS permissions FROM api_keys k WHERE ${where}`,
     )
-  return { keyById: select('k.id = ?'), keyByLookup: select('k.lookup_id = ?') }
+  // Key rows by id, kept while nothing commits: every key-management call reads one (db/commit-counter.ts).
+  return { keyById: select('k.id = ?'), keyByLookup: select('k.lookup_id = ?'), cachedById: createReadCache<RawKeyRow | null>(db) }
 })
 
 function fromRaw(raw: RawKeyRow) {
@@ -78,7 +80,8 @@ function fromRaw(raw: RawKeyRow) {
 }
 
 function findKey(deps: Deps, id: number) {
-  const raw = statements(deps.db).keyById.get(id)
+  const { keyById, cachedById } = statements(deps.db)
+  const raw = cachedById(id, () => keyById.get(id))
   if (!raw) throw notFound('API key', id)
   return fromRaw(raw)
 }
@@ -205,19 +208,26 @@ export interface KeyIdentity {
  * cached by lookup id; the cache is valid while the `access_version` counter is unchanged.
  * Triggers (migration 0001) bump that counter on every change to a key or a role's
  * permissions, from any code path or process, so a change applies to the very next request
- * while a request costs one primary-key read instead of a join. Only real keys are cached,
- * so random tokens cannot grow the cache.
+ * while a request costs one primary-key read instead of a join, and no read at all while no
+ * transaction has committed since the last one (db/commit-counter.ts). Only real keys are
+ * cached, so random tokens cannot grow the cache.
  */
 export function createKeyResolver(deps: Deps): (value: string) => KeyIdentity | null {
   const byLookup = statements(deps.db).keyByLookup
   const versionQuery = deps.db.$client.prepare<{ value: string }, []>("SELECT value FROM system_state WHERE key = 'access_version'")
+  const commits = commitCounterOf(deps.db)
   const cache = new Map<string, { identity: KeyIdentity; hash: Uint8Array }>()
   let cachedVersion: string | undefined
+  // The commit count when the version was last read: while no transaction has committed
+  // since, the version cannot have changed and is not read again (db/commit-counter.ts).
+  let versionReadAt: number | null = null
 
   return (value) => {
     const parsed = parseToken(value)
     if (!parsed) return null
-    const version = versionQuery.get()?.value
+    const count = commits()
+    const version = count !== null && count === versionReadAt ? cachedVersion : versionQuery.get()?.value
+    versionReadAt = count
     if (version === undefined || version !== cachedVersion) {
       cache.clear()
       cachedVersion = version

@@ -235,7 +235,11 @@ const ListQuery = t.Object({
 })
 
 /** The Resend-compatible routes under /compat/resend: emails (send, batch, get, list, update, cancel). */
-export function resendRoutes(deps: Deps, authOf: AuthOf, imports?: ImportRunner) {
+/**
+ * `logAnswer` records the access-log line of a request this module answers from its global
+ * onRequest hook (the 308 below), which neither the handler hooks nor the error envelope see.
+ */
+export function resendRoutes(deps: Deps, authOf: AuthOf, imports?: ImportRunner, logAnswer: (request: Request, status: number) => void = () => {}) {
   const tags = ['resend-compatible']
   const idOnly = (a: AcceptedMessage) => ({ id: a.id })
   /**
@@ -273,6 +277,7 @@ export function resendRoutes(deps: Deps, authOf: AuthOf, imports?: ImportRunner)
         const url = new URL(request.url)
         if (!url.pathname.startsWith(`${RESEND_PREFIX}/`) || !url.pathname.includes('//')) return
         url.pathname = url.pathname.replace(/\/{2,}/g, '/')
+        logAnswer(request, 308)
         return new Response(null, { status: 308, headers: { location: url.toString() } })
       })
       .post(

@@ -29,7 +29,7 @@ const HELP = `Usage: bun bench/accept.ts [options]   (or: npm run bench -- accep
 
 /** About 5 KB of HTML, as in bench/delivery.ts. */
 const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(55)}</body></html>`
-const BODY = JSON.stringify({ from: 'Bench <ada@bench.example>', to: 'user@bench.example', subject: 'Benchmark message', html: HTML })
+export const ACCEPT_BODY = JSON.stringify({ from: 'Bench <ada@bench.example>', to: 'user@bench.example', subject: 'Benchmark message', html: HTML })
 
 /** Runs the benchmark; resolves to the process exit code. */
 export async function run(argv: string[], command = 'bun bench/accept.ts'): Promise<number> {
@@ -51,7 +51,7 @@ export async function run(argv: string[], command = 'bun bench/accept.ts'): Prom
   const machine = machineInfo()
   const refDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-reference-'))
   const mx = await startSilentMx()
-  const script = requestScript('POST', BODY)
+  const script = requestScript('POST', ACCEPT_BODY)
   try {
     const reference: ServerProcess = await startServer('reference', ['bench/support/accept-reference.ts', refDir], { pattern: /listening on (http:\/\/\S+)/ })
     const mailroom: MailroomInstance = await startMailroom('mailroom-accept', {
@@ -81,7 +81,7 @@ export async function run(argv: string[], command = 'bun bench/accept.ts'): Prom
       },
     ]
     for (const t of targets) {
-      const res = await fetch(`${t.server.url}/v1/send`, { method: 'POST', headers: t.headers, body: BODY })
+      const res = await fetch(`${t.server.url}/v1/send`, { method: 'POST', headers: t.headers, body: ACCEPT_BODY })
       if (res.status !== 202) throw new Error(`${t.id}: POST /v1/send answered ${res.status}: ${await res.text()}`)
     }
     const runs = new Map<string, WrkResult[]>(targets.map((t) => [t.id, []]))
@@ -118,7 +118,7 @@ ${markdownTable(head, rows)}
 
 ${verdict}.
 
-- Body: the same ${fmtInt(BODY.length)}-byte JSON send (about 5 KB of HTML) every request; no idempotency key, so each is a new message.
+- Body: the same ${fmtInt(ACCEPT_BODY.length)}-byte JSON send (about 5 KB of HTML) every request; no idempotency key, so each is a new message.
 - Mailroom: \`mailroom serve\`, access log off, unverified domains allowed, its MX a listener that accepts and never answers (so the engine holds a few hundred deliveries at the greeting and the rest stays queued).
 - Reference: bench/support/accept-reference.ts, Elysia with one \`INSERT\` of the body per request into bun:sqlite (WAL, synchronous=FULL), group commit, 202 after the commit.
 - Load: ${wrkVersion(wrk)}, ${settings.threads} threads, ${settings.connections} connections, ${settings.durationS} s measured after 2 s of warm-up, ${rounds} rounds alternating; medians.

@@ -541,11 +541,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   automations.start()
 
   const flusher = setInterval(() => {
-    try {
-      usage.flush()
-    } catch (e) {
-      log.error('could not record key usage', { error: (e as Error).message })
-    }
+    usage.flushGrouped().catch((e) => log.error('could not record key usage', { error: (e as Error).message }))
   }, 1000)
 
   const signal = await io.stopSignal

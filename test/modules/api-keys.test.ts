@@ -138,6 +138,23 @@ describe('API key lifecycle', () => {
     expect(getApiKey(t.deps, k.id).last_used_at).toBe('2026-03-01T12:01:35.000Z')
   })
 
+  test("the server's grouped flush: reads show the use until its group commit has stored it; a use made meanwhile stays pending", async () => {
+    const t = testApp()
+    const admin = t.makeKey()
+    const k = t.makeKey()
+    t.deps.clock.advance(5_000)
+    await t.call('GET', '/api/v2/permissions', { key: k.key })
+    const flushed = t.usage.flushGrouped() // joins the next group commit, a turn later
+    expect((await t.call('GET', `/api/v2/api-keys/${k.id}`, { key: admin.key })).body.data.last_used_at).toBe('2026-03-01T12:00:35.000Z')
+    t.deps.clock.advance(1_000)
+    await t.call('GET', '/api/v2/permissions', { key: k.key }) // a newer use before the write lands
+    await flushed
+    expect(getApiKey(t.deps, k.id).last_used_at).toBe('2026-03-01T12:00:35.000Z')
+    expect((await t.call('GET', `/api/v2/api-keys/${k.id}`, { key: admin.key })).body.data.last_used_at).toBe('2026-03-01T12:00:36.000Z')
+    await t.usage.flushGrouped()
+    expect(getApiKey(t.deps, k.id).last_used_at).toBe('2026-03-01T12:00:36.000Z')
+  })
+
   test('a refused call does not count as a use of the key', async () => {
     const t = testApp()
     const admin = t.makeKey()

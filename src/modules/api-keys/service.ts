@@ -258,7 +258,9 @@ export function createKeyResolver(deps: Deps): (value: string) => KeyIdentity | 
 /**
  * Last-access bookkeeping. Writing a row on every request would cap the API at the disk's
  * commit rate, so uses are kept in memory and written in one transaction per flush (every
- * second and at shutdown); reads through the API overlay the pending ones.
+ * second, and at shutdown); reads through the API overlay the pending ones. The server's
+ * flush every second joins the group commit (`flushGrouped`): in a transaction of its own it
+ * was a blocking fsync on the server's thread every second.
  */
 export function createUsageRecorder(deps: Deps) {
   const pending = new Map<number, { at: number; ip: string | null }>()
@@ -267,6 +269,22 @@ export function createUsageRecorder(deps: Deps) {
     .set({ last_used_at: sql`max(coalesce(${apiKeys.last_used_at}, 0), ${sql.placeholder('at')})`, last_used_ip: sql`${sql.placeholder('ip')}` })
     .where(eq(apiKeys.id, sql.placeholder('id')))
     .prepare()
+  /**
+   * The pending uses as they stand: `write` stores them inside the caller's transaction, and
+   * `written` then forgets those not replaced meanwhile. Until then reads keep overlaying them.
+   */
+  const take = () => {
+    if (pending.size === 0) return null
+    const batch = [...pending]
+    return {
+      write: () => {
+        for (const [id, use] of batch) update.run({ id, at: use.at, ip: use.ip })
+      },
+      written: () => {
+        for (const [id, use] of batch) if (pending.get(id) === use) pending.delete(id)
+      },
+    }
+  }
   return {
     record(keyId: number, at: number, ip: string | null): void {
       pending.set(keyId, { at, ip })
@@ -276,13 +294,19 @@ export function createUsageRecorder(deps: Deps) {
       const use = pending.get(view.id)
       return use ? { ...view, last_used_at: toIso(use.at), last_used_ip: use.ip } : view
     },
+    /** Writes the pending uses now, in a transaction of their own (shutdown, tests). */
     flush(): void {
-      if (pending.size === 0) return
-      const batch = [...pending]
-      pending.clear()
-      deps.db.$client.transaction(() => {
-        for (const [id, use] of batch) update.run({ id, at: use.at, ip: use.ip })
-      })()
+      const uses = take()
+      if (!uses) return
+      deps.db.$client.transaction(uses.write)()
+      uses.written()
+    },
+    /** Writes the pending uses in the next group commit. */
+    async flushGrouped(): Promise<void> {
+      const uses = take()
+      if (!uses) return
+      await deps.commits.run(uses.write)
+      uses.written()
     },
   }
 }

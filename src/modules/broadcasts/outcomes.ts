@@ -74,26 +74,28 @@ export function outcomesCursor(db: Db): number {
   return row ? Number(row.value) : 0
 }
 
-/** Applies the next batch of events, in one transaction with the cursor; returns whether there was one. */
+/**
+ * Applies the next batch of events and moves the cursor; returns whether there was one. Runs
+ * inside the caller's transaction: the runner's group commit (db/group-commit.ts), so the
+ * batch shares the accepted mail's commit and its fsync off the thread. In a transaction of
+ * its own, committed with synchronous=FULL on the server's thread, it was a blocking fsync
+ * every 20 ms while sends were accepted (every accepted send rings the runner).
+ */
 export function outcomeBatch(deps: Pick<Deps, 'db' | 'clock'>, limit = OUTCOMES_BATCH): boolean {
   const st = statements(deps.db)
-  return deps.db.$client
-    .transaction(() => {
-      const from = outcomesCursor(deps.db)
-      const hi = st.batchEnd.get(from, limit)?.hi ?? null
-      if (hi === null) return false
-      const now = deps.clock.now()
-      // A row met twice in one batch (sent, then opened) is seen with the state the first event left.
-      const seen = new Map<number, Row>()
-      for (const row of st.rows.all(from, hi)) {
-        const r = seen.get(row.rid) ? { ...seen.get(row.rid)!, event_id: row.event_id, kind: row.kind, data: row.data } : row
-        applyOutcome(deps.db, now, r)
-        seen.set(r.rid, r)
-      }
-      st.saveCursor.run(OUTCOMES_CURSOR_KEY, String(hi), now)
-      return true
-    })
-    .immediate()
+  const from = outcomesCursor(deps.db)
+  const hi = st.batchEnd.get(from, limit)?.hi ?? null
+  if (hi === null) return false
+  const now = deps.clock.now()
+  // A row met twice in one batch (sent, then opened) is seen with the state the first event left.
+  const seen = new Map<number, Row>()
+  for (const row of st.rows.all(from, hi)) {
+    const r = seen.get(row.rid) ? { ...seen.get(row.rid)!, event_id: row.event_id, kind: row.kind, data: row.data } : row
+    applyOutcome(deps.db, now, r)
+    seen.set(r.rid, r)
+  }
+  st.saveCursor.run(OUTCOMES_CURSOR_KEY, String(hi), now)
+  return true
 }
 
 function applyOutcome(db: Db, now: number, r: Row): void {

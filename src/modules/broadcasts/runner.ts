@@ -372,7 +372,7 @@ export function startBroadcasts(deps: Deps, opts: { pollMs?: number; batch?: num
 
   /** One pass over the live broadcasts; true when some have more work ready at once. */
   const step = async (): Promise<boolean> => {
-    while (outcomeBatch(deps)) await new Promise((r) => setImmediate(r))
+    while (await deps.commits.run(() => outcomeBatch(deps))) await new Promise((r) => setImmediate(r))
     let busy = false
     for (const b of st().live.all()) {
       if (stopped) break

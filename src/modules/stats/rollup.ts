@@ -120,23 +120,24 @@ export function statsCursor(db: Db): number {
   return row ? Number(row.value) : 0
 }
 
+/** Counts the next batch of events and moves the cursor, inside the caller's transaction; returns how many it counted. */
+function countBatch(deps: Pick<Deps, 'db' | 'clock'>, limit: number): number {
+  const st = statements(deps.db)
+  // Read inside the transaction: the cursor and the counters move together.
+  const from = statsCursor(deps.db)
+  const { hi, n } = st.batchEnd.get(from, limit)!
+  if (hi === null) return 0
+  st.rollup.run(from, hi)
+  st.saveCursor.run(STATS_CURSOR_KEY, String(hi), deps.clock.now())
+  return n
+}
+
 /**
  * Counts the next batch of events, in one transaction with the cursor. Returns how many
  * events it counted (0 when the log holds nothing new).
  */
 export function rollupBatch(deps: Pick<Deps, 'db' | 'clock'>, limit = STATS_BATCH): number {
-  const st = statements(deps.db)
-  return deps.db.$client
-    .transaction(() => {
-      // Read inside the transaction: the cursor and the counters move together.
-      const from = statsCursor(deps.db)
-      const { hi, n } = st.batchEnd.get(from, limit)!
-      if (hi === null) return 0
-      st.rollup.run(from, hi)
-      st.saveCursor.run(STATS_CURSOR_KEY, String(hi), deps.clock.now())
-      return n
-    })
-    .immediate()
+  return deps.db.$client.transaction(() => countBatch(deps, limit)).immediate()
 }
 
 /** Counts every event not yet counted, batch after batch; returns how many batches ran. For tests and the benchmark. */
@@ -160,20 +161,22 @@ export interface StatsRollup {
  * backlog (after a restart, or a burst of sending) one batch per event-loop turn, so HTTP
  * requests are served between batches. Idle, a tick costs one indexed lookup.
  */
-export function startStatsRollup(deps: Pick<Deps, 'db' | 'clock' | 'log'>, opts: { intervalMs?: number; batch?: number } = {}): StatsRollup {
+export function startStatsRollup(deps: Pick<Deps, 'db' | 'clock' | 'log' | 'commits'>, opts: { intervalMs?: number; batch?: number } = {}): StatsRollup {
   const batch = opts.batch ?? STATS_BATCH
   const hasNew = deps.db.$client.prepare<{ id: number }, [number]>('SELECT id FROM events WHERE id > ? LIMIT 1')
   let known = statsCursor(deps.db)
   let running: Promise<void> | null = null
   let stopped = false
 
-  const step = (): boolean => {
+  // Each batch joins the group commit (db/group-commit.ts): in a transaction of its own it
+  // committed with synchronous=FULL, a blocking fsync on the server's thread per batch.
+  const step = async (): Promise<boolean> => {
     try {
-      const n = rollupBatch(deps, batch)
+      const n = await deps.commits.run(() => countBatch(deps, batch))
       known = statsCursor(deps.db)
       return n > 0
     } catch (e) {
-      // A busy or full disk: the transaction rolled back whole; the next tick tries again.
+      // A busy or full disk: the batch rolled back whole; the next tick tries again.
       deps.log.error('statistics rollup failed', { error: (e as Error).message })
       return false
     }
@@ -183,7 +186,7 @@ export function startStatsRollup(deps: Pick<Deps, 'db' | 'clock' | 'log'>, opts:
     if (running || stopped) return
     if (!hasNew.get(known)) return
     running = (async () => {
-      while (!stopped && step()) await new Promise((r) => setImmediate(r))
+      while (!stopped && (await step())) await new Promise((r) => setImmediate(r))
       running = null
     })()
   }

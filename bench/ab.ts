@@ -15,7 +15,7 @@
 import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { ACCEPT_BODY } from './accept'
+import { ACCEPT_BODY, acceptServerOptions } from './accept'
 import { startSilentMx } from './delivery'
 import { fmtInt, fmtMs, median } from './support/report'
 import * as here from './support/servers'
@@ -39,21 +39,7 @@ if (!wrk) throw new Error(WRK_INSTALL_HINT)
 const there = (await import(join(base, 'bench/support/servers.ts'))) as typeof here
 
 const mx = target === 'accept' ? await startSilentMx() : null
-const options =
-  target === 'accept'
-    ? {
-        rateLimit: 'unlimited' as const,
-        settings: {
-          MAILROOM_MX_PORT: String(mx!.port),
-          MAILROOM_DNS_SERVERS: '127.0.0.1:9',
-          MAILROOM_HOSTNAME: 'mailroom.bench',
-          MAILROOM_ALLOW_UNVERIFIED_DOMAINS: 'true',
-          MAILROOM_LOG_LEVEL: 'warn',
-          MAILROOM_SMTP_LISTEN: 'off',
-        },
-        serveArgs: ['--access-log', 'false'],
-      }
-    : { rateLimit: 100_000_000 }
+const options = target === 'accept' ? acceptServerOptions(mx!.port) : { rateLimit: 100_000_000 }
 const servers = { base: await there.startMailroom('base', options), change: await here.startMailroom('change', options) }
 const bare = target === 'http' ? await here.startBare() : null
 const path = target === 'http' ? '/api/v2/api-keys/1' : '/v1/send'

@@ -31,6 +31,22 @@ const HELP = `Usage: bun bench/accept.ts [options]   (or: npm run bench -- accep
 const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(55)}</body></html>`
 export const ACCEPT_BODY = JSON.stringify({ from: 'Bench <ada@bench.example>', to: 'user@bench.example', subject: 'Benchmark message', html: HTML })
 
+/** How the accept benchmarks start Mailroom: its MX the silent listener on `mxPort`, no DNS, access log off. */
+export function acceptServerOptions(mxPort: number) {
+  return {
+    rateLimit: 'unlimited' as const,
+    settings: {
+      MAILROOM_MX_PORT: String(mxPort),
+      MAILROOM_DNS_SERVERS: '127.0.0.1:9',
+      MAILROOM_HOSTNAME: 'mailroom.bench',
+      MAILROOM_ALLOW_UNVERIFIED_DOMAINS: 'true',
+      MAILROOM_LOG_LEVEL: 'warn',
+      MAILROOM_SMTP_LISTEN: 'off',
+    },
+    serveArgs: ['--access-log', 'false'],
+  }
+}
+
 /** Runs the benchmark; resolves to the process exit code. */
 export async function run(argv: string[], command = 'bun bench/accept.ts'): Promise<number> {
   const { values } = parseArgs({
@@ -54,18 +70,7 @@ export async function run(argv: string[], command = 'bun bench/accept.ts'): Prom
   const script = requestScript('POST', ACCEPT_BODY)
   try {
     const reference: ServerProcess = await startServer('reference', ['bench/support/accept-reference.ts', refDir], { pattern: /listening on (http:\/\/\S+)/ })
-    const mailroom: MailroomInstance = await startMailroom('mailroom-accept', {
-      rateLimit: 'unlimited',
-      settings: {
-        MAILROOM_MX_PORT: String(mx.port),
-        MAILROOM_DNS_SERVERS: '127.0.0.1:9',
-        MAILROOM_HOSTNAME: 'mailroom.bench',
-        MAILROOM_ALLOW_UNVERIFIED_DOMAINS: 'true',
-        MAILROOM_LOG_LEVEL: 'warn',
-        MAILROOM_SMTP_LISTEN: 'off',
-      },
-      serveArgs: ['--access-log', 'false'],
-    })
+    const mailroom: MailroomInstance = await startMailroom('mailroom-accept', acceptServerOptions(mx.port))
     const targets: Array<{ id: string; label: string; server: ServerProcess; headers: Record<string, string> }> = [
       {
         id: 'reference',

@@ -43,10 +43,13 @@ export async function startMailroom(flags: string[], opts: { smtp?: boolean } = 
     const http = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(text)
     const smtp = /SMTP submission listening on 127\.0\.0\.1:(\d+) \(STARTTLS\)/.exec(text)
     if (http && (smtp || !opts.smtp)) {
-      // Keep reading so the child never blocks on a full pipe.
-      void (async () => {
-        while (!(await reader.read()).done);
-      })().catch(() => {})
+      // Keep reading both pipes so the child never blocks on a full one: its log goes to
+      // stderr with blocking writes, and a pipe holds 64 KiB.
+      const errors = proc.stderr.getReader()
+      for (const pipe of [reader, errors])
+        void (async () => {
+          while (!(await pipe.read()).done);
+        })().catch(() => {})
       return { proc, base: http[1]!, smtpPort: smtp ? Number(smtp[1]) : null }
     }
   }

@@ -1,6 +1,7 @@
 import type { Database } from 'bun:sqlite'
 import { openSync, readSync } from 'node:fs'
 import type { Db } from './client'
+import { preparedFor } from './prepared'
 
 /**
  * A number that changes whenever a transaction commits to the database, on any connection of
@@ -34,18 +35,10 @@ export type CommitCounter = () => number | null
 const HEADER_BYTES = 48
 const ICHANGE = 8
 
-const counters = new WeakMap<Db, CommitCounter>()
 const unknown: CommitCounter = () => null
 
 /** The commit counter of an open database, made once per handle; always null in memory or outside WAL. */
-export function commitCounterOf(db: Db): CommitCounter {
-  let counter = counters.get(db)
-  if (!counter) {
-    counter = openCounter(db.$client)
-    counters.set(db, counter)
-  }
-  return counter
-}
+export const commitCounterOf = preparedFor((db: Db): CommitCounter => openCounter(db.$client))
 
 function openCounter(client: Database): CommitCounter {
   const file = client.filename

@@ -10,6 +10,7 @@ import type { KeyIdentity, UsageRecorder } from '../modules/api-keys/service'
 import type { SessionIdentity } from '../modules/admins/sessions'
 import { grants } from '../modules/permissions/service'
 import type { Actor } from '../modules/roles/service'
+import { statusOf } from './request-log'
 import { assertCsrf, sessionCookieOf } from './session'
 
 /** What a handler knows about the caller of an authenticated route: an API key, or an administrator's console session. */
@@ -198,9 +199,7 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
     .onAfterHandle({ as: 'global' }, ({ request, set, responseValue }) => {
       const auth = contexts.get(request)
       if (!auth) return
-      const custom = responseValue as { code?: unknown } | null
-      const status = typeof custom?.code === 'number' ? custom.code : typeof set.status === 'number' ? set.status : 200
-      log(request, auth, status)
+      log(request, auth, statusOf(responseValue, set))
     })
 
   /** Records a failed call of an authenticated caller; the error envelope calls it. */

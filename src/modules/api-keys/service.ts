@@ -1,7 +1,7 @@
 import { and, count, eq, isNotNull, isNull, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { columnsOf } from '../../db/crud'
-import { commitCounterOf, createReadCache } from '../../db/commit-counter'
+import { createReadCache } from '../../db/commit-counter'
 import { preparedFor } from '../../db/prepared'
 import { apiKeys, roles } from '../../db/schema'
 import { generateToken, parseToken, tokenMatches, tokenPrefix } from '../../lib/api-key-token'
@@ -215,19 +215,15 @@ export interface KeyIdentity {
 export function createKeyResolver(deps: Deps): (value: string) => KeyIdentity | null {
   const byLookup = statements(deps.db).keyByLookup
   const versionQuery = deps.db.$client.prepare<{ value: string }, []>("SELECT value FROM system_state WHERE key = 'access_version'")
-  const commits = commitCounterOf(deps.db)
+  // While no transaction has committed since it was read, the version cannot have changed.
+  const keptVersion = createReadCache<string | undefined>(deps.db, 1)
   const cache = new Map<string, { identity: KeyIdentity; hash: Uint8Array }>()
   let cachedVersion: string | undefined
-  // The commit count when the version was last read: while no transaction has committed
-  // since, the version cannot have changed and is not read again (db/commit-counter.ts).
-  let versionReadAt: number | null = null
 
   return (value) => {
     const parsed = parseToken(value)
     if (!parsed) return null
-    const count = commits()
-    const version = count !== null && count === versionReadAt ? cachedVersion : versionQuery.get()?.value
-    versionReadAt = count
+    const version = keptVersion('access_version', () => versionQuery.get()?.value)
     if (version === undefined || version !== cachedVersion) {
       cache.clear()
       cachedVersion = version

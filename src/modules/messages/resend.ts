@@ -234,8 +234,8 @@ const ListQuery = t.Object({
   before: t.Optional(t.String({ minLength: 1, maxLength: 64, description: 'The emails sent after (newer than) this email id.' })),
 })
 
-/** The Resend-compatible routes under /compat/resend: emails (send, batch, get, list, update, cancel). */
 /**
+ * The Resend-compatible routes under /compat/resend: emails (send, batch, get, list, update, cancel).
  * `logAnswer` records the access-log line of a request this module answers from its global
  * onRequest hook (the 308 below), which neither the handler hooks nor the error envelope see.
  */

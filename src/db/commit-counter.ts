@@ -1,3 +1,4 @@
+import { dlopen, FFIType, toArrayBuffer } from 'bun:ffi'
 import type { Database } from 'bun:sqlite'
 import { openSync, readSync } from 'node:fs'
 import type { Db } from './client'
@@ -18,7 +19,17 @@ import { preparedFor } from './prepared'
  * is visible to any new reader (https://www.sqlite.org/walformat.html, "The WAL-Index Header":
  * "iChange: Unsigned integer counter, incremented with each transaction"). The header is kept
  * twice; a writer updates the second copy, then the first, and a reader that sees them differ
- * is reading during an update. One `pread` of the two copies costs about 1.6 µs here.
+ * is reading during an update.
+ *
+ * The header is read from a read-only shared mapping of the file's first page: 2 ns a read,
+ * where one `pread` of it costs 1.5 µs on this machine (a system call here costs more than
+ * the SQLite read the counter saves), and the `pread`s were a fifth of the server thread's
+ * profile under the HTTP benchmark (docs/benchmarks.md, issue 18). The mapping is made with
+ * libc's `mmap` through bun:ffi on our own descriptor, because `Bun.mmap` opens and closes a
+ * descriptor of its own (see below); where libc cannot be loaded the header is read with
+ * `pread`. A mapping past the end of a file faults, but SQLite truncates the -shm file only
+ * when it opens it with no other connection in any process holding it (its "DMS" lock), and
+ * the counter is read only while its handle is open (`inTransaction` throws once closed).
  *
  * The file descriptor is opened once and never closed. POSIX advisory locks belong to the
  * process, and closing any descriptor of a file drops all of the process's locks on it
@@ -29,7 +40,7 @@ import { preparedFor } from './prepared'
  * Inside a transaction of the caller's own connection the counter is null: what a read sees
  * there may still be rolled back, so it must not be kept.
  */
-export type CommitCounter = () => number | null
+export type CommitCounter = (() => number | null) & { readonly via?: 'mapping' | 'pread' }
 
 /** The header's two copies are 48 bytes each; iChange is the third 32-bit word of a copy (native byte order). */
 const HEADER_BYTES = 48
@@ -52,15 +63,52 @@ function openCounter(client: Database): CommitCounter {
   } catch {
     return unknown
   }
+  const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+  const mapped = mapHeader(fd)
+  if (mapped) {
+    const read = () => {
+      if (client.inTransaction) return null
+      const first = mapped.getUint32(ICHANGE, littleEndian)
+      return first === mapped.getUint32(HEADER_BYTES + ICHANGE, littleEndian) ? first : null
+    }
+    return Object.assign(read, { via: 'mapping' as const })
+  }
   const header = new Uint8Array(HEADER_BYTES * 2)
   const view = new DataView(header.buffer)
-  const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
-  return () => {
+  const read = () => {
     if (client.inTransaction) return null
     if (readSync(fd, header, 0, header.length, 0) !== header.length) return null
     const first = view.getUint32(ICHANGE, littleEndian)
     return first === view.getUint32(HEADER_BYTES + ICHANGE, littleEndian) ? first : null
   }
+  return Object.assign(read, { via: 'pread' as const })
+}
+
+/** The C library, where `mmap` is (null where it cannot be loaded: the counter then reads with pread). */
+const LIBC = process.platform === 'linux' ? 'libc.so.6' : process.platform === 'darwin' ? '/usr/lib/libSystem.B.dylib' : null
+/** PROT_READ and MAP_SHARED: 1 on Linux and macOS alike. */
+const PROT_READ = 1
+const MAP_SHARED = 1
+
+let libc: { mmap: (addr: null, length: number, prot: number, flags: number, fd: number, offset: number) => unknown } | null | undefined
+
+/** The header's bytes, mapped read-only and shared (never unmapped, like the descriptor), or null. */
+function mapHeader(fd: number): DataView | null {
+  if (libc === undefined) {
+    try {
+      libc = LIBC
+        ? (dlopen(LIBC, { mmap: { args: [FFIType.ptr, FFIType.u64, FFIType.i32, FFIType.i32, FFIType.i32, FFIType.i64], returns: FFIType.ptr } })
+            .symbols as NonNullable<typeof libc>)
+        : null
+    } catch {
+      libc = null
+    }
+  }
+  if (!libc) return null
+  const address = libc.mmap(null, HEADER_BYTES * 2, PROT_READ, MAP_SHARED, fd, 0)
+  // MAP_FAILED is (void *) -1, which does not fit a safe integer; a null pointer comes back as null.
+  if (typeof address !== 'number' || address <= 0 || address > Number.MAX_SAFE_INTEGER) return null
+  return new DataView(toArrayBuffer(address as Parameters<typeof toArrayBuffer>[0], 0, HEADER_BYTES * 2))
 }
 
 /**

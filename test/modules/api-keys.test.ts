@@ -138,6 +138,26 @@ describe('API key lifecycle', () => {
     expect(getApiKey(t.deps, k.id).last_used_at).toBe('2026-03-01T12:01:35.000Z')
   })
 
+  test('last_used_ip is the address of the first call in each batch of uses (the address is read once per batch)', async () => {
+    const t = testApp({ trust_proxy: true })
+    const admin = t.makeKey()
+    const k = t.makeKey()
+    const from = (ip: string) => t.call('GET', '/api/v2/permissions', { key: k.key, headers: { 'x-forwarded-for': ip } })
+    const shown = async () => (await t.call('GET', `/api/v2/api-keys/${k.id}`, { key: admin.key })).body.data.last_used_ip
+    await from('192.0.2.1')
+    await from('192.0.2.2')
+    expect(await shown()).toBe('192.0.2.1')
+    t.usage.flush()
+    expect(getApiKey(t.deps, k.id).last_used_ip).toBe('192.0.2.1')
+    await from('192.0.2.3') // the first call of the next batch
+    expect(await shown()).toBe('192.0.2.3')
+    const flushed = t.usage.flushGrouped()
+    await from('192.0.2.4') // a call while that batch is being written starts the next one
+    await flushed
+    expect(getApiKey(t.deps, k.id).last_used_ip).toBe('192.0.2.3')
+    expect(await shown()).toBe('192.0.2.4')
+  })
+
   test("the server's grouped flush: reads show the use until its group commit has stored it; a use made meanwhile stays pending", async () => {
     const t = testApp()
     const admin = t.makeKey()

@@ -259,7 +259,9 @@ export function createKeyResolver(deps: Deps): (value: string) => KeyIdentity | 
  * was a blocking fsync on the server's thread every second.
  */
 export function createUsageRecorder(deps: Deps) {
-  const pending = new Map<number, { at: number; ip: string | null }>()
+  const pending = new Map<number, { at: number; ip: string | null; batch: number }>()
+  /** Counts writes begun: a use recorded in an earlier batch asks for the address again. */
+  let batch = 0
   const update = deps.db
     .update(apiKeys)
     .set({ last_used_at: sql`max(coalesce(${apiKeys.last_used_at}, 0), ${sql.placeholder('at')})`, last_used_ip: sql`${sql.placeholder('ip')}` })
@@ -271,19 +273,27 @@ export function createUsageRecorder(deps: Deps) {
    */
   const take = () => {
     if (pending.size === 0) return null
-    const batch = [...pending]
+    const uses = [...pending]
+    batch++
     return {
       write: () => {
-        for (const [id, use] of batch) update.run({ id, at: use.at, ip: use.ip })
+        for (const [id, use] of uses) update.run({ id, at: use.at, ip: use.ip })
       },
       written: () => {
-        for (const [id, use] of batch) if (pending.get(id) === use) pending.delete(id)
+        for (const [id, use] of uses) if (pending.get(id) === use) pending.delete(id)
       },
     }
   }
   return {
-    record(keyId: number, at: number, ip: string | null): void {
-      pending.set(keyId, { at, ip })
+    /**
+     * A use of a key at `at`. The address is asked for once per batch of a key's uses (the
+     * first call since the last write began), not per call: reading it is a system call per
+     * request (issue 18), so last_used_ip is the address of the first call in each batch.
+     * A new object each time, so a use recorded while a write runs is kept for the next one.
+     */
+    record(keyId: number, at: number, address: () => string | null): void {
+      const use = pending.get(keyId)
+      pending.set(keyId, { at, ip: use && use.batch === batch ? use.ip : address(), batch })
     },
     /** A view with the last use that is not written yet, so reads are current without a write. */
     overlay(view: ApiKeyView): ApiKeyView {

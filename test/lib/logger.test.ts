@@ -30,5 +30,10 @@ test('an error is written at once, with what was buffered before it', () => {
   expect(written).toEqual([])
   log.error('broke', { code: 'x' })
   expect(written).toHaveLength(1)
-  expect(written[0]!.split('\n').filter(Boolean).map((l) => JSON.parse(l).msg)).toEqual(['first', 'broke'])
+  expect(
+    written[0]!
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l).msg),
+  ).toEqual(['first', 'broke'])
 })

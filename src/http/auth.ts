@@ -20,6 +20,11 @@ export interface AuthContext {
   /** The console session, when there is no key. */
   admin: SessionIdentity | null
   actor: Actor
+  /**
+   * The client's address: always for a change and for a console session; for a key's read,
+   * null unless the allowlist or the usage recorder asked for it (reading it is a system
+   * call, decision 73).
+   */
   ip: string | null
   route: RouteInfo
   /** Set by a handler when the activity log target is not the `:id` path parameter (creates). */

@@ -5,10 +5,13 @@
  * of the machine's speed falls on both. Single runs here moved up to 40 % between minutes;
  * the ratio of medians from this script moved a few per cent.
  *
- *   bun bench/ab.ts --base DIR [--target http|accept] [--rounds 6] [--duration 4]
+ *   bun bench/ab.ts --base DIR [--target http|accept|delivery] [--rounds 6] [--duration 4] [--messages 10000]
  *
  * http: the authenticated GET of bench/http.ts (and a bare Bun.serve each round, for the
- * ratio the issue states); accept: POST /v1/send of bench/accept.ts with the MX silent.
+ * ratio the issue states); accept: POST /v1/send of bench/accept.ts with the MX silent;
+ * delivery: `--messages` sends through /v1/send per round, unsigned, each side in turn,
+ * timed until the SMTP sink of bench/delivery.ts has counted them all, with the server's CPU
+ * per message (after one unmeasured round each, for the JIT).
  * The base checkout needs its own node_modules (a symbolic link to this one's will do).
  * Not part of `npm run bench`: it measures a change, not the product.
  */
@@ -16,27 +19,31 @@ import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ACCEPT_BODY, acceptServerOptions } from './accept'
-import { startSilentMx } from './delivery'
+import { deliveryServerOptions, sendAll, startBenchDns, startSilentMx, startSink, waitUntil } from './delivery'
+import { readProcCpuMs } from './support/proc'
 import { fmtInt, fmtMs, median } from './support/report'
 import * as here from './support/servers'
 import { findWrk, requestScript, runWrk, WRK_INSTALL_HINT } from './support/wrk'
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
-  options: { base: { type: 'string' }, target: { type: 'string' }, rounds: { type: 'string' }, duration: { type: 'string' } },
+  options: { base: { type: 'string' }, target: { type: 'string' }, rounds: { type: 'string' }, duration: { type: 'string' }, messages: { type: 'string' } },
 })
 const base = values.base ? resolve(values.base) : null
 if (!base || !existsSync(join(base, 'bench/support/servers.ts'))) {
-  process.stderr.write('Usage: bun bench/ab.ts --base DIR [--target http|accept] [--rounds 6] [--duration 4]   (DIR: another checkout)\n')
+  process.stderr.write(
+    'Usage: bun bench/ab.ts --base DIR [--target http|accept|delivery] [--rounds 6] [--duration 4] [--messages 10000]   (DIR: another checkout)\n',
+  )
   process.exit(2)
 }
 const target = values.target ?? 'http'
-if (target !== 'http' && target !== 'accept') throw new Error(`--target is http or accept, not "${target}"`)
+if (target !== 'http' && target !== 'accept' && target !== 'delivery') throw new Error(`--target is http, accept or delivery, not "${target}"`)
 const rounds = Number(values.rounds ?? 6)
 const durationS = Number(values.duration ?? 4)
+const there = (await import(join(base, 'bench/support/servers.ts'))) as typeof here
+if (target === 'delivery') process.exit(await deliveryAB(Number(values.messages ?? 10000)))
 const wrk = findWrk()
 if (!wrk) throw new Error(WRK_INSTALL_HINT)
-const there = (await import(join(base, 'bench/support/servers.ts'))) as typeof here
 
 const mx = target === 'accept' ? await startSilentMx() : null
 const options = target === 'accept' ? acceptServerOptions(mx!.port) : { rateLimit: 100_000_000 }
@@ -83,3 +90,58 @@ try {
   await mx?.close()
 }
 process.exit(0)
+
+/** Waits until a process has used under 5 ms of CPU in 250 ms (at most 30 s). */
+async function settled(pid: number): Promise<void> {
+  for (let i = 0; i < 120; i++) {
+    const before = readProcCpuMs(pid) ?? 0
+    await Bun.sleep(250)
+    if ((readProcCpuMs(pid) ?? 0) - before < 5) return
+  }
+}
+
+/** Delivered messages a second and the server's CPU per message, each side in turn; the medians and their ratios. */
+async function deliveryAB(messages: number): Promise<number> {
+  const dns = await startBenchDns()
+  const sink = await startSink()
+  const options = deliveryServerOptions(sink.smtpPort, dns.server, false)
+  const servers = { base: await there.startMailroom('base', options), change: await here.startMailroom('change', options) }
+  const runs: Record<'base' | 'change', Array<{ rate: number; cpuMs: number }>> = { base: [], change: [] }
+  const deliver = async (name: 'base' | 'change') => {
+    const server = servers[name]
+    const before = (await sink.count()).messages
+    const cpu = readProcCpuMs(server.pid)
+    const t0 = performance.now()
+    await sendAll(server, messages, 64)
+    await waitUntil(`${messages} deliveries`, async () => (await sink.count()).messages - before >= messages, 600_000)
+    const s = (performance.now() - t0) / 1000
+    // The server goes on after the sink has counted (outcomes, statistics, checkpoints): its
+    // CPU counts until it is idle, and the other side starts only then, or it would share
+    // the cores with that tail (the second side of every round ran at half the first's rate).
+    await settled(server.pid)
+    return { rate: messages / s, cpuMs: ((readProcCpuMs(server.pid) ?? 0) - (cpu ?? 0)) / messages }
+  }
+  try {
+    for (const name of ['base', 'change'] as const) await deliver(name) // unmeasured: the JIT's round
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? (['base', 'change'] as const) : (['change', 'base'] as const)
+      for (const name of order) runs[name].push(await deliver(name))
+      const last = (name: 'base' | 'change') => `${name} ${fmtInt(runs[name].at(-1)!.rate)}/s ${runs[name].at(-1)!.cpuMs.toFixed(3)} ms`
+      process.stdout.write(`round ${round + 1}/${rounds}: ${last('base')}  ${last('change')}\n`)
+    }
+    const rate = (name: 'base' | 'change') => median(runs[name].map((r) => r.rate))
+    const cpuMs = (name: 'base' | 'change') => median(runs[name].map((r) => r.cpuMs))
+    for (const name of ['base', 'change'] as const)
+      process.stdout.write(`${name.padEnd(7)} ${fmtInt(rate(name))} delivered/s, server CPU ${cpuMs(name).toFixed(3)} ms a message (medians of ${rounds})\n`)
+    process.stdout.write(
+      `change / base: delivered ${(rate('change') / rate('base')).toFixed(3)}, CPU a message ${(cpuMs('change') / cpuMs('base')).toFixed(3)}\n`,
+    )
+    return 0
+  } finally {
+    await servers.base.dispose()
+    await servers.change.dispose()
+    await there.stopAll()
+    await here.stopAll()
+    await dns.close()
+  }
+}

@@ -55,12 +55,12 @@ const HELP = `Usage: bun bench/delivery.ts [options]   (or: npm run bench -- del
 /** About 5 KB of HTML, the same for every message. */
 const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(55)}</body></html>`
 
-interface Sink extends ServerProcess {
+export interface Sink extends ServerProcess {
   smtpPort: number
   count(): Promise<{ messages: number; recipients: number }>
 }
 
-async function startSink(): Promise<Sink> {
+export async function startSink(): Promise<Sink> {
   // The sink prints "listening on http://HOST:PORT smtp=PORT"; startServer keeps the whole match.
   const s = await startServer('sink', ['bench/support/counting-sink.ts'], { pattern: /listening on (http:\/\/\S+ smtp=\d+)/ })
   const [httpUrl, smtp] = s.url.split(' smtp=') as [string, string]
@@ -73,7 +73,7 @@ async function startSink(): Promise<Sink> {
   }
 }
 
-async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+export async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs
   while (!(await check())) {
     if (Date.now() > end) throw new Error(`gave up after ${timeoutMs / 1000} s waiting for ${what}`)
@@ -192,7 +192,7 @@ async function verifyDomain(server: MailroomInstance, dns: DnsServer): Promise<v
 }
 
 /** POSTs `n` messages to /v1/send, `concurrency` in flight; each must be answered 202. */
-async function sendAll(server: MailroomInstance, n: number, concurrency: number): Promise<void> {
+export async function sendAll(server: MailroomInstance, n: number, concurrency: number): Promise<void> {
   let next = 0
   const worker = async () => {
     while (next < n) {
@@ -234,19 +234,7 @@ export async function startSilentMx(): Promise<{ port: number; close(): Promise<
  */
 async function footprint(dns: DnsServer, n: number, concurrency: number): Promise<number> {
   const mx = await startSilentMx()
-  const server = await startMailroom('mailroom-footprint', {
-    rateLimit: 'unlimited',
-    settings: {
-      MAILROOM_MX_PORT: String(mx.port),
-      MAILROOM_DNS_SERVERS: dns.server,
-      MAILROOM_HOSTNAME: HOSTNAME,
-      MAILROOM_ALLOW_UNVERIFIED_DOMAINS: 'true',
-      MAILROOM_LOG_LEVEL: 'warn',
-      // No submission listener: its fixed default port may be taken on a shared machine.
-      MAILROOM_SMTP_LISTEN: 'off',
-    },
-    serveArgs: ['--access-log', 'false'],
-  })
+  const server = await startMailroom('mailroom-footprint', deliveryServerOptions(mx.port, dns.server, false))
   try {
     const idle = readProcMemory(server.pid)
     const t0 = performance.now()
@@ -270,12 +258,13 @@ async function footprint(dns: DnsServer, n: number, concurrency: number): Promis
   }
 }
 
-async function mailroomRun(sink: Sink, dns: DnsServer, n: number, concurrency: number, dkim: boolean, warmup: number): Promise<MailroomRun> {
-  const server = await startMailroom(dkim ? 'mailroom-dkim' : 'mailroom-unsigned', {
-    rateLimit: 'unlimited',
+/** How each Mailroom of the delivery runs is started: its MX the sink, its DNS the test server, access log off. */
+export function deliveryServerOptions(sinkPort: number, dnsServer: string, dkim: boolean) {
+  return {
+    rateLimit: 'unlimited' as const,
     settings: {
-      MAILROOM_MX_PORT: String(sink.smtpPort),
-      MAILROOM_DNS_SERVERS: dns.server,
+      MAILROOM_MX_PORT: String(sinkPort),
+      MAILROOM_DNS_SERVERS: dnsServer,
       MAILROOM_HOSTNAME: HOSTNAME,
       MAILROOM_ALLOW_UNVERIFIED_DOMAINS: dkim ? 'false' : 'true',
       MAILROOM_LOG_LEVEL: 'warn',
@@ -283,7 +272,19 @@ async function mailroomRun(sink: Sink, dns: DnsServer, n: number, concurrency: n
       MAILROOM_SMTP_LISTEN: 'off',
     },
     serveArgs: ['--access-log', 'false'],
+  }
+}
+
+/** The loopback DNS server of the delivery runs: the benchmark domain's MX and the hosts' addresses (TTL 60 s, as a real resolver's answers would be cached). */
+export function startBenchDns(): Promise<DnsServer> {
+  return startDnsServer({
+    ttl: 60,
+    zones: { [DOMAIN]: { MX: [{ exchange: `mx.${DOMAIN}`, priority: 10 }] }, [`mx.${DOMAIN}`]: { A: ['127.0.0.1'] }, [HOSTNAME]: { A: ['127.0.0.1'] } },
   })
+}
+
+async function mailroomRun(sink: Sink, dns: DnsServer, n: number, concurrency: number, dkim: boolean, warmup: number): Promise<MailroomRun> {
+  const server = await startMailroom(dkim ? 'mailroom-dkim' : 'mailroom-unsigned', deliveryServerOptions(sink.smtpPort, dns.server, dkim))
   try {
     if (dkim) await verifyDomain(server, dns)
     if (warmup > 0) {
@@ -328,11 +329,7 @@ export async function run(argv: string[], command: string): Promise<number> {
   const warmup = Number(values.warmup ?? 2000)
   const concurrency = Number(values.concurrency ?? 64)
   const machine = machineInfo()
-  // TTL 60: the engine caches MX answers for their TTL, as it would against a real resolver.
-  const dns = await startDnsServer({
-    ttl: 60,
-    zones: { [DOMAIN]: { MX: [{ exchange: `mx.${DOMAIN}`, priority: 10 }] }, [`mx.${DOMAIN}`]: { A: ['127.0.0.1'] }, [HOSTNAME]: { A: ['127.0.0.1'] } },
-  })
+  const dns = await startBenchDns()
   if (values.footprint !== undefined) {
     try {
       return await footprint(dns, Number(values.footprint), concurrency)

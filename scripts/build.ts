@@ -38,6 +38,7 @@ export async function buildBinary(outfile: string = DEFAULT_OUTFILE): Promise<Bu
     entrypoints: [
       join(root, 'src', 'main.ts'),
       join(root, 'src', 'delivery', 'signer-worker.ts'),
+      join(root, 'src', 'lib', 'html-text-worker.ts'),
       join(root, 'src', 'db', 'checkpoint-worker.ts'),
       join(root, 'src', 'modules', 'imports', 'prepare-worker.ts'),
       join(root, 'src', 'modules', 'segments', 'count-worker.ts'),

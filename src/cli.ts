@@ -9,6 +9,7 @@ import { ConfigError, defaultOf, readConfigFile, resolveConfig, SETTINGS, type C
 import { backupDatabase, openDatabaseFile } from './db/client'
 import { migrate } from './db/migrate'
 import { createDeps, type Deps } from './deps'
+import { createTextPool } from './lib/html-text-pool'
 import type { Clock } from './lib/clock'
 import { createLogger } from './lib/logger'
 import { publicHostNameWarning } from './lib/public-host-name'
@@ -472,6 +473,8 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   const hostWarning = publicHostNameWarning(deps.config.hostname)
   if (hostWarning) (log.warn('no public host name', { hostname: deps.config.hostname }), io.err(`mailroom: WARNING: ${hostWarning}`))
   const { app, usage, imports } = buildApp(deps)
+  const textPool = createTextPool(log)
+  deps.textPool = textPool
 
   // Imports that were queued or under way when the server last stopped go on from their last committed batch.
   imports.kick()
@@ -505,6 +508,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
     await inbound?.close()
     await delivery.stop()
     await imports.stop()
+    await textPool.close()
     await checkpoints.stop()
     deps.db.$client.close()
     return 1
@@ -558,6 +562,7 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
   await webhooks.stop()
   await delivery.stop()
   await imports.stop()
+  await textPool.close()
   // Segment count worker threads (started on the first large count), before the last checkpoint
   await stopSegmentCountPool(deps)
   usage.flush()

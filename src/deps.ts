@@ -3,6 +3,7 @@ import type { Db } from './db/client'
 import { createGroupCommitter, type GroupCommitter } from './db/group-commit'
 import type { Clock } from './lib/clock'
 import { createDoorbell, type Doorbell } from './lib/doorbell'
+import type { TextPool } from './lib/html-text-pool'
 import type { Logger } from './lib/logger'
 import type { SecretBox } from './lib/secret-box'
 
@@ -21,6 +22,8 @@ export interface Deps {
   commits: GroupCommitter
   /** Rung when accepted mail is due now; the delivery engine attaches to it (lib/doorbell.ts). */
   doorbell: Doorbell
+  /** The server's text worker for HTML-only API sends (lib/html-text-pool.ts); without it, texts are made inline. */
+  textPool?: TextPool
 }
 
 /** Deps around an open database: its group committer, and a doorbell no engine is attached to yet. */

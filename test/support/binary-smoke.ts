@@ -284,13 +284,24 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     dns.publishRecords(domain.dns_records)
     const verified = await api('POST', `/api/v2/sending-domains/${domain.id}/verify`)
     check(verified.status === 'verified', `the sending domain did not verify: ${JSON.stringify(verified.dns_records)}`)
-    const sent = await api('POST', '/v1/send', { from: 'ada@example.com', to: 'bob@example.net', subject: 'Smoke', text: 'Signed in a worker thread.' })
+    // HTML only: its text part is made on the text worker thread (an entrypoint of the build).
+    const sent = await api('POST', '/v1/send', {
+      from: 'ada@example.com',
+      to: 'bob@example.net',
+      subject: 'Smoke',
+      html: '<p>Signed in a <b>worker</b> thread.</p>',
+    })
     const [delivered] = (await within(sink.waitFor(1, REQUEST_MS), REQUEST_MS)) ?? []
     check(delivered, `the message ${sent.id} never reached the sink:\n${serverOutput()}`)
+    check(
+      delivered.raw.toString().includes('Signed in a worker thread.'),
+      `the delivered message has no text part made from its HTML:\n${delivered.raw.toString()}`,
+    )
+    check(!err.state.text.includes('text worker failed'), `the text worker did not run in the executable:\n${serverOutput()}`)
     const dnsServer = dns.server
     const dkim = await dkimVerify(delivered.raw, { resolver: ((name: string) => queryDns([dnsServer], name, 'TXT')) as never })
     check(dkim.results[0]?.status?.result === 'pass', `the delivered message's DKIM signature did not verify: ${JSON.stringify(dkim.results)}`)
-    log('ok: a send is delivered over SMTP with a DKIM signature made on a worker thread')
+    log('ok: a send is delivered over SMTP with its text part and DKIM signature made on worker threads')
 
     // A contact import reads its rows on a worker thread (an entrypoint of the build too).
     const list = await api('POST', '/api/v2/lists', { name: 'Smoke' })

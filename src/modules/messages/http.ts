@@ -35,6 +35,21 @@ export interface SendCall {
 }
 
 /**
+ * The inputs with the text part of each HTML-only one made on the server's text worker
+ * (lib/html-text-pool.ts), as checkMessage would make it inline; the inputs as they are
+ * without a worker (tests, CLI).
+ */
+async function withText(deps: Deps, inputs: SendInput[]): Promise<SendInput[]> {
+  const pool = deps.textPool
+  if (!pool) return inputs
+  return Promise.all(
+    inputs.map(async (input) =>
+      input.text == null && typeof input.html === 'string' && input.html ? { ...input, text: await pool.toText(input.html) } : input,
+    ),
+  )
+}
+
+/**
  * Sends through the accept service and translates its outcome to HTTP: the response (fresh or
  * replayed), `Idempotent-Replayed: true` on a replay, `Retry-After` when a bridge quota is used up.
  */
@@ -44,7 +59,11 @@ export async function sendOverHttp(deps: Deps, authOf: AuthOf, call: SendCall, s
     if (!auth.key && auth.admin && call.allowSession) {
       // A person's test send: rare, so it is worth its activity-log row (left to the auth plugin).
       const ctx: AcceptContext = { ...call.ctx, apiKeyId: null }
-      const result = await acceptMessages(deps, { ctx, prepare: async () => prepareMessages(deps, await call.inputs(), ctx), respond: call.respond })
+      const result = await acceptMessages(deps, {
+        ctx,
+        prepare: async () => prepareMessages(deps, await withText(deps, await call.inputs()), ctx),
+        respond: call.respond,
+      })
       if (!result.replayed && result.accepted[0]) auth.target = { type: 'messages', id: result.accepted[0].id }
       return result.response
     }
@@ -56,7 +75,7 @@ export async function sendOverHttp(deps: Deps, authOf: AuthOf, call: SendCall, s
     const ctx = apiSendContext(deps, auth.key.id, call.ctx, call.bridgeOnly)
     const result = await acceptMessages(deps, {
       ctx,
-      prepare: async () => (call.prepare ? call.prepare(ctx) : prepareMessages(deps, await call.inputs(), ctx)),
+      prepare: async () => (call.prepare ? call.prepare(ctx) : prepareMessages(deps, await withText(deps, await call.inputs()), ctx)),
       respond: call.respond,
       idempotency: { key: call.request.headers.get(IDEMPOTENCY_HEADER), scope: auth.key.id, endpoint: call.endpoint, fingerprint: call.body },
     })

@@ -1,0 +1,27 @@
+import { expect, test } from 'bun:test'
+import { htmlToText } from '../../src/lib/html-text'
+import { createTextPool } from '../../src/lib/html-text-pool'
+import { memoryLogger } from '../../src/lib/logger'
+
+const samples = [
+  `<html><body>${'<p>The quick brown fox jumps over the lazy dog.</p>\n'.repeat(20)}</body></html>`,
+  '<h1>Receipt</h1><ul><li>One</li><li>Two <a href="https://example.com/x">link</a></li></ul><blockquote>quoted</blockquote>',
+  '<table><tr><td>a</td><td>b</td></tr></table><pre>  kept\n  as is</pre><p>caf\u00e9 &amp; cr\u00e8me</p>',
+  '',
+]
+
+test("the worker's text is the text made on the server's thread, for many requests at once", async () => {
+  const pool = createTextPool(memoryLogger())
+  try {
+    const texts = await Promise.all(samples.flatMap((html) => [html, html]).map((html) => pool.toText(html)))
+    expect(texts).toEqual(samples.flatMap((html) => [htmlToText(html), htmlToText(html)]))
+  } finally {
+    await pool.close()
+  }
+})
+
+test('once closed, texts are made inline', async () => {
+  const pool = createTextPool(memoryLogger())
+  await pool.close()
+  expect(await pool.toText(samples[1]!)).toBe(htmlToText(samples[1]!))
+})

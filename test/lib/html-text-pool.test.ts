@@ -20,6 +20,16 @@ test("the worker's text is the text made on the server's thread, for many reques
   }
 })
 
+test('more texts at once than one message carries: every one answered, in order', async () => {
+  const pool = createTextPool(memoryLogger())
+  try {
+    const htmls = Array.from({ length: 150 }, (_, i) => `<p>message ${i}</p>`)
+    expect(await Promise.all(htmls.map((html) => pool.toText(html)))).toEqual(htmls.map((html) => htmlToText(html)))
+  } finally {
+    await pool.close()
+  }
+})
+
 test('once closed, texts are made inline', async () => {
   const pool = createTextPool(memoryLogger())
   await pool.close()

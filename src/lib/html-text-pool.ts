@@ -28,13 +28,18 @@ export function createTextPool(log: Logger): TextPool {
       log.error('the text worker failed; text parts are made on the main thread from now on', { error: error.message })
     },
   })
-  let batch: Array<{ html: string; resolve(text: string): void }> = []
+  let batch: Array<{ html: string; resolve(text: string): void; reject(error: unknown): void }> = []
   const post = () => {
     const items = batch
     batch = []
     if (items.length === 0) return // a full batch was sent before this turn's timer came
     const inline = () => {
-      for (const item of items) item.resolve(htmlToText(item.html))
+      for (const item of items)
+        try {
+          item.resolve(htmlToText(item.html))
+        } catch (e) {
+          item.reject(e)
+        }
     }
     if (!worker) return inline()
     worker.request(items.map((item) => item.html)).then((texts) => items.forEach((item, i) => item.resolve(texts[i]!)), inline) // a failed worker has logged it
@@ -42,8 +47,8 @@ export function createTextPool(log: Logger): TextPool {
   return {
     toText(html) {
       if (!worker) return Promise.resolve(htmlToText(html))
-      return new Promise((resolve) => {
-        batch.push({ html, resolve })
+      return new Promise((resolve, reject) => {
+        batch.push({ html, resolve, reject })
         if (batch.length >= MAX_BATCH) post()
         else if (batch.length === 1) setImmediate(post)
       })

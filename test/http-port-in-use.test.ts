@@ -32,4 +32,4 @@ test('serve on an HTTP address already in use exits 1 naming it, and the first s
   expect(code).toBe(1)
   expect(err).toContain(`cannot listen for HTTP on ${address}`)
   expect((await fetch(`${first.base}/health`)).status).toBe(200)
-})
+}, 30_000) // two servers start from source: 4-5 s on a loaded CI machine, past the default 5 s

@@ -21,13 +21,22 @@ export interface TextPool {
 const MAX_BATCH = 64
 
 export function createTextPool(log: Logger): TextPool {
-  let worker: WorkerClient<string[], string[]> | null = startWorker(workerUrl(import.meta.url, './html-text-worker.ts', './lib/html-text-worker.ts'), {
-    name: 'the text worker',
-    onFailure: (error) => {
-      worker = null
-      log.error('the text worker failed; text parts are made on the main thread from now on', { error: error.message })
-    },
-  })
+  // Started at the first text, not with the server: a server that never gets an HTML-only
+  // send (the tests start many) has no thread for it.
+  let worker: WorkerClient<string[], string[]> | null = null
+  let started = false
+  const fail = (error: Error) => {
+    worker = null
+    log.error('the text worker failed; text parts are made on the main thread from now on', { error: error.message })
+  }
+  const start = () => {
+    started = true
+    try {
+      worker = startWorker(workerUrl(import.meta.url, './html-text-worker.ts', './lib/html-text-worker.ts'), { name: 'the text worker', onFailure: fail })
+    } catch (e) {
+      fail(e as Error)
+    }
+  }
   let batch: Array<{ html: string; resolve(text: string): void; reject(error: unknown): void }> = []
   const post = () => {
     const items = batch
@@ -46,6 +55,7 @@ export function createTextPool(log: Logger): TextPool {
   }
   return {
     toText(html) {
+      if (!started) start()
       if (!worker) return Promise.resolve(htmlToText(html))
       return new Promise((resolve, reject) => {
         batch.push({ html, resolve, reject })
@@ -56,6 +66,7 @@ export function createTextPool(log: Logger): TextPool {
     async close() {
       const w = worker
       worker = null
+      started = true
       if (!w) return
       w.terminate(new Error('text pool closed'))
       await w.closed

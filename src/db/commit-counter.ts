@@ -64,22 +64,18 @@ function openCounter(client: Database): CommitCounter {
     return unknown
   }
   const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
-  const mapped = mapHeader(fd)
-  if (mapped) {
-    const read = () => {
-      if (client.inTransaction) return null
-      const first = mapped.getUint32(ICHANGE, littleEndian)
-      return first === mapped.getUint32(HEADER_BYTES + ICHANGE, littleEndian) ? first : null
-    }
-    return Object.assign(read, { via: 'mapping' as const })
+  /** iChange when the header's two copies agree; null while a writer is between them. */
+  const countIn = (header: DataView) => {
+    const first = header.getUint32(ICHANGE, littleEndian)
+    return first === header.getUint32(HEADER_BYTES + ICHANGE, littleEndian) ? first : null
   }
-  const header = new Uint8Array(HEADER_BYTES * 2)
-  const view = new DataView(header.buffer)
+  const mapped = mapHeader(fd)
+  if (mapped) return Object.assign(() => (client.inTransaction ? null : countIn(mapped)), { via: 'mapping' as const })
+  const bytes = new Uint8Array(HEADER_BYTES * 2)
+  const copy = new DataView(bytes.buffer)
   const read = () => {
     if (client.inTransaction) return null
-    if (readSync(fd, header, 0, header.length, 0) !== header.length) return null
-    const first = view.getUint32(ICHANGE, littleEndian)
-    return first === view.getUint32(HEADER_BYTES + ICHANGE, littleEndian) ? first : null
+    return readSync(fd, bytes, 0, bytes.length, 0) === bytes.length ? countIn(copy) : null
   }
   return Object.assign(read, { via: 'pread' as const })
 }

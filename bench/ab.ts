@@ -8,7 +8,8 @@
  *   bun bench/ab.ts --base DIR [--target http|accept|delivery] [--rounds 6] [--duration 4] [--messages 10000]
  *
  * http: the authenticated GET of bench/http.ts (and a bare Bun.serve each round, for the
- * ratio the issue states); accept: POST /v1/send of bench/accept.ts with the MX silent;
+ * ratio the issue states); accept: POST /v1/send of bench/accept.ts with the MX silent, on a
+ * fresh pair of servers every round;
  * delivery: `--messages` sends through /v1/send per round, unsigned, each side in turn,
  * timed until the SMTP sink of bench/delivery.ts has counted them all, with the server's CPU
  * per message (after one unmeasured round each, for the JIT).
@@ -47,7 +48,12 @@ if (!wrk) throw new Error(WRK_INSTALL_HINT)
 
 const mx = target === 'accept' ? await startSilentMx() : null
 const options = target === 'accept' ? acceptServerOptions(mx!.port) : { rateLimit: 100_000_000 }
-const servers = { base: await there.startMailroom('base', options), change: await here.startMailroom('change', options) }
+const start = { base: () => there.startMailroom('base', options), change: () => here.startMailroom('change', options) }
+// Accept: a fresh server for every measurement. A long-lived one keeps every accepted
+// message queued behind the silent MX, and the engine's work on that pile leaked into later
+// rounds and into the other side's (the same change read 0.72-1.12).
+const fresh = target === 'accept'
+const servers = fresh ? null : { base: await start.base(), change: await start.change() }
 const bare = target === 'http' ? await here.startBare() : null
 const path = target === 'http' ? '/api/v2/api-keys/1' : '/v1/send'
 const script = target === 'accept' ? requestScript('POST', ACCEPT_BODY) : undefined
@@ -65,8 +71,12 @@ try {
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? (['base', 'change'] as const) : (['change', 'base'] as const)
     for (const name of order) {
-      const s = servers[name]
-      await measure(name, s.url + path, { 'content-type': 'application/json', authorization: `Bearer ${s.key}` })
+      const s = servers?.[name] ?? (await start[name]())
+      try {
+        await measure(name, s.url + path, { 'content-type': 'application/json', authorization: `Bearer ${s.key}` })
+      } finally {
+        if (!servers) await s.dispose()
+      }
     }
     if (bare) await measure('bare', bare.url + '/', {})
     process.stdout.write(
@@ -83,8 +93,8 @@ try {
   if (bare) process.stdout.write(`; base / bare ${(rps('base') / rps('bare')).toFixed(3)}, change / bare ${(rps('change') / rps('bare')).toFixed(3)}`)
   process.stdout.write('\n')
 } finally {
-  await servers.base.dispose()
-  await servers.change.dispose()
+  await servers?.base.dispose()
+  await servers?.change.dispose()
   await there.stopAll()
   await here.stopAll()
   await mx?.close()

@@ -6,6 +6,7 @@ import { columnsOf } from '../../db/crud'
 import { importErrors, imports } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
+import { utf8Check } from '../../lib/utf8-check'
 import { pageMeta, pageRequest } from '../../lib/pagination'
 import { fieldDefinitions } from '../custom-fields/service'
 import { listExists } from '../lists/service'
@@ -77,24 +78,17 @@ export function resolveMapping(deps: Deps, header: string[] | null, explicit: Re
  */
 async function storeUpload(body: ReadableStream<Uint8Array>, path: string, maxBytes: number): Promise<number> {
   const out = createWriteStream(path, { mode: 0o600 })
-  const decoder = new TextDecoder('utf-8', { fatal: true })
+  const utf8 = utf8Check()
   let bytes = 0
   try {
     for await (const chunk of body) {
       bytes += chunk.byteLength
       if (bytes > maxBytes) throw new AppError('payload_too_large', `The import file is larger than the limit of ${maxBytes} bytes.`)
-      try {
-        decoder.decode(chunk, { stream: true })
-      } catch {
+      if (!utf8.push(chunk))
         throw invalidField('file', `is not UTF-8 text (an invalid byte sequence ends near byte ${bytes}); save the file as UTF-8 and upload it again`)
-      }
       if (!out.write(chunk)) await new Promise((r) => out.once('drain', r))
     }
-    try {
-      decoder.decode()
-    } catch {
-      throw invalidField('file', 'is not UTF-8 text (it ends inside a multi-byte character)')
-    }
+    if (!utf8.end()) throw invalidField('file', 'is not UTF-8 text (it ends inside a multi-byte character)')
     await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())))
     return bytes
   } catch (e) {

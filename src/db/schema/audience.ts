@@ -2,12 +2,9 @@ import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { counter, createdAt, flag, ownedBy, serialId, timestamps } from './columns'
 
-/** Contact statuses; docs/api.md says what each means and how it moves. */
-export const CONTACT_STATUSES = ['subscribed', 'unconfirmed', 'unsubscribed', 'bounced', 'complained'] as const
-export type ContactStatus = (typeof CONTACT_STATUSES)[number]
+import { CONTACT_STATUSES, CUSTOM_FIELD_TYPES } from './audience-values'
 
-export const CUSTOM_FIELD_TYPES = ['text', 'number', 'date', 'boolean', 'one_of'] as const
-export type CustomFieldType = (typeof CUSTOM_FIELD_TYPES)[number]
+export * from './audience-values'
 
 export const lists = sqliteTable('lists', {
   id: serialId(),

@@ -10,7 +10,8 @@ import { applyFieldValues } from '../custom-fields/values'
 import { fieldDefinitions } from '../custom-fields/service'
 import { listExists } from '../lists/service'
 import type { ContactView } from './model'
-import { checkContact, checkName, checkStatus, createContactWriter, emitStatusChange, type ContactInput, type RawContact, type WriteResult } from './writer'
+import { checkContact, checkName, checkStatus, type ContactInput } from './check'
+import { createContactWriter, emitStatusChange, type RawContact, type WriteResult } from './writer'
 
 type Row = typeof contacts.$inferSelect
 

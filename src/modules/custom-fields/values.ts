@@ -1,4 +1,4 @@
-import type { CustomFieldType } from '../../db/schema'
+import type { CustomFieldType } from '../../db/schema/audience-values'
 
 /**
  * Custom field values: checking what a client sends against the field definitions. Pure

@@ -1,6 +1,6 @@
-import type { ContactStatus } from '../../db/schema'
+import type { ContactStatus } from '../../db/schema/audience-values'
 import type { FieldDefinition } from '../custom-fields/values'
-import { checkContact, type CheckedContact, type ContactInput } from '../contacts/writer'
+import { checkContact, type CheckedContact, type ContactInput } from '../contacts/check'
 import { readSource, type ImportFormat, type SourceItem } from './source'
 
 /**

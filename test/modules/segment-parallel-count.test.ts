@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Database } from 'bun:sqlite'
 import { sql } from 'drizzle-orm'
 import { buildApp } from '../../src/app'
 import { openDatabase } from '../../src/db/client'
@@ -194,6 +195,23 @@ describe('parallel segment count on a file database', () => {
     const first = createSegment(deps, { name: 'by hand', rules: SCANS[0]![1] })
     expect(await countSegment(deps, first.id)).toEqual({ count: expected })
     expect((await previewSegment(deps, SCANS.at(-1)![1])).count).toBe(0)
+  })
+
+  test.if(process.platform === 'linux')('the workers read the database file through a memory mapping', async () => {
+    const mapped = () =>
+      readFileSync('/proc/self/maps', 'utf8')
+        .split('\n')
+        .some((line) => line.endsWith(` ${path}`))
+    // The test's own connections read with read() calls: any mapping of the file (not its -shm) is a worker's.
+    // Checkpointed first (on a connection of its own): SQLite maps the file, and the contacts are in the WAL until then.
+    const checkpointer = new Database(path)
+    checkpointer.run('PRAGMA wal_checkpoint(PASSIVE)')
+    checkpointer.close()
+    expect(mapped()).toBe(false)
+    const segment = createSegment(deps, { name: 'mapped', rules: SCANS[0]![1] })
+    await countSegment(deps, segment.id)
+    expect(segmentCountPool(deps).stats.alive).toBe(2)
+    expect(mapped()).toBe(true)
   })
 
   test('previews and several counts at once share the workers and agree', async () => {

@@ -14,6 +14,9 @@ import type { SqlValue } from './rules'
 
 export type CountRequest = { type: 'open'; path: string; busyTimeoutMs: number } | { type: 'count'; sql: string; params: SqlValue[] }
 
+/** How much of the database file a count worker maps (SQLite reads the rest as before). */
+export const COUNT_MMAP_BYTES = 1024 * 1024 * 1024
+
 let db: Database | null = null
 // The last statement only: a count is one statement run over several ranges in a row, and
 // keeping every segment's SQL ever counted would grow without bound in a long-lived server.
@@ -37,6 +40,11 @@ serveRequests<CountRequest, number>((req) => {
     // moments SQLite needs a lock to read the WAL index.
     db = new Database(req.path, { readonly: true })
     db.run(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(req.busyTimeoutMs))}`)
+    // Pages read through a memory mapping instead of a read() system call and a copy each
+    // (https://sqlite.org/mmap.html): a count that scans a million contacts reads ~50,000 pages.
+    // Measured (decision 75): 165 -> 96 ms for the scan on one thread, 107 -> 67 ms for the
+    // benchmark's count. The mapped pages are the OS's file cache, shown as file-backed RSS.
+    db.run(`PRAGMA mmap_size = ${COUNT_MMAP_BYTES}`)
     return 0
   }
   return count(req.sql, req.params)

@@ -381,6 +381,68 @@ describe('the stored form and the SQL', () => {
     expect(run('neq')).toEqual(['p1@example.com', 'p2@example.com', 'p3@example.com', 'p4@example.com'])
   })
 
+  test('a number field read from the stored text agrees with parsing the JSON, whatever else the text holds', () => {
+    const own = testDeps()
+    own.db.insert(customFields).values({ key: 'seats', name: 'seats', type: 'number', created_at: NOW, updated_at: NOW }).run()
+    own.db.insert(customFields).values({ key: 'max_seats', name: 'max seats', type: 'number', created_at: NOW, updated_at: NOW }).run()
+    own.db.insert(customFields).values({ key: 'note', name: 'note', type: 'text', created_at: NOW, updated_at: NOW }).run()
+    own.db.insert(lists).values({ id: 1, name: 'l', created_at: NOW, updated_at: NOW }).run()
+    const people: Array<Record<string, unknown>> = [
+      { seats: 12 },
+      { seats: -3.5, note: 'x' },
+      { note: '"seats":99', max_seats: 50 },
+      { max_seats: 7, seats: 0 },
+      { seats: 1e21 },
+      { seats: 2.5e-7 },
+      { note: 'a\\', seats: 10 },
+      { seats: 9007199254740993 },
+      {},
+    ]
+    people.forEach((fields, i) =>
+      own.db
+        .insert(contacts)
+        .values({ list_id: 1, email: `p${i}@example.com`, status: 'subscribed', fields, created_at: NOW, updated_at: NOW })
+        .run(),
+    )
+    const ownCatalog: RuleCatalog = {
+      customField: (key) =>
+        key === 'seats' || key === 'max_seats' ? { key, type: 'number', options: [] } : key === 'note' ? { key, type: 'text', options: [] } : undefined,
+      listExists: () => true,
+    }
+    const emails = (where: string, params: Array<string | number>) =>
+      own.db.$client
+        .prepare<{ email: string }, Array<string | number>>(`SELECT email FROM contacts WHERE ${where} ORDER BY id`)
+        .all(...params)
+        .map((r) => r.email)
+    const values: Array<[string, unknown]> = [
+      ['eq', 12],
+      ['neq', 12],
+      ['gt', 0],
+      ['gte', 10],
+      ['lt', 1],
+      ['lte', -3.5],
+      ['between', [0, 1]],
+      ['gt', 1e20],
+      ['is_set', undefined],
+      ['is_not_set', undefined],
+    ]
+    for (const [op, value] of values) {
+      const c = compileRules(cond('fields.seats', op, value), { now: NOW, catalog: ownCatalog, checkReferences: false })
+      if (!c.ok) throw new Error(`compile failed: ${JSON.stringify(c.errors)}`)
+      expect(c.where).not.toContain('json_extract')
+      // The reference: the same condition with the value parsed out of the JSON.
+      const reference = c.where.replaceAll(
+        /CAST\(substr\(contacts\.fields, [^)]*\), 0\) \+ \d+, 32\) AS NUMERIC\)/g,
+        "json_extract(contacts.fields, '$.seats')",
+      )
+      expect(reference).toContain('json_extract')
+      expect({ op, value, matched: emails(c.where, c.params) }).toEqual({ op, value, matched: emails(reference, c.params) })
+    }
+    const gte10 = compileRules(cond('fields.seats', 'gte', 10), { now: NOW, catalog: ownCatalog, checkReferences: false })
+    if (!gte10.ok) throw new Error('compile failed')
+    expect(emails(gte10.where, gte10.params)).toEqual(['p0@example.com', 'p4@example.com', 'p6@example.com', 'p7@example.com'])
+  })
+
   test('a status most contacts have is tested on the rows, not through the status index', () => {
     const plan = (share: number) => {
       const c = compileRules(cond('status', 'eq', 'subscribed'), { ...options, catalog: { ...catalog, statusShare: () => share } })

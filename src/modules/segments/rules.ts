@@ -210,6 +210,21 @@ export function describeFields(custom: readonly CustomFieldInfo[]): FieldDescrip
   return [...builtin, ...extra]
 }
 
+/**
+ * A number field's value read from the stored text without parsing the JSON: the text after
+ * `"key":`, as a number (CAST takes the longest numeric prefix, so `12,"plan":...` is 12:
+ * https://sqlite.org/lang_expr.html#castexpr), or NULL when the key is absent, like
+ * json_extract. It relies on what the one_of test below relies on: `fields` is compact
+ * JSON of scalars with lower snake case keys, so `"key":` occurs only where that key's value
+ * begins (a quote inside a string value is escaped; the opening quote rules out `max_key`),
+ * and a number is stored as a JSON number (a null clears the key; the type never changes).
+ * 12 % less time than json_extract for a count over a million contacts (measured, decision 75).
+ */
+function storedNumberSql(key: string): string {
+  const marker = `"${key}":`
+  return `CAST(substr(contacts.fields, nullif(instr(contacts.fields, '${marker}'), 0) + ${marker.length}, 32) AS NUMERIC)`
+}
+
 function resolveField(name: unknown, path: string, ctx: CompileContext): Operand | null {
   if (typeof name !== 'string' || name === '') return fail(ctx, path, 'must be a field name, e.g. "email", "status" or "fields.<custom field key>"')
   if (Object.hasOwn(BUILTIN_FIELDS, name)) return BUILTIN_FIELDS[name]!
@@ -221,7 +236,7 @@ function resolveField(name: unknown, path: string, ctx: CompileContext): Operand
     if (!def || def.key !== key || !CUSTOM_KEY.test(def.key)) return fail(ctx, path, `no custom field with key "${key}"; GET /api/v2/custom-fields lists them`)
     const type: FieldType = def.type
     return {
-      sql: `json_extract(contacts.fields, '$.${def.key}')`,
+      sql: type === 'number' ? storedNumberSql(def.key) : `json_extract(contacts.fields, '$.${def.key}')`,
       type,
       nullable: true,
       options: def.type === 'one_of' ? def.options : undefined,

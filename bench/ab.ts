@@ -21,7 +21,7 @@ import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ACCEPT_BODY, acceptServerOptions } from './accept'
 import { deliveryServerOptions, sendAll, startBenchDns, startSilentMx, startSink, waitUntil } from './delivery'
-import { readProcCpuMs } from './support/proc'
+import { readProcCpuMs, waitUntilIdle } from './support/proc'
 import { fmtInt, fmtMs, median } from './support/report'
 import * as here from './support/servers'
 import { findWrk, requestScript, runWrk, WRK_INSTALL_HINT } from './support/wrk'
@@ -101,15 +101,6 @@ try {
 }
 process.exit(0)
 
-/** Waits until a process has used under 5 ms of CPU in 250 ms (at most 30 s). */
-async function settled(pid: number): Promise<void> {
-  for (let i = 0; i < 120; i++) {
-    const before = readProcCpuMs(pid) ?? 0
-    await Bun.sleep(250)
-    if ((readProcCpuMs(pid) ?? 0) - before < 5) return
-  }
-}
-
 /** Delivered messages a second and the server's CPU per message, each side in turn; the medians and their ratios. */
 async function deliveryAB(messages: number): Promise<number> {
   const dns = await startBenchDns()
@@ -128,7 +119,7 @@ async function deliveryAB(messages: number): Promise<number> {
     // The server goes on after the sink has counted (outcomes, statistics, checkpoints): its
     // CPU counts until it is idle, and the other side starts only then, or it would share
     // the cores with that tail (the second side of every round ran at half the first's rate).
-    await settled(server.pid)
+    await waitUntilIdle(server.pid)
     return { rate: messages / s, cpuMs: ((readProcCpuMs(server.pid) ?? 0) - (cpu ?? 0)) / messages }
   }
   try {

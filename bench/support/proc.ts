@@ -98,3 +98,16 @@ export function readProcCpuMs(pid: number | 'self'): number | null {
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S
 }
+
+/**
+ * Waits until a process has used under 5 ms of CPU in 250 ms (at most `maxMs`): work it
+ * goes on with after answering (outcomes, checkpoints, garbage collection) would otherwise
+ * share the cores with whatever is measured next.
+ */
+export async function waitUntilIdle(pid: number, maxMs = 30_000): Promise<void> {
+  for (let waited = 0; waited < maxMs; waited += 250) {
+    const before = readProcCpuMs(pid) ?? 0
+    await Bun.sleep(250)
+    if ((readProcCpuMs(pid) ?? 0) - before < 5) return
+  }
+}

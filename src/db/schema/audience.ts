@@ -1,7 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { counter, createdAt, flag, ownedBy, serialId, timestamps } from './columns'
-
 import { CONTACT_STATUSES, CUSTOM_FIELD_TYPES } from './audience-values'
 
 export * from './audience-values'

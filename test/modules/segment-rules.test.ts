@@ -343,77 +343,75 @@ describe('the stored form and the SQL', () => {
     expect(matching(rules)).toBe('A')
   })
 
-  test('a one_of value is looked for as text first; a value that only looks like it inside another value does not match', () => {
+  /**
+   * A database of its own: these custom fields, list 1, and one subscribed contact per
+   * `people` entry (p0@example.com, p1@..., in order); compiles rules against that catalog and
+   * answers the addresses a WHERE clause matches, in order.
+   */
+  function ownAudience(defs: CustomFieldInfo[], people: Array<Record<string, unknown>>) {
     const own = testDeps()
-    own.db
-      .insert(customFields)
-      .values({ key: 'plan', name: 'plan', type: 'one_of', options: ['free', 'pro'], created_at: NOW, updated_at: NOW })
-      .run()
-    own.db.insert(customFields).values({ key: 'note', name: 'note', type: 'text', created_at: NOW, updated_at: NOW }).run()
+    for (const d of defs)
+      own.db
+        .insert(customFields)
+        .values({ key: d.key, name: d.key, type: d.type, options: [...d.options], created_at: NOW, updated_at: NOW })
+        .run()
     own.db.insert(lists).values({ id: 1, name: 'l', created_at: NOW, updated_at: NOW }).run()
-    const people: Array<Record<string, unknown>> = [
-      { plan: 'pro' },
-      { note: '"plan":"pro"', plan: 'free' },
-      { note: 'x","plan":"pro' },
-      { plan: 'profile' },
-      {},
-    ]
     people.forEach((fields, i) =>
       own.db
         .insert(contacts)
         .values({ list_id: 1, email: `p${i}@example.com`, status: 'subscribed', fields, created_at: NOW, updated_at: NOW })
         .run(),
     )
-    const ownCatalog: RuleCatalog = {
-      customField: (key) =>
-        key === 'plan' ? { key, type: 'one_of', options: ['free', 'pro'] } : key === 'note' ? { key, type: 'text', options: [] } : undefined,
-      listExists: () => true,
+    const ownCatalog: RuleCatalog = { customField: (key) => defs.find((d) => d.key === key), listExists: () => true }
+    return {
+      compile(rules: unknown) {
+        const c = compileRules(rules, { now: NOW, catalog: ownCatalog, checkReferences: false })
+        if (!c.ok) throw new Error(`compile failed: ${JSON.stringify(c.errors)}`)
+        return c
+      },
+      emails: (where: string, params: Array<string | number>) =>
+        own.db.$client
+          .prepare<{ email: string }, Array<string | number>>(`SELECT email FROM contacts WHERE ${where} ORDER BY id`)
+          .all(...params)
+          .map((r) => r.email),
     }
+  }
+
+  test('a one_of value is looked for as text first; a value that only looks like it inside another value does not match', () => {
+    const own = ownAudience(
+      [
+        { key: 'plan', type: 'one_of', options: ['free', 'pro'] },
+        { key: 'note', type: 'text', options: [] },
+      ],
+      [{ plan: 'pro' }, { note: '"plan":"pro"', plan: 'free' }, { note: 'x","plan":"pro' }, { plan: 'profile' }, {}],
+    )
     const run = (op: string) => {
-      const c = compileRules(cond('fields.plan', op, 'pro'), { now: NOW, catalog: ownCatalog, checkReferences: false })
-      if (!c.ok) throw new Error('compile failed')
-      return own.db.$client
-        .prepare<{ email: string }, Array<string | number>>(`SELECT email FROM contacts WHERE ${c.where} ORDER BY id`)
-        .all(...c.params)
-        .map((r) => r.email)
+      const c = own.compile(cond('fields.plan', op, 'pro'))
+      return own.emails(c.where, c.params)
     }
     expect(run('eq')).toEqual(['p0@example.com'])
     expect(run('neq')).toEqual(['p1@example.com', 'p2@example.com', 'p3@example.com', 'p4@example.com'])
   })
 
   test('a number field read from the stored text agrees with parsing the JSON, whatever else the text holds', () => {
-    const own = testDeps()
-    own.db.insert(customFields).values({ key: 'seats', name: 'seats', type: 'number', created_at: NOW, updated_at: NOW }).run()
-    own.db.insert(customFields).values({ key: 'max_seats', name: 'max seats', type: 'number', created_at: NOW, updated_at: NOW }).run()
-    own.db.insert(customFields).values({ key: 'note', name: 'note', type: 'text', created_at: NOW, updated_at: NOW }).run()
-    own.db.insert(lists).values({ id: 1, name: 'l', created_at: NOW, updated_at: NOW }).run()
-    const people: Array<Record<string, unknown>> = [
-      { seats: 12 },
-      { seats: -3.5, note: 'x' },
-      { note: '"seats":99', max_seats: 50 },
-      { max_seats: 7, seats: 0 },
-      { seats: 1e21 },
-      { seats: 2.5e-7 },
-      { note: 'a\\', seats: 10 },
-      { seats: 9007199254740993 },
-      {},
-    ]
-    people.forEach((fields, i) =>
-      own.db
-        .insert(contacts)
-        .values({ list_id: 1, email: `p${i}@example.com`, status: 'subscribed', fields, created_at: NOW, updated_at: NOW })
-        .run(),
+    const own = ownAudience(
+      [
+        { key: 'seats', type: 'number', options: [] },
+        { key: 'max_seats', type: 'number', options: [] },
+        { key: 'note', type: 'text', options: [] },
+      ],
+      [
+        { seats: 12 },
+        { seats: -3.5, note: 'x' },
+        { note: '"seats":99', max_seats: 50 },
+        { max_seats: 7, seats: 0 },
+        { seats: 1e21 },
+        { seats: 2.5e-7 },
+        { note: 'a\\', seats: 10 },
+        { seats: 9007199254740993 },
+        {},
+      ],
     )
-    const ownCatalog: RuleCatalog = {
-      customField: (key) =>
-        key === 'seats' || key === 'max_seats' ? { key, type: 'number', options: [] } : key === 'note' ? { key, type: 'text', options: [] } : undefined,
-      listExists: () => true,
-    }
-    const emails = (where: string, params: Array<string | number>) =>
-      own.db.$client
-        .prepare<{ email: string }, Array<string | number>>(`SELECT email FROM contacts WHERE ${where} ORDER BY id`)
-        .all(...params)
-        .map((r) => r.email)
     const values: Array<[string, unknown]> = [
       ['eq', 12],
       ['neq', 12],
@@ -427,8 +425,7 @@ describe('the stored form and the SQL', () => {
       ['is_not_set', undefined],
     ]
     for (const [op, value] of values) {
-      const c = compileRules(cond('fields.seats', op, value), { now: NOW, catalog: ownCatalog, checkReferences: false })
-      if (!c.ok) throw new Error(`compile failed: ${JSON.stringify(c.errors)}`)
+      const c = own.compile(cond('fields.seats', op, value))
       expect(c.where).not.toContain('json_extract')
       // The reference: the same condition with the value parsed out of the JSON.
       const reference = c.where.replaceAll(
@@ -436,11 +433,10 @@ describe('the stored form and the SQL', () => {
         "json_extract(contacts.fields, '$.seats')",
       )
       expect(reference).toContain('json_extract')
-      expect({ op, value, matched: emails(c.where, c.params) }).toEqual({ op, value, matched: emails(reference, c.params) })
+      expect({ op, value, matched: own.emails(c.where, c.params) }).toEqual({ op, value, matched: own.emails(reference, c.params) })
     }
-    const gte10 = compileRules(cond('fields.seats', 'gte', 10), { now: NOW, catalog: ownCatalog, checkReferences: false })
-    if (!gte10.ok) throw new Error('compile failed')
-    expect(emails(gte10.where, gte10.params)).toEqual(['p0@example.com', 'p4@example.com', 'p6@example.com', 'p7@example.com'])
+    const gte10 = own.compile(cond('fields.seats', 'gte', 10))
+    expect(own.emails(gte10.where, gte10.params)).toEqual(['p0@example.com', 'p4@example.com', 'p6@example.com', 'p7@example.com'])
   })
 
   test('a status most contacts have is tested on the rows, not through the status index', () => {

@@ -163,8 +163,8 @@ interface QueryTimes {
   median: number
 }
 
-/** Runs the limit child and parses its report; kills it after `timeoutMs`. */
-async function runLimit(dir: string, rows: number, seed: number, timeoutMs: number): Promise<LimitReport> {
+/** Runs the limit child and parses its report; kills it after `timeoutMs`. Its database is `DIR/limit.db`. */
+export async function runLimit(dir: string, rows: number, seed: number, timeoutMs: number): Promise<LimitReport> {
   const proc = Bun.spawn(
     [
       process.execPath,

@@ -17,9 +17,9 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { compileRules } from '../src/modules/segments/rules'
 import { COUNT_MMAP_BYTES } from '../src/modules/segments/count-worker'
+import { runLimit } from './audience'
 import { SEGMENT_MIN_SEATS } from './support/audience-data'
 import { fmtMs, median, textTable } from './support/report'
-import { ROOT } from './support/servers'
 
 const { values } = parseArgs({ args: process.argv.slice(2), options: { rows: { type: 'string' }, rounds: { type: 'string' } } })
 const rows = Number(values.rows ?? 1_000_000)
@@ -27,10 +27,7 @@ const rounds = Number(values.rounds ?? 5)
 
 const dir = mkdtempSync(join(tmpdir(), 'mailroom-segment-sql-'))
 try {
-  const made = Bun.spawnSync([process.execPath, join(ROOT, 'bench/support/audience-limit.ts'), '--dir', dir, '--rows', String(rows), '--seed', '1'], {
-    cwd: ROOT,
-  })
-  if (made.exitCode !== 0) throw new Error(`the plain insert failed: ${made.stderr.toString()}`)
+  await runLimit(dir, rows, 1, 180_000)
   const path = join(dir, 'limit.db')
 
   const compiled = compileRules(
@@ -81,10 +78,22 @@ try {
 const db = new Database(${JSON.stringify(path)}, { readonly: true })
 db.run('PRAGMA mmap_size = ${COUNT_MMAP_BYTES}')
 const stmt = db.prepare(${JSON.stringify(`SELECT count(*) AS n FROM contacts WHERE rowid BETWEEN ? AND ? AND (${compiled.where})`)})
-self.onmessage = (e) => postMessage(stmt.get(...e.data).n)`
+self.onmessage = (e) => postMessage(stmt.get(...e.data).n)
+postMessage('ready')`
   const workerFile = join(dir, 'half.ts')
   await Bun.write(workerFile, source)
-  const workers = [new Worker(workerFile), new Worker(workerFile)]
+  // Asked only once each has said it is ready: a message sent before a worker's handler is
+  // set can be lost (a run once waited forever for its answer).
+  const workers = await Promise.all(
+    [0, 1].map(
+      () =>
+        new Promise<Worker>((resolve, reject) => {
+          const w = new Worker(workerFile)
+          w.onmessage = () => resolve(w)
+          w.onerror = (e) => reject(new Error(`a counting thread failed: ${e.message}`))
+        }),
+    ),
+  )
   const ask = (w: Worker, args: unknown[]) =>
     new Promise<number>((resolve, reject) => {
       w.onmessage = (e) => resolve(e.data as number)

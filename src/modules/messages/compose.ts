@@ -132,6 +132,11 @@ export function generatedText(html: string): string {
   return htmlToText(html)
 }
 
+/** The HTML a message's text part is generated from: an HTML body sent without a text one (null otherwise). */
+export function htmlNeedingText(input: Pick<SendInput, 'html' | 'text'>): string | null {
+  return input.text == null && input.html ? input.html : null
+}
+
 /** An attachment's type from its file name's extension (libmime's table): report.pdf -> application/pdf; unknown: application/octet-stream. */
 export function contentTypeOf(filename: string): string {
   return libmime.detectMimeType(filename)
@@ -221,7 +226,8 @@ export function checkMessage(input: SendInput): CheckedMessage {
   const html = input.html ?? null
   // An HTML-only message gets a text part generated from its HTML: mail with a text
   // alternative places better, and text-only readers see the content (RFC 2046 section 5.1.4).
-  const text = input.text ?? (html ? generatedText(html) : null)
+  const fromHtml = htmlNeedingText(input)
+  const text = fromHtml === null ? (input.text ?? null) : generatedText(fromHtml)
   // An empty string is a body (empty); only a request with neither field has none.
   if (html === null && text === null) problems.add('html', 'html or text is required')
   for (const [field, body] of [

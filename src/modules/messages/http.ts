@@ -2,7 +2,7 @@ import type { Deps } from '../../deps'
 import { AppError } from '../../lib/errors'
 import type { AuthOf } from '../../http/auth'
 import { BridgeQuotaError } from '../bridges/quotas'
-import type { SendInput } from './compose'
+import { htmlNeedingText, type SendInput } from './compose'
 import { IDEMPOTENCY_HEADER, type StoredResponse } from './idempotency'
 import { acceptMessages, apiSendContext, prepareMessages, type AcceptContext, type AcceptedMessage, type PreparedMessage } from './service'
 
@@ -43,9 +43,10 @@ async function withText(deps: Deps, inputs: SendInput[]): Promise<SendInput[]> {
   const pool = deps.textPool
   if (!pool) return inputs
   return Promise.all(
-    inputs.map(async (input) =>
-      input.text == null && typeof input.html === 'string' && input.html ? { ...input, text: await pool.toText(input.html) } : input,
-    ),
+    inputs.map(async (input) => {
+      const html = htmlNeedingText(input)
+      return html === null ? input : { ...input, text: await pool.toText(html) }
+    }),
   )
 }
 

@@ -22,7 +22,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import nodemailer from 'nodemailer'
 import { startDnsServer } from '../test/support/dns-server'
-import { fmtMiB, readProcMemory } from './support/proc'
+import { fmtMiB, readProcCpuMs, readProcMemory } from './support/proc'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
 import { ROOT, startMailroom, startServer, stopAll, type MailroomInstance } from './support/servers'
 
@@ -322,6 +322,9 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
     // 3. The paced run: open loop, ops issued on a 10 ms tick whatever the answers do.
     const samples: Sample[] = []
     let window: number[] = []
+    // The same window by kind, and the server's CPU time at the window's start: which part of the mix a slow window comes from.
+    let byKind = new Map<Kind, number[]>()
+    let cpuAt = readProcCpuMs(srv.pid) ?? 0
     let windowErrors = 0
     let errors = 0
     let behind = 0
@@ -336,7 +339,12 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
       inFlight++
       client
         .op(kind)
-        .then((ms) => window.push(ms))
+        .then((ms) => {
+          window.push(ms)
+          const list = byKind.get(kind)
+          if (list) list.push(ms)
+          else byKind.set(kind, [ms])
+        })
         .catch((e: Error) => {
           errors++
           windowErrors++
@@ -371,11 +379,16 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
           errors: windowErrors,
         }
         samples.push(s)
+        const kinds = (['send', 'read', 'smtp'] as const).map((k) => `${k} ${quantile((byKind.get(k) ?? []).sort((a, b) => a - b), 0.99).toFixed(0)}`).join(' ')
+        const cpu = readProcCpuMs(srv.pid) ?? cpuAt
+        const progress = ((await api(srv, 'GET', `/api/v2/broadcasts/${broadcast.id}`)) as { counts?: { sent?: number } }).counts?.sent ?? 0
         window = []
+        byKind = new Map()
         windowErrors = 0
         process.stdout.write(
-          `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms  errors ${s.errors}\n`,
+          `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms (${kinds})  server CPU ${((cpu - cpuAt) / (SAMPLE_S * 10)).toFixed(0)} %  broadcast ${progress} sent  errors ${s.errors}\n`,
         )
+        cpuAt = cpu
       }
     }
     while (inFlight > 0) await Bun.sleep(20)

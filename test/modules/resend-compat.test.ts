@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Resend } from 'resend'
 import type { GetEmailResponseSuccess, ListEmail } from 'resend'
 import { getMessage } from '../../src/modules/messages/service'
+import { htmlToText } from '../../src/lib/html-text'
+import { createTextPool } from '../../src/lib/html-text-pool'
 import { testApp } from '../support/app'
 
 /**
@@ -188,6 +190,33 @@ describe('resend SDK against /compat/resend', () => {
     expect(states(data!.data[0]!.id)).toEqual(['to:p1@example.net:queued'])
     expect(states(data!.data[1]!.id)).toEqual(['to:p3@example.net:scheduled'])
     expect(messageCount()).toBe(before + 2)
+  })
+
+  test('batch.send permissive with the text worker: HTML-only emails get their text part there, errors stay by index', async () => {
+    const html = '<h1>Receipt</h1><p>Thanks &amp; welcome</p>'
+    const pool = createTextPool(t.deps.log)
+    const asked: string[] = []
+    t.deps.textPool = { toText: (h) => (asked.push(h), pool.toText(h)), close: () => pool.close() }
+    try {
+      const { data, error } = await client().batch.send(
+        [
+          { from: 'hi@acme.example', to: ['w1@example.net'], subject: 'One', html },
+          { from: 'hi@acme.example', to: ['w2@example.net'], subject: 'Two', html, scheduledAt: 'never' },
+          { from: 'hi@acme.example', to: ['not-an-address'], subject: 'Three', html },
+          { from: 'hi@acme.example', to: ['w4@example.net'], subject: 'Four', html },
+        ],
+        { batchValidation: 'permissive' },
+      )
+      expect(error).toBeNull()
+      expect(data!.errors.map((e) => e.index)).toEqual([1, 2])
+      expect(data!.data).toHaveLength(2)
+      // Asked for every email that got past reading (index 1 did not), the one refused later too.
+      expect(asked).toHaveLength(3)
+      for (const { id } of data!.data) expect((await client().emails.get(id)).data!.text).toBe(htmlToText(html))
+    } finally {
+      await pool.close()
+      t.deps.textPool = undefined
+    }
   })
 
   test('a base URL ending in "/" works', async () => {

@@ -4,7 +4,7 @@ import type { Deps } from '../../deps'
 import { preparedFor } from '../../db/prepared'
 import type { StepGraphStep } from '../../db/schema/automations'
 import { AppError } from '../../lib/errors'
-import { acceptMessages, prepareMessages, type AcceptContext } from '../messages/service'
+import { acceptMessages, prepareMessages, withTextParts, type AcceptContext } from '../messages/service'
 import type { SendInput } from '../messages/compose'
 import { buildVariables, compileVersion, renderVersion, type CompiledVersion } from '../templates/engine'
 import { templateSendInput } from '../templates/service'
@@ -187,7 +187,7 @@ export function createAutomationRunner(deps: Deps, parts: RunnerParts = {}) {
     try {
       await acceptMessages(deps, {
         ctx,
-        prepare: () => prepareMessages(deps, [sendInputFor(deps, run, step, contact)], ctx),
+        prepare: async () => prepareMessages(deps, await withTextParts(deps, [sendInputFor(deps, run, step, contact)]), ctx),
         respond: (accepted) => {
           const now = deps.clock.now()
           const r = guard(run.id, step)

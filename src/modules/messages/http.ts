@@ -2,9 +2,9 @@ import type { Deps } from '../../deps'
 import { AppError } from '../../lib/errors'
 import type { AuthOf } from '../../http/auth'
 import { BridgeQuotaError } from '../bridges/quotas'
-import { htmlNeedingText, type SendInput } from './compose'
+import type { SendInput } from './compose'
 import { IDEMPOTENCY_HEADER, type StoredResponse } from './idempotency'
-import { acceptMessages, apiSendContext, prepareMessages, type AcceptContext, type AcceptedMessage, type PreparedMessage } from './service'
+import { acceptMessages, apiSendContext, prepareMessages, withTextParts, type AcceptContext, type AcceptedMessage, type PreparedMessage } from './service'
 
 /**
  * The HTTP side of accepting mail, shared by the message routes (index.ts) and the
@@ -21,7 +21,7 @@ export interface SendCall {
   /** The messages to send; called after the idempotency check (a replay renders nothing). */
   inputs: () => SendInput[] | Promise<SendInput[]>
   /** Checks and builds the messages instead of prepareMessages over inputs (the Resend batch's permissive mode). */
-  prepare?: (ctx: AcceptContext) => PreparedMessage[]
+  prepare?: (ctx: AcceptContext) => Promise<PreparedMessage[]>
   ctx: Pick<AcceptContext, 'source' | 'poolId' | 'nodeId'>
   respond: (accepted: AcceptedMessage[]) => StoredResponse
   /** Only a bridge's API key may call (POST /v1/bridge/emails). */
@@ -32,22 +32,6 @@ export interface SendCall {
    * send is in the activity log with the person as actor.
    */
   allowSession?: boolean
-}
-
-/**
- * The inputs with the text part of each HTML-only one made on the server's text worker
- * (lib/html-text-pool.ts), as checkMessage would make it inline; the inputs as they are
- * without a worker (tests, CLI).
- */
-async function withText(deps: Deps, inputs: SendInput[]): Promise<SendInput[]> {
-  const pool = deps.textPool
-  if (!pool) return inputs
-  return Promise.all(
-    inputs.map(async (input) => {
-      const html = htmlNeedingText(input)
-      return html === null ? input : { ...input, text: await pool.toText(html) }
-    }),
-  )
 }
 
 /**
@@ -62,7 +46,7 @@ export async function sendOverHttp(deps: Deps, authOf: AuthOf, call: SendCall, s
       const ctx: AcceptContext = { ...call.ctx, apiKeyId: null }
       const result = await acceptMessages(deps, {
         ctx,
-        prepare: async () => prepareMessages(deps, await withText(deps, await call.inputs()), ctx),
+        prepare: async () => prepareMessages(deps, await withTextParts(deps, await call.inputs()), ctx),
         respond: call.respond,
       })
       if (!result.replayed && result.accepted[0]) auth.target = { type: 'messages', id: result.accepted[0].id }
@@ -76,7 +60,7 @@ export async function sendOverHttp(deps: Deps, authOf: AuthOf, call: SendCall, s
     const ctx = apiSendContext(deps, auth.key.id, call.ctx, call.bridgeOnly)
     const result = await acceptMessages(deps, {
       ctx,
-      prepare: async () => (call.prepare ? call.prepare(ctx) : prepareMessages(deps, await withText(deps, await call.inputs()), ctx)),
+      prepare: async () => (call.prepare ? call.prepare(ctx) : prepareMessages(deps, await withTextParts(deps, await call.inputs()), ctx)),
       respond: call.respond,
       idempotency: { key: call.request.headers.get(IDEMPOTENCY_HEADER), scope: auth.key.id, endpoint: call.endpoint, fingerprint: call.body },
     })

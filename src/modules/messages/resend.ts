@@ -14,7 +14,7 @@ import { sendOverHttp } from './http'
 import { RESEND_PREFIX, resendError } from './resend-errors'
 import { cancelMessage, parseScheduledAt, rescheduleMessage } from './schedule'
 import { listMessagesByCursor, messageHeaders } from './search'
-import { getMessage, prepareMessages, type AcceptedMessage, type MessageView, type PreparedMessage } from './service'
+import { getMessage, prepareMessages, withTextParts, type AcceptedMessage, type MessageView, type PreparedMessage } from './service'
 
 /**
  * A Resend-compatible surface (https://resend.com/docs/api-reference) under /compat/resend,
@@ -208,18 +208,40 @@ async function resendView(deps: Deps, id: string) {
 /**
  * `x-batch-validation: permissive` (the SDK's batchValidation): each email is checked on
  * its own, the valid ones are sent and the others listed in `errors` by index; strict (the
- * default) is all or nothing.
+ * default) is all or nothing. The text parts of the HTML-only ones are made on the text
+ * worker, as for every other API send (withTextParts).
  */
-function preparePermissive(deps: Deps, inputs: Array<() => SendInput>, ctx: Parameters<typeof prepareMessages>[2], errors: BatchError[]): PreparedMessage[] {
-  const prepared: PreparedMessage[] = []
+async function preparePermissive(
+  deps: Deps,
+  inputs: Array<() => SendInput>,
+  ctx: Parameters<typeof prepareMessages>[2],
+  errors: BatchError[],
+): Promise<PreparedMessage[]> {
+  const refused = (index: number, e: unknown) => {
+    if (!(e instanceof AppError)) throw e
+    errors.push({ index, message: resendError({ code: e.code, message: e.message, details: e.details }).message })
+  }
+  const read: Array<{ index: number; input: SendInput }> = []
   inputs.forEach((input, index) => {
     try {
-      prepared.push(...prepareMessages(deps, [input()], ctx))
+      read.push({ index, input: input() })
     } catch (e) {
-      if (!(e instanceof AppError)) throw e
-      errors.push({ index, message: resendError({ code: e.code, message: e.message, details: e.details }).message })
+      refused(index, e)
     }
   })
+  const texted = await withTextParts(
+    deps,
+    read.map((r) => r.input),
+  )
+  const prepared: PreparedMessage[] = []
+  texted.forEach((input, i) => {
+    try {
+      prepared.push(...prepareMessages(deps, [input], ctx))
+    } catch (e) {
+      refused(read[i]!.index, e)
+    }
+  })
+  errors.sort((a, b) => a.index - b.index)
   return prepared
 }
 interface BatchError {
@@ -251,7 +273,7 @@ export function resendRoutes(deps: Deps, authOf: AuthOf, imports?: ImportRunner,
     { body, request, set }: { body: B; request: Request; set: { status?: number | string; headers: Record<string, string | number> } },
     inputs: () => SendInput[],
     respond: (accepted: AcceptedMessage[]) => R,
-    prepare?: (ctx: Parameters<typeof prepareMessages>[2]) => PreparedMessage[],
+    prepare?: (ctx: Parameters<typeof prepareMessages>[2]) => Promise<PreparedMessage[]>,
   ): Promise<R> => {
     const endpoint = `POST ${RESEND_PREFIX}${path}`
     const r = await sendOverHttp(

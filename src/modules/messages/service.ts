@@ -11,7 +11,7 @@ import { emitPrepared } from '../events/service'
 import { findSendingDomain } from '../sending-domains/service'
 import { checkRecipients, type SuppressionMatch } from '../suppressions/service'
 import { applyTracking, trackingChoice } from '../tracking/service'
-import { checkMessage, senderDomain, type SendInput } from './compose'
+import { checkMessage, htmlNeedingText, senderDomain, type SendInput } from './compose'
 import { beginIdempotent, type StoredResponse } from './idempotency'
 import { buildMessage } from './mime'
 
@@ -246,6 +246,23 @@ function write(deps: Deps, p: PreparedMessage, ctx: AcceptContext, now: number):
  */
 export function queueOwnMessage(deps: Deps, p: PreparedMessage, source: MessageSource, now: number): AcceptedMessage {
   return write(deps, p, { source, apiKeyId: null }, now)
+}
+
+/**
+ * The inputs with the text part of each HTML-only one made on the server's text worker
+ * (lib/html-text-pool.ts, decision 74) instead of inline by checkMessage, which would hold
+ * the server's thread for each; the inputs as they are without a worker (tests, CLI).
+ * Call before prepareMessages.
+ */
+export async function withTextParts(deps: Pick<Deps, 'textPool'>, inputs: SendInput[]): Promise<SendInput[]> {
+  const pool = deps.textPool
+  if (!pool) return inputs
+  return Promise.all(
+    inputs.map(async (input) => {
+      const html = htmlNeedingText(input)
+      return html === null ? input : { ...input, text: await pool.toText(html) }
+    }),
+  )
 }
 
 /**

@@ -11,7 +11,7 @@ import { pageMeta, pageRequest } from '../../lib/pagination'
 import { fieldDefinitions } from '../custom-fields/service'
 import { listExists } from '../lists/service'
 import type { ImportView } from './model'
-import { readCsvHeader, type ImportFormat } from './source'
+import { readCsvHeader, rowCounter, type ImportFormat } from './source'
 
 type Row = typeof imports.$inferSelect
 
@@ -73,12 +73,14 @@ export function resolveMapping(deps: Deps, header: string[] | null, explicit: Re
 }
 
 /**
- * Streams an upload to the data directory, checking its size and that it is UTF-8 as it
- * arrives; nothing of it is held in memory. Refusals remove the partial file.
+ * Streams an upload to the data directory, checking its size and that it is UTF-8 and
+ * counting its rows as it arrives; nothing of it is held in memory. Refusals remove the
+ * partial file.
  */
-async function storeUpload(body: ReadableStream<Uint8Array>, path: string, maxBytes: number): Promise<number> {
+async function storeUpload(body: ReadableStream<Uint8Array>, path: string, maxBytes: number, format: ImportFormat): Promise<{ bytes: number; rows: number }> {
   const out = createWriteStream(path, { mode: 0o600 })
   const utf8 = utf8Check()
+  const counter = rowCounter(format)
   let bytes = 0
   try {
     for await (const chunk of body) {
@@ -86,11 +88,12 @@ async function storeUpload(body: ReadableStream<Uint8Array>, path: string, maxBy
       if (bytes > maxBytes) throw new AppError('payload_too_large', `The import file is larger than the limit of ${maxBytes} bytes.`)
       if (!utf8.push(chunk))
         throw invalidField('file', `is not UTF-8 text (an invalid byte sequence ends near byte ${bytes}); save the file as UTF-8 and upload it again`)
+      counter.push(chunk)
       if (!out.write(chunk)) await new Promise((r) => out.once('drain', r))
     }
     if (!utf8.end()) throw invalidField('file', 'is not UTF-8 text (it ends inside a multi-byte character)')
     await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())))
-    return bytes
+    return { bytes, rows: counter.rows() }
   } catch (e) {
     out.destroy()
     rmSync(path, { force: true })
@@ -114,7 +117,7 @@ export async function createImport(deps: Deps, input: NewImport, body: ReadableS
   const dir = join(deps.config.data_dir, 'imports')
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   const path = join(dir, `${crypto.randomUUID()}.${input.format}`)
-  const bytes = await storeUpload(body, path, deps.config.max_import_bytes)
+  const { bytes, rows } = await storeUpload(body, path, deps.config.max_import_bytes, input.format)
   try {
     if (bytes === 0) throw invalidField('file', 'is empty')
     const header = input.format === 'csv' ? await readCsvHeader(path) : null
@@ -131,6 +134,7 @@ export async function createImport(deps: Deps, input: NewImport, body: ReadableS
         status: 'queued',
         file_path: path,
         file_bytes: bytes,
+        total_rows: rows,
         created_at: deps.clock.now(),
       })
       .returning()

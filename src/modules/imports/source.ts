@@ -85,17 +85,31 @@ async function* readJsonLines(path: string, skip: number): AsyncGenerator<Source
 }
 
 /**
- * Data rows in a file, counted from line breaks (a fast pass over bytes, for progress). A
- * quoted value with line breaks in it makes this an overestimate; the runner sets the
- * exact figure when the import ends.
+ * Data rows counted from line breaks, a chunk at a time (a fast pass over bytes, for
+ * progress). A quoted value with line breaks in it makes this an overestimate; the runner
+ * sets the exact figure when the import ends. The upload counts as it stores the file
+ * (service.ts), so `total_rows` is known at the 202.
  */
-export async function estimateRows(path: string, format: ImportFormat): Promise<number> {
+export function rowCounter(format: ImportFormat) {
   let lines = 0
   let last = 10
-  for await (const chunk of createReadStream(path, { highWaterMark: CHUNK }) as AsyncIterable<Buffer>) {
-    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++
-    last = chunk[chunk.length - 1]!
+  return {
+    push(chunk: Uint8Array): void {
+      if (chunk.byteLength === 0) return
+      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++
+      last = chunk[chunk.byteLength - 1]!
+    },
+    /** The estimate: a last line without a line break counts, a CSV's header does not. */
+    rows(): number {
+      const all = last === 10 ? lines : lines + 1
+      return Math.max(0, format === 'csv' ? all - 1 : all)
+    },
   }
-  if (last !== 10) lines++
-  return Math.max(0, format === 'csv' ? lines - 1 : lines)
+}
+
+/** rowCounter over a stored file: for imports queued before uploads counted their rows. */
+export async function estimateRows(path: string, format: ImportFormat): Promise<number> {
+  const counter = rowCounter(format)
+  for await (const chunk of createReadStream(path, { highWaterMark: CHUNK }) as AsyncIterable<Buffer>) counter.push(chunk)
+  return counter.rows()
 }

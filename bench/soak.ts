@@ -381,10 +381,11 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         samples.push(s)
         const kinds = (['send', 'read', 'smtp'] as const).map((k) => `${k} ${quantile((byKind.get(k) ?? []).sort((a, b) => a - b), 0.99).toFixed(0)}`).join(' ')
         const cpu = readProcCpuMs(srv.pid) ?? cpuAt
-        const progress = ((await api(srv, 'GET', `/api/v2/broadcasts/${broadcast.id}`)) as { counts?: { sent?: number } }).counts?.sent ?? 0
         window = []
         byKind = new Map()
         windowErrors = 0
+        // Asked after the windows are reset: what finishes meanwhile counts in the next one.
+        const progress = ((await api(srv, 'GET', `/api/v2/broadcasts/${broadcast.id}`)) as { counts?: { sent?: number } }).counts?.sent ?? 0
         process.stdout.write(
           `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms (${kinds})  server CPU ${((cpu - cpuAt) / (SAMPLE_S * 10)).toFixed(0)} %  broadcast ${progress} sent  errors ${s.errors}\n`,
         )

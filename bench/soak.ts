@@ -379,7 +379,15 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
           errors: windowErrors,
         }
         samples.push(s)
-        const kinds = (['send', 'read', 'smtp'] as const).map((k) => `${k} ${quantile((byKind.get(k) ?? []).sort((a, b) => a - b), 0.99).toFixed(0)}`).join(' ')
+        const kinds = (['send', 'read', 'smtp'] as const)
+          .map(
+            (k) =>
+              `${k} ${quantile(
+                (byKind.get(k) ?? []).sort((a, b) => a - b),
+                0.99,
+              ).toFixed(0)}`,
+          )
+          .join(' ')
         const cpu = readProcCpuMs(srv.pid) ?? cpuAt
         window = []
         byKind = new Map()

@@ -9,7 +9,9 @@ export const ImportSchema = t.Object({
   mapping: t.Record(t.String(), t.String(), { description: 'Contact attribute -> source column.' }),
   enroll: t.Boolean({ description: "Whether the contacts it subscribes enter the list's drips." }),
   status: enumOf(['queued', 'running', 'completed', 'failed']),
-  total_rows: t.Union([t.Integer(), t.Null()], { description: 'Data rows in the file: estimated from its line breaks at upload, exact once the import is completed.' }),
+  total_rows: t.Union([t.Integer(), t.Null()], {
+    description: 'Data rows in the file: estimated from its line breaks at upload, exact once the import is completed.',
+  }),
   rows_done: t.Integer(),
   created: t.Integer(),
   updated: t.Integer(),

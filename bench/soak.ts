@@ -321,9 +321,9 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
 
     // 3. The paced run: open loop, ops issued on a 10 ms tick whatever the answers do.
     const samples: Sample[] = []
-    let window: number[] = []
-    // The same window by kind, and the server's CPU time at the window's start: which part of the mix a slow window comes from.
-    let byKind = new Map<Kind, number[]>()
+    // The latencies finished in this window, by kind (which part of the mix a slow window comes
+    // from), and the server's CPU time at the window's start.
+    let window = new Map<Kind, number[]>()
     let cpuAt = readProcCpuMs(srv.pid) ?? 0
     let windowErrors = 0
     let errors = 0
@@ -340,10 +340,9 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
       client
         .op(kind)
         .then((ms) => {
-          window.push(ms)
-          const list = byKind.get(kind)
+          const list = window.get(kind)
           if (list) list.push(ms)
-          else byKind.set(kind, [ms])
+          else window.set(kind, [ms])
         })
         .catch((e: Error) => {
           errors++
@@ -368,7 +367,8 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
       }
       if (now >= nextSample) {
         nextSample += SAMPLE_S * 1000
-        const sorted = window.sort((a, b) => a - b)
+        const ascending = (ms: number[]) => ms.sort((a, b) => a - b)
+        const sorted = ascending([...window.values()].flat())
         const mem = readProcMemory(srv.pid)
         const s: Sample = {
           t: (now - t0) / 1000,
@@ -379,20 +379,11 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
           errors: windowErrors,
         }
         samples.push(s)
-        const kinds = (['send', 'read', 'smtp'] as const)
-          .map(
-            (k) =>
-              `${k} ${quantile(
-                (byKind.get(k) ?? []).sort((a, b) => a - b),
-                0.99,
-              ).toFixed(0)}`,
-          )
-          .join(' ')
+        const kinds = (['send', 'read', 'smtp'] as const).map((k) => `${k} ${quantile(ascending(window.get(k) ?? []), 0.99).toFixed(0)}`).join(' ')
         const cpu = readProcCpuMs(srv.pid) ?? cpuAt
-        window = []
-        byKind = new Map()
+        window = new Map()
         windowErrors = 0
-        // Asked after the windows are reset: what finishes meanwhile counts in the next one.
+        // Asked after the window is reset: what finishes meanwhile counts in the next one.
         const progress = ((await api(srv, 'GET', `/api/v2/broadcasts/${broadcast.id}`)) as { counts?: { sent?: number } }).counts?.sent ?? 0
         process.stdout.write(
           `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms (${kinds})  server CPU ${((cpu - cpuAt) / (SAMPLE_S * 10)).toFixed(0)} %  broadcast ${progress} sent  errors ${s.errors}\n`,

@@ -18,8 +18,8 @@ function completeLength(bytes: Uint8Array): number {
 /**
  * Checks that a stream of chunks is UTF-8 without decoding it: decoding a 50 MB upload to
  * strings only to throw them away raised the server's memory by some 20 MiB more at the
- * start of an import (decision 75). `push` is false from the first chunk that cannot be UTF-8; `end` is false
- * when the stream stops inside a character.
+ * start of an import (decision 75). `push` is false from the first chunk that cannot be
+ * UTF-8; `end` is false when the stream stops inside a character.
  */
 export function utf8Check() {
   let carry: Uint8Array | null = null

@@ -35,6 +35,17 @@ import { startDoctor } from './modules/doctor/runner'
 import { pauseForListedIp } from './delivery/guardrails'
 import { createAutomationRunner } from './modules/automations/runner'
 
+/**
+ * Seconds an idle keep-alive connection stays open. Elysia's default closes it after 30-34 s
+ * (30 s, checked every 4 s), while clients keep pooled connections longer (Go's 90 s, Bun's
+ * fetch 5 minutes) and load balancers 60 s or more. A request written just as the server closes the connection
+ * never reaches it, and for a POST the client gets ECONNRESET with nothing in the server's
+ * log (Bun's fetch retries only idempotent requests; oven-sh/bun#35817). So the server's
+ * idle timeout outlasts the usual clients' (issue 18: the long run's one error looked like
+ * this, a POST reset with no trace on the server).
+ */
+export const HTTP_IDLE_TIMEOUT_S = 120
+
 export const USAGE = `mailroom ${VERSION}: self-hosted email platform in one binary
 
 Usage:
@@ -497,7 +508,14 @@ async function serve(deps: Deps, log: ReturnType<typeof createLogger>, io: CliEn
       // reusePort off (Elysia turns SO_REUSEPORT on): a second server on a port in use must fail,
       // not silently share the port's connections. Development mode (detailed error pages,
       // hot reload of the console) only when running from source, where Bun bundles the console.
-      app.listen({ hostname: host, port, maxRequestBodySize: SERVER_BODY_CAP, reusePort: false, development: Object.keys(consoleDevRoutes()).length > 0 })
+      app.listen({
+        hostname: host,
+        port,
+        maxRequestBodySize: SERVER_BODY_CAP,
+        reusePort: false,
+        development: Object.keys(consoleDevRoutes()).length > 0,
+        idleTimeout: HTTP_IDLE_TIMEOUT_S,
+      })
     } catch (e) {
       throw new Error(`cannot listen for HTTP on ${host}:${port}: ${(e as Error).message}`)
     }

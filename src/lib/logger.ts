@@ -35,9 +35,31 @@ export function createLogger(level: LogLevel, clock: { now(): number }, sink: (c
       sink(out)
     }
   }
+  // A busy server writes many lines in the same millisecond (the access log): the time is
+  // formatted once per millisecond (toISOString was 40 % of a line's cost, issue 18).
+  let lastMs = Number.NaN
+  let lastIso = ''
+  const isoNow = () => {
+    const now = clock.now()
+    if (now !== lastMs) {
+      lastMs = now
+      lastIso = new Date(now).toISOString()
+    }
+    return lastIso
+  }
+  /**
+   * One JSON line: `time`, `level` and `msg` first, then the fields. Written as a string
+   * around the fields' own JSON, which costs 60 % of stringifying a merged copy (issue 18);
+   * fields named like the first three replace them, as they always have.
+   */
+  const line = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): string => {
+    if (fields && ('time' in fields || 'level' in fields || 'msg' in fields)) return JSON.stringify({ time: isoNow(), level: lvl, msg, ...fields }) + '\n'
+    const rest = fields === undefined ? '{}' : JSON.stringify(fields)
+    return `{"time":"${isoNow()}","level":"${lvl}","msg":${JSON.stringify(msg)}${rest.length > 2 ? `,${rest.slice(1)}` : '}'}\n`
+  }
   const write = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (LOG_LEVELS.indexOf(lvl) < min) return
-    buffer += JSON.stringify({ time: new Date(clock.now()).toISOString(), level: lvl, msg, ...fields }) + '\n'
+    buffer += line(lvl, msg, fields)
     if (lvl === 'error' || buffer.length >= FLUSH_BYTES) flush()
     else if (!timer) timer = setTimeout(flush, FLUSH_MS)
   }

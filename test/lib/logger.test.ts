@@ -37,3 +37,20 @@ test('an error is written at once, with what was buffered before it', () => {
       .map((l) => JSON.parse(l).msg),
   ).toEqual(['first', 'broke'])
 })
+
+test('a message is escaped like any JSON string, and fields named time, level or msg replace those', () => {
+  const written: string[] = []
+  const log = createLogger('info', { now: () => 0 }, (s) => void written.push(s))
+  log.info('a "quoted"\nmessage', { n: 1 })
+  log.info('kept', { msg: 'replaced', level: 'custom' })
+  log.flush()
+  const lines = written
+    .join('')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+  expect(lines).toEqual([
+    { time: '1970-01-01T00:00:00.000Z', level: 'info', msg: 'a "quoted"\nmessage', n: 1 },
+    { time: '1970-01-01T00:00:00.000Z', level: 'custom', msg: 'replaced' },
+  ])
+})

@@ -6,6 +6,7 @@
  * the ratio of medians from this script moved a few per cent.
  *
  *   bun bench/ab.ts --base DIR [--target http|accept|delivery] [--rounds 6] [--duration 4] [--messages 10000]
+ *                   [--settings JSON]
  *
  * http: the authenticated GET of bench/http.ts (and a bare Bun.serve each round, for the
  * ratio the issue states); accept: POST /v1/send of bench/accept.ts with the MX silent, on a
@@ -13,6 +14,9 @@
  * delivery: `--messages` sends through /v1/send per round, unsigned, each side in turn,
  * timed until the SMTP sink of bench/delivery.ts has counted them all, with the server's CPU
  * per message (after one unmeasured round each, for the JIT).
+ * --settings: MAILROOM_* variables for the change side only, to weigh a setting rather than
+ * code (`--base .` then runs this checkout on both sides, e.g. `--settings
+ * '{"MAILROOM_ACCESS_LOG":"false"}'`).
  * The base checkout needs its own node_modules (a symbolic link to this one's will do).
  * Not part of `npm run bench`: it measures a change, not the product.
  */
@@ -28,18 +32,31 @@ import { findWrk, requestScript, runWrk, WRK_INSTALL_HINT } from './support/wrk'
 
 const { values } = parseArgs({
   args: process.argv.slice(2),
-  options: { base: { type: 'string' }, target: { type: 'string' }, rounds: { type: 'string' }, duration: { type: 'string' }, messages: { type: 'string' } },
+  options: {
+    base: { type: 'string' },
+    target: { type: 'string' },
+    rounds: { type: 'string' },
+    duration: { type: 'string' },
+    messages: { type: 'string' },
+    settings: { type: 'string' },
+  },
 })
 const base = values.base ? resolve(values.base) : null
 if (!base || !existsSync(join(base, 'bench/support/servers.ts'))) {
   process.stderr.write(
-    'Usage: bun bench/ab.ts --base DIR [--target http|accept|delivery] [--rounds 6] [--duration 4] [--messages 10000]   (DIR: another checkout)\n',
+    'Usage: bun bench/ab.ts --base DIR [--target http|accept|delivery] [--rounds 6] [--duration 4] [--messages 10000] [--settings JSON]   (DIR: another checkout)\n',
   )
   process.exit(2)
 }
 const target = values.target ?? 'http'
 if (target !== 'http' && target !== 'accept' && target !== 'delivery') throw new Error(`--target is http, accept or delivery, not "${target}"`)
 const rounds = Number(values.rounds ?? 6)
+/** The change side's own MAILROOM_* settings, on top of the target's. */
+const changeSettings = (values.settings ? JSON.parse(values.settings) : {}) as Record<string, string>
+const forChange = (o: Parameters<typeof here.startMailroom>[1]): Parameters<typeof here.startMailroom>[1] => ({
+  ...o,
+  settings: { ...o.settings, ...changeSettings },
+})
 const durationS = Number(values.duration ?? 4)
 const there = (await import(join(base, 'bench/support/servers.ts'))) as typeof here
 if (target === 'delivery') process.exit(await deliveryAB(Number(values.messages ?? 10000)))
@@ -48,7 +65,7 @@ if (!wrk) throw new Error(WRK_INSTALL_HINT)
 
 const mx = target === 'accept' ? await startSilentMx() : null
 const options = target === 'accept' ? acceptServerOptions(mx!.port) : { rateLimit: 100_000_000 }
-const start = { base: () => there.startMailroom('base', options), change: () => here.startMailroom('change', options) }
+const start = { base: () => there.startMailroom('base', options), change: () => here.startMailroom('change', forChange(options)) }
 // Accept: a fresh server for every measurement. A long-lived one keeps every accepted
 // message queued behind the silent MX, and the engine's work on that pile leaked into later
 // rounds and into the other side's (the same change read 0.72-1.12).
@@ -106,7 +123,7 @@ async function deliveryAB(messages: number): Promise<number> {
   const dns = await startBenchDns()
   const sink = await startSink()
   const options = deliveryServerOptions(sink.smtpPort, dns.server, false)
-  const servers = { base: await there.startMailroom('base', options), change: await here.startMailroom('change', options) }
+  const servers = { base: await there.startMailroom('base', options), change: await here.startMailroom('change', forChange(options)) }
   const runs: Record<'base' | 'change', Array<{ rate: number; cpuMs: number }>> = { base: [], change: [] }
   const deliver = async (name: 'base' | 'change') => {
     const server = servers[name]

@@ -38,11 +38,11 @@ import { createAutomationRunner } from './modules/automations/runner'
 /**
  * Seconds an idle keep-alive connection stays open. Elysia's default closes it after 30-34 s
  * (30 s, checked every 4 s), while clients keep pooled connections longer (Go's 90 s, Bun's
- * fetch 5 minutes) and load balancers 60 s or more. A request written just as the server closes the connection
- * never reaches it, and for a POST the client gets ECONNRESET with nothing in the server's
- * log (Bun's fetch retries only idempotent requests; oven-sh/bun#35817). So the server's
- * idle timeout outlasts the usual clients' (issue 18: the long run's one error looked like
- * this, a POST reset with no trace on the server).
+ * fetch 5 minutes) and load balancers 60 s or more. A request written just as the server
+ * closes the connection never reaches it, and for a POST the client gets ECONNRESET with
+ * nothing in the server's log (Bun's fetch retries only idempotent requests;
+ * oven-sh/bun#35817). So the server's idle timeout outlasts the usual clients' (issue 18:
+ * the long run's one error looked like this, a POST reset with no trace on the server).
  */
 export const HTTP_IDLE_TIMEOUT_S = 120
 

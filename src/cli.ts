@@ -90,12 +90,13 @@ export interface CliEnv {
    */
   readPassword?: (prompt: string) => Promise<string>
   /**
-   * Sizes JavaScriptCore's heap for `bytes` of memory (`js_heap_ram_mib`). The runtime reads
-   * that only when it starts, so main.ts re-executes the process (same pid, arguments and
-   * descriptors) with it in the environment; returns when it is already applied. Absent in
-   * tests that run the CLI in-process.
+   * Sets what the runtime reads only when it starts: JavaScriptCore's heap sized for
+   * `heapBytes` of memory (`js_heap_ram_mib`; null leaves the runtime's sizing) and the
+   * allocator's purge delay. main.ts re-executes the process (same pid, arguments and
+   * descriptors) with them in the environment; returns when they are already applied. Absent
+   * in tests that run the CLI in-process.
    */
-  sizeHeapFor?: (bytes: number) => void
+  tuneRuntime?: (heapBytes: number | null) => void
 }
 
 const configOptions = Object.fromEntries(SETTINGS.map((s) => [s.flag, { type: 'string' as const }]))
@@ -241,7 +242,7 @@ export async function runCli(io: CliEnv): Promise<number> {
     switch (command) {
       case 'serve':
         if (sub) throw new UsageError(`serve takes no arguments`)
-        if (config.js_heap_ram_mib > 0) io.sizeHeapFor?.(config.js_heap_ram_mib * 1024 * 1024)
+        io.tuneRuntime?.(config.js_heap_ram_mib > 0 ? config.js_heap_ram_mib * 1024 * 1024 : null)
         log.info('settings', { changed: Object.fromEntries(changed.map((c) => [c.key, { value: c.value, from: c.from }])) })
         return await serve(openStore(config, io.clock, log, { create: true }), log, io)
       case 'migrate': {

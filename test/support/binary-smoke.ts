@@ -74,10 +74,10 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
  * Runs the binary in `dir` with a clean environment: only PATH, and HOME pointing at the
  * temp directory, so no MAILROOM_* variable or user file from the caller leaks in.
  */
-/** BUN_JSC_forceRAMSize in a running process's environment (Linux /proc), or null. */
-export function heapSizeOf(pid: number): string | null {
+/** A variable of a running process's environment (Linux /proc), or null. */
+export function environOf(pid: number, name: string): string | null {
   const vars = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
-  return vars.find((v) => v.startsWith('BUN_JSC_forceRAMSize='))?.split('=')[1] ?? null
+  return vars.find((v) => v.startsWith(`${name}=`))?.slice(name.length + 1) ?? null
 }
 
 function environment(dir: string): Record<string, string> {
@@ -218,9 +218,11 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     log(`ok: serve on ${base}, /health`)
 
     // js_heap_ram_mib (512 by default): the executable re-executed itself, same pid, with the heap size set.
-    const heap = heapSizeOf(proc.pid)
+    const heap = environOf(proc.pid, 'BUN_JSC_forceRAMSize')
     check(heap === String(512 * 1024 * 1024), `the server should run with BUN_JSC_forceRAMSize=${512 * 1024 * 1024}, has ${heap}`)
-    log('ok: re-executed with the heap sized for 512 MiB')
+    const purge = environOf(proc.pid, 'MIMALLOC_PURGE_DELAY')
+    check(purge === '1000', `the server should run with MIMALLOC_PURGE_DELAY=1000, has ${purge}`)
+    log('ok: re-executed with the heap sized for 512 MiB and the allocator purging after 1 s')
 
     // The hint names the binary as it was started, and works: the server has made the database.
     check(

@@ -30,10 +30,11 @@ export async function createAdminKey(flags: string[], name: string): Promise<str
 
 /**
  * Starts `mailroom serve` on an HTTP port chosen by the kernel and resolves once its first
- * lines name the HTTP URL (and the SMTP submission port, when `smtp` is set).
+ * lines name the HTTP URL (and the SMTP submission port, when `smtp` is set); `env` adds
+ * variables to its environment.
  */
-export async function startMailroom(flags: string[], opts: { smtp?: boolean } = {}) {
-  const proc = Bun.spawn(['bun', MAIN, 'serve', '--http-listen', '127.0.0.1:0', ...flags], { stdout: 'pipe', stderr: 'pipe', env: env() })
+export async function startMailroom(flags: string[], opts: { smtp?: boolean; env?: Record<string, string> } = {}) {
+  const proc = Bun.spawn(['bun', MAIN, 'serve', '--http-listen', '127.0.0.1:0', ...flags], { stdout: 'pipe', stderr: 'pipe', env: { ...env(), ...opts.env } })
   const reader = proc.stdout.getReader()
   let text = ''
   for (;;) {

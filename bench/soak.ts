@@ -22,7 +22,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import nodemailer from 'nodemailer'
 import { startDnsServer } from '../test/support/dns-server'
-import { fmtMiB, readProcCpuMs, readProcMemory } from './support/proc'
+import { fmtMiB, readProcCpuMs, readProcMemory, readProcWriteBytes } from './support/proc'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
 import { ROOT, startMailroom, startServer, stopAll, type MailroomInstance } from './support/servers'
 
@@ -322,9 +322,10 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
     // 3. The paced run: open loop, ops issued on a 10 ms tick whatever the answers do.
     const samples: Sample[] = []
     // The latencies finished in this window, by kind (which part of the mix a slow window comes
-    // from), and the server's CPU time at the window's start.
+    // from), and the server's CPU time and bytes written to storage at the window's start.
     let window = new Map<Kind, number[]>()
     let cpuAt = readProcCpuMs(srv.pid) ?? 0
+    let writtenAt = readProcWriteBytes(srv.pid) ?? 0
     let windowErrors = 0
     let errors = 0
     let behind = 0
@@ -381,14 +382,16 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         samples.push(s)
         const kinds = (['send', 'read', 'smtp'] as const).map((k) => `${k} ${quantile(ascending(window.get(k) ?? []), 0.99).toFixed(0)}`).join(' ')
         const cpu = readProcCpuMs(srv.pid) ?? cpuAt
+        const written = readProcWriteBytes(srv.pid) ?? writtenAt
         window = new Map()
         windowErrors = 0
         // Asked after the window is reset: what finishes meanwhile counts in the next one.
         const progress = ((await api(srv, 'GET', `/api/v2/broadcasts/${broadcast.id}`)) as { counts?: { sent?: number } }).counts?.sent ?? 0
         process.stdout.write(
-          `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms (${kinds})  server CPU ${((cpu - cpuAt) / (SAMPLE_S * 10)).toFixed(0)} %  broadcast ${progress} sent  errors ${s.errors}\n`,
+          `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms (${kinds})  server CPU ${((cpu - cpuAt) / (SAMPLE_S * 10)).toFixed(0)} %  disk ${((written - writtenAt) / 1024 / Math.max(1, s.ops)).toFixed(1)} KiB/op  broadcast ${progress} sent  errors ${s.errors}\n`,
         )
         cpuAt = cpu
+        writtenAt = written
       }
     }
     while (inFlight > 0) await Bun.sleep(20)

@@ -100,6 +100,17 @@ export function readProcCpuMs(pid: number | 'self'): number | null {
 }
 
 /**
+ * Bytes a process (all its threads) has caused to be written to storage (`write_bytes` of
+ * /proc/<pid>/io: the WAL appends and the checkpoints' copies into the database file, once
+ * the kernel writes them back); null once it has gone.
+ */
+export function readProcWriteBytes(pid: number | 'self'): number | null {
+  const text = procFile(pid, 'io')
+  const m = text && /^write_bytes: (\d+)$/m.exec(text)
+  return m ? Number(m[1]) : null
+}
+
+/**
  * Waits until a process has used under 5 ms of CPU in 250 ms (at most `maxMs`): work it
  * goes on with after answering (outcomes, checkpoints, garbage collection) would otherwise
  * share the cores with whatever is measured next.

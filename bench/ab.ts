@@ -14,9 +14,9 @@
  * delivery: `--messages` sends through /v1/send per round, unsigned, each side in turn,
  * timed until the SMTP sink of bench/delivery.ts has counted them all, with the server's CPU
  * per message (after one unmeasured round each, for the JIT).
- * --settings: MAILROOM_* variables for the change side only, to weigh a setting rather than
- * code (`--base .` then runs this checkout on both sides, e.g. `--settings
- * '{"MAILROOM_ACCESS_LOG":"false"}'`).
+ * --settings: environment variables for the change side only (MAILROOM_* settings, or the
+ * runtime's own such as MIMALLOC_PURGE_DELAY), to weigh a setting rather than code (`--base .`
+ * then runs this checkout on both sides, e.g. `--settings '{"MAILROOM_ACCESS_LOG":"false"}'`).
  * The base checkout needs its own node_modules (a symbolic link to this one's will do).
  * Not part of `npm run bench`: it measures a change, not the product.
  */
@@ -51,7 +51,7 @@ if (!base || !existsSync(join(base, 'bench/support/servers.ts'))) {
 const target = values.target ?? 'http'
 if (target !== 'http' && target !== 'accept' && target !== 'delivery') throw new Error(`--target is http, accept or delivery, not "${target}"`)
 const rounds = Number(values.rounds ?? 6)
-/** The change side's own MAILROOM_* settings, on top of the target's. */
+/** The change side's own environment variables, on top of the target's settings. */
 const changeSettings = (values.settings ? JSON.parse(values.settings) : {}) as Record<string, string>
 const forChange = (o: Parameters<typeof here.startMailroom>[1]): Parameters<typeof here.startMailroom>[1] => ({
   ...o,

@@ -70,16 +70,16 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
   }
 }
 
-/**
- * Runs the binary in `dir` with a clean environment: only PATH, and HOME pointing at the
- * temp directory, so no MAILROOM_* variable or user file from the caller leaks in.
- */
 /** A variable of a running process's environment (Linux /proc), or null. */
 export function environOf(pid: number, name: string): string | null {
   const vars = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
   return vars.find((v) => v.startsWith(`${name}=`))?.slice(name.length + 1) ?? null
 }
 
+/**
+ * Runs the binary in `dir` with a clean environment: only PATH, and HOME pointing at the
+ * temp directory, so no MAILROOM_* variable or user file from the caller leaks in.
+ */
 function environment(dir: string): Record<string, string> {
   return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir }
 }

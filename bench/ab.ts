@@ -64,7 +64,8 @@ const wrk = findWrk()
 if (!wrk) throw new Error(WRK_INSTALL_HINT)
 
 const mx = target === 'accept' ? await startSilentMx() : null
-const options = target === 'accept' ? acceptServerOptions(mx!.port) : { rateLimit: 100_000_000 }
+const acceptDns = target === 'accept' ? await startBenchDns() : null
+const options = target === 'accept' ? acceptServerOptions(mx!.port, acceptDns!.server) : { rateLimit: 100_000_000 }
 const start = { base: () => there.startMailroom('base', options), change: () => here.startMailroom('change', forChange(options)) }
 // Accept: a fresh server for every measurement. A long-lived one keeps every accepted
 // message queued behind the silent MX, and the engine's work on that pile leaked into later
@@ -115,6 +116,7 @@ try {
   await there.stopAll()
   await here.stopAll()
   await mx?.close()
+  await acceptDns?.close()
 }
 process.exit(0)
 

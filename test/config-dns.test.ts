@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ConfigError, loadConfig } from '../src/config'
 import { createResolver } from '../src/lib/dns'
-import { parseServer, queryDns, queryTxt } from '../src/modules/sending-domains/dns-query'
-import { startDnsServer, type DnsServer } from './support/dns-server'
+import { parseServer, queryDns, queryTxt } from '../src/lib/dns-query'
+import { NULL_MX, reverseName, startDnsServer, type DnsServer } from './support/dns-server'
 
 let dns: DnsServer
 beforeAll(async () => {
@@ -10,7 +10,11 @@ beforeAll(async () => {
     zones: {
       'example.com': { TXT: ['v=spf1 ip4:127.0.0.2 ~all', ['site-', 'verification=1']], A: ['127.0.0.5'] },
       'bounces.example.com': { CNAME: 'mailroom.test' },
+      'mail.example.com': { MX: [{ exchange: 'mx1.example.com', priority: 10 }], AAAA: ['::1'] },
+      'nomail.example.com': { MX: [NULL_MX] },
+      [reverseName('127.0.0.5')]: { PTR: ['mx1.example.com'] },
     },
+    ttl: 120,
   })
 })
 afterAll(() => dns.close())
@@ -55,5 +59,27 @@ describe('the dns_servers setting', () => {
     await closed.close()
     expect(await queryTxt([closed.server, dns.server], 'example.com')).toHaveLength(2)
     await expect(queryTxt([closed.server], 'example.com')).rejects.toMatchObject({ code: 'ECONNREFUSED' })
+  })
+
+  test('the resolver answers in node:dns shapes: addresses with TTLs, MX, a null MX, TXT records apart, PTR', async () => {
+    const resolver = createResolver([dns.server])
+    expect(await resolver.resolve4('example.com', { ttl: true })).toEqual([{ address: '127.0.0.5', ttl: 120 }])
+    expect(await resolver.resolve6('mail.example.com')).toEqual(['::1'])
+    expect(await resolver.resolveMx('mail.example.com')).toEqual([{ exchange: 'mx1.example.com', priority: 10 }])
+    expect(await resolver.resolveMx('nomail.example.com')).toEqual([{ exchange: '', priority: 0 }])
+    expect(await resolver.resolve('example.com', 'TXT')).toEqual([['v=spf1 ip4:127.0.0.2 ~all'], ['site-', 'verification=1']])
+    expect(await resolver.reverse('127.0.0.5')).toEqual(['mx1.example.com'])
+    await expect(resolver.resolveMx('nowhere.example.com')).rejects.toMatchObject({ code: 'ENOTFOUND' })
+    await expect(resolver.resolveMx('example.com')).rejects.toMatchObject({ code: 'ENODATA' })
+    await expect(resolver.resolve('example.com', 'SOA')).rejects.toMatchObject({ code: 'ENOTIMP' })
+  })
+
+  test('a nameserver with nothing listening fails at once with ECONNREFUSED (not a timeout), and the next one answers', async () => {
+    const closed = await startDnsServer()
+    await closed.close()
+    // The resolver waits 3 s twice for a silent server, beyond the test's 5 s: only a refusal heard at once ends this lookup in time.
+    const resolver = createResolver([closed.server])
+    await expect(resolver.resolveMx('mail.example.com')).rejects.toMatchObject({ code: 'ECONNREFUSED' })
+    expect(await createResolver([closed.server, dns.server]).resolveMx('mail.example.com')).toEqual([{ exchange: 'mx1.example.com', priority: 10 }])
   })
 })

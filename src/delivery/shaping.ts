@@ -271,10 +271,14 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
    * BUSY_POSTPONE_MS and at most BUSY_SPREAD_MS ahead. Postponed all by the same second, a
    * backlog for a slow or silent destination came back whole every second and was claimed,
    * read and postponed again (the accept benchmark, MX silent: 60,000 such jobs in 12 s).
+   * The line is served a whole clock second at a time: the jobs of one second come back
+   * together, so they are claimed and postponed again in one transaction each way. Spread to
+   * the millisecond, each came back alone, and a silent destination with a backlog cost two
+   * commits a job (13 % of a core for 80 jobs a second; docs/benchmarks.md, ninth round).
    */
   function laterSlot(p: Pair, perSecond: number, now: number): number {
     p.nextSlot = Math.min(Math.max(p.nextSlot, now + BUSY_POSTPONE_MS), now + BUSY_SPREAD_MS)
-    const at = Math.ceil(p.nextSlot)
+    const at = Math.ceil(p.nextSlot / 1000) * 1000
     p.nextSlot += 1000 / perSecond
     return at
   }

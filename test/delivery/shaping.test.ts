@@ -172,12 +172,14 @@ describe('traffic shaping', () => {
     const start = t.deps.clock.now()
     await t.engine.drain()
     const rows = ids.map((id) => t.row(id))
-    // One in flight and WAIT_DEPTH waiting went; the others come back from a second on, WAIT_DEPTH a second.
+    // One in flight and WAIT_DEPTH waiting went; the others come back from a second on, WAIT_DEPTH a second,
+    // each second's together at its end (one claim and one postponing transaction for them all).
     expect(rows.filter((r) => r.state === 'sent')).toHaveLength(1 + WAIT_DEPTH)
     const postponed = rows.filter((r) => r.state !== 'sent')
     expect(postponed).toEqual(postponed.map(() => expect.objectContaining({ attempts: 0 })))
     const times = postponed.map((r) => r.next_attempt_at!).sort((a, b) => a - b)
-    expect(times).toEqual(times.map((_, k) => start + 1000 + Math.ceil((k * 1000) / WAIT_DEPTH)))
+    expect(times).toEqual(times.map((_, k) => Math.ceil((start + 1000 + (k * 1000) / WAIT_DEPTH) / 1000) * 1000))
+    expect(new Set(times).size).toBeLessThan(times.length)
     t.deps.clock.advance(1000)
     while (ids.some((id) => t.row(id).state !== 'sent')) {
       await t.engine.drain()
@@ -199,10 +201,17 @@ describe('traffic shaping', () => {
       .filter((r) => r.state !== 'sent')
       .map((r) => r.next_attempt_at!)
     expect(times).toHaveLength(35 * WAIT_DEPTH)
-    expect(Math.min(...times)).toBe(start + 1000)
-    expect(Math.max(...times)).toBe(start + 30_000)
+    // Whole clock seconds: the first a second ahead, the last 30 seconds ahead (both rounded up).
+    const second = (at: number) => Math.ceil(at / 1000) * 1000
+    expect(times.every((at) => at % 1000 === 0)).toBe(true)
+    expect(Math.min(...times)).toBe(second(start + 1000))
+    expect(Math.max(...times)).toBe(second(start + 30_000))
     // The line up to the cap: WAIT_DEPTH a second; the rest wait at the cap.
-    expect(times.filter((at) => at < start + 30_000)).toHaveLength(29 * WAIT_DEPTH)
+    const cap = second(start + 30_000)
+    const perSecond = new Map<number, number>()
+    for (const at of times) perSecond.set(at, (perSecond.get(at) ?? 0) + 1)
+    for (let at = second(start + 2000); at < cap; at += 1000) expect(perSecond.get(at)).toBe(WAIT_DEPTH)
+    expect(perSecond.get(cap)).toBeGreaterThan(WAIT_DEPTH)
     await t.close()
   })
 

@@ -10,7 +10,7 @@ import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { dkimVerify } from 'mailauth/lib/dkim/verify'
-import { queryDns } from '../../src/modules/sending-domains/dns-query'
+import { queryDns } from '../../src/lib/dns-query'
 import { VERSION } from '../../src/version'
 import { startDnsServer, type DnsServer } from './dns-server'
 import { startSmtpSink, type SmtpSink } from './smtp-sink'

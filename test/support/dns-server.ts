@@ -1,10 +1,11 @@
 /**
  * A real authoritative DNS server on loopback for end-to-end tests of the delivery engine.
  *
- * The engine resolves through node's c-ares resolver pointed at MAILROOM_DNS_SERVERS, so tests
- * start this server and pass `127.0.0.1:<port>`. It answers A, AAAA, MX, TXT, PTR and CNAME from a
- * plain object of zones, over UDP and TCP on the same port (c-ares retries over TCP when a UDP
- * answer comes back truncated, which long DKIM TXT records can cause).
+ * The server resolves through its own DNS client (src/lib/dns-query.ts) pointed at
+ * MAILROOM_DNS_SERVERS, so tests start this server and pass `127.0.0.1:<port>`. It answers A,
+ * AAAA, MX, TXT, PTR and CNAME from a plain object of zones, over UDP and TCP on the same port
+ * (a resolver asks again over TCP when a UDP answer comes back truncated, which long DKIM TXT
+ * records can cause).
  *
  *   - a name absent from the zones: NXDOMAIN (RFC 1035 RCODE 3)
  *   - a name present without records of the asked type: NOERROR with no answers (NODATA)

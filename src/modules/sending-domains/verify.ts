@@ -1,7 +1,6 @@
 import { spf } from 'mailauth/lib/spf'
 import type { Deps } from '../../deps'
 import { createResolver } from '../../lib/dns'
-import { queryDns } from './dns-query'
 import { checkDkim, checkDmarc, checkReturnPath, type DnsRecordSpec, type RecordCheck, type RecordPurpose } from './records'
 
 /** A failed lookup as a check: no such name or no record of the type is `missing`; anything else (SERVFAIL, timeout, refused) is `error`. */
@@ -73,16 +72,15 @@ export async function checkRecords(
   records: DnsRecordSpec[],
   expected: { publicKey: string; addresses: readonly string[] },
 ): Promise<Record<RecordPurpose, RecordCheck>> {
-  const servers = deps.config.dns_servers
-  const resolver = createResolver(servers)
+  const resolver = createResolver(deps.config.dns_servers)
   // One answer per question for the whole check (SPF evaluations of several addresses share them).
   const cache = new Map<string, Promise<unknown>>()
   const resolve: Resolve = (name, type) => {
     const key = `${type} ${name.toLowerCase()}`
     let answer = cache.get(key)
     if (!answer) {
-      // TXT through our own client: Bun's resolveTxt loses record boundaries (see dns-query.ts).
-      answer = type === 'TXT' ? queryDns(servers, name, 'TXT') : resolver.resolve(name, type as 'A')
+      // TXT answers keep their record boundaries (lib/dns-query.ts).
+      answer = resolver.resolve(name, type)
       answer.catch(() => {})
       cache.set(key, answer)
     }
@@ -98,8 +96,8 @@ export async function checkRecords(
     ),
     checkSpf(deps, spec('spf').name, expected.addresses, resolve, txt),
     txt(spec('dmarc').name).then(checkDmarc, lookupFailure),
-    queryDns(servers, spec('return_path').name, 'CNAME').then(
-      (found) => checkReturnPath(found.flat(), deps.config.hostname),
+    resolve(spec('return_path').name, 'CNAME').then(
+      (found) => checkReturnPath(found as string[], deps.config.hostname),
       (err) => lookupFailure(err),
     ),
   ])

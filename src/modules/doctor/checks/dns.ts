@@ -1,13 +1,11 @@
 import { createResolver } from '../../../lib/dns'
-import { queryDns } from '../../sending-domains/dns-query'
 
 /**
  * The lookups of one doctor run, through the configured resolvers (`dns_servers`, as delivery
- * and domain verification use), each question asked once per run. TXT goes through our own
- * client, which keeps record boundaries (see sending-domains/dns-query.ts).
+ * and domain verification use), each question asked once per run.
  */
 export interface DoctorDns {
-  /** Any type node:dns resolves (A, AAAA, MX, PTR, ...); TXT answers are one array of strings per record. */
+  /** A, AAAA, MX, TXT, CNAME, PTR or NS records in node:dns's shapes; TXT answers are one array of strings per record. */
   resolve(name: string, type: string): Promise<unknown>
   /** TXT records, each record's strings joined. */
   txt(name: string): Promise<string[]>
@@ -36,7 +34,7 @@ export function createDoctorDns(servers: readonly string[]): DoctorDns {
     const key = `${type} ${name.toLowerCase()}`
     let answer = cache.get(key)
     if (!answer) {
-      answer = type === 'TXT' ? queryDns(servers, name, 'TXT') : resolver.resolve(name, type as 'A')
+      answer = resolver.resolve(name, type)
       answer.catch(() => {})
       cache.set(key, answer)
     }

@@ -6,20 +6,52 @@ import net from 'node:net'
 import packet from 'dns-packet'
 
 /**
- * A minimal DNS client (RFC 1035) for TXT and CNAME questions.
+ * The server's DNS client (RFC 1035) for every question it asks: MX, A and AAAA for delivery,
+ * TXT and CNAME for domain verification and MTA-STS, PTR and DNSBL lookups for the doctor.
  *
- * Why not node:dns: under Bun 1.4 `resolveTxt` loses the boundaries between TXT resource
- * records (oven-sh/bun#21370): every <character-string> comes back as its own record, so a
- * DKIM key split over two strings (any 2048-bit key: RFC 6376 section 3.6.2.2) looks like two
- * records, and two records (an SPF record and a site-verification token) cannot be told from
- * one record of two strings. Verification must join exactly the strings of one record
- * (RFC 7208 section 3.3), so it reads the answer section itself.
+ * Why not node:dns (c-ares under Bun 1.4):
+ * - `resolveTxt` loses the boundaries between TXT resource records (oven-sh/bun#21370):
+ *   every <character-string> comes back as its own record, so a DKIM key split over two
+ *   strings (any 2048-bit key: RFC 6376 section 3.6.2.2) looks like two records, and two
+ *   records (an SPF record and a site-verification token) cannot be told from one record of
+ *   two strings. Verification must join exactly the strings of one record (RFC 7208 section
+ *   3.3), so it reads the answer section itself.
+ * - A nameserver with nothing listening (a stopped local resolver: ICMP port unreachable)
+ *   makes every query wait out its whole timeout while the event loop spins on the socket's
+ *   error (oven-sh/bun#32164): 6 s of a full core per lookup with our timeout and tries, for
+ *   every destination, and the server at 100 % of a core while idle (docs/benchmarks.md,
+ *   ninth round). Here the connected socket hears the refusal and the next server is asked
+ *   at once.
  *
  * Errors carry the codes node:dns uses (ENOTFOUND for NXDOMAIN, ENODATA for a name without
  * records of the type, ESERVFAIL, EREFUSED, ETIMEOUT, ECONNREFUSED), so callers treat both alike.
  */
 
-export type DnsQueryType = 'TXT' | 'CNAME'
+export type DnsQueryType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME' | 'PTR' | 'NS'
+
+/** What one record of each type holds, in node:dns's shapes: TXT keeps its strings apart. */
+export interface RecordData {
+  A: string
+  AAAA: string
+  MX: { exchange: string; priority: number }
+  TXT: string[]
+  CNAME: string
+  PTR: string
+  NS: string
+}
+
+/** One answer record with its time to live in seconds. */
+export interface DnsRecord<T extends DnsQueryType> {
+  data: RecordData[T]
+  ttl: number
+}
+
+const QUERY_TYPES: ReadonlySet<string> = new Set<DnsQueryType>(['A', 'AAAA', 'MX', 'TXT', 'CNAME', 'PTR', 'NS'])
+
+/** Whether `type` is a record type this client asks for. */
+export function isQueryType(type: string): type is DnsQueryType {
+  return QUERY_TYPES.has(type)
+}
 
 export interface DnsQueryOptions {
   /** Per-attempt timeout in ms (default 3000, as createResolver). */
@@ -71,8 +103,26 @@ interface Decoded {
   /** RFC 1035 section 4.1.1: 0 no error, 3 name error (NXDOMAIN), 5 refused. */
   rcode: number
   truncated: boolean
-  /** Records of the asked type, in answer order: TXT -> its strings; CNAME -> [target]. */
-  records: string[][]
+  /** Records of the asked type, in answer order (a CNAME chain's own records left out). */
+  records: Array<DnsRecord<DnsQueryType>>
+}
+
+/** A record's data in node:dns's shape: names without the root's trailing dot. */
+function dataOf(rr: packet.Answer): RecordData[DnsQueryType] {
+  const name = (value: string) => value.replace(/\.$/, '')
+  switch (rr.type) {
+    // RFC 1035 section 3.3.14: a TXT record is one or more <character-string>s; keep them apart.
+    case 'TXT':
+      return (Array.isArray(rr.data) ? rr.data : [rr.data]).map((s) => s.toString())
+    // RFC 7505: a null MX's exchange is the root, ".", given here as "".
+    case 'MX':
+      return { exchange: name(rr.data.exchange), priority: rr.data.preference ?? 0 }
+    case 'A':
+    case 'AAAA':
+      return rr.data
+    default:
+      return name((rr as { data: string }).data)
+  }
 }
 
 /** The answer to our query (null: another packet, not a response to `id`); throws on a malformed packet. */
@@ -80,13 +130,8 @@ function decodeResponse(buf: Buffer, id: number, type: DnsQueryType): Decoded | 
   if (buf.length < 12 || buf.readUInt16BE(0) !== id) return null
   const answer = packet.decode(buf)
   if (answer.type !== 'response') return null
-  const records: string[][] = []
-  for (const rr of answer.answers ?? []) {
-    if (rr.type !== type) continue
-    // RFC 1035 section 3.3.14: a TXT record is one or more <character-string>s; keep them apart.
-    if (rr.type === 'TXT') records.push((Array.isArray(rr.data) ? rr.data : [rr.data]).map((s) => s.toString()))
-    else if (rr.type === 'CNAME') records.push([rr.data])
-  }
+  const records: Array<DnsRecord<DnsQueryType>> = []
+  for (const rr of answer.answers ?? []) if (rr.type === type) records.push({ data: dataOf(rr), ttl: rr.ttl ?? 0 })
   return { rcode: (answer.flags ?? 0) & 0x0f, truncated: answer.flag_tc, records }
 }
 
@@ -169,12 +214,16 @@ function tcpExchange(server: Server, query: Buffer, id: number, type: DnsQueryTy
 }
 
 /**
- * Asks the servers (the dns_servers setting; empty = the system's) for the TXT or CNAME
- * records of `name`. TXT answers are one array of strings per resource record, as node's
- * resolveTxt documents; join a record's strings to get its value. Servers are tried in
- * order; a timeout, refusal or SERVFAIL moves on to the next one.
+ * Asks the servers (the dns_servers setting; empty = the system's) for the records of one
+ * type, with their TTLs. Servers are tried in order; a timeout, refusal or SERVFAIL moves on
+ * to the next one. A truncated answer is asked again over TCP (RFC 7766 section 5).
  */
-export async function queryDns(servers: readonly string[], name: string, type: DnsQueryType, options: DnsQueryOptions = {}): Promise<string[][]> {
+export async function queryRecords<T extends DnsQueryType>(
+  servers: readonly string[],
+  name: string,
+  type: T,
+  options: DnsQueryOptions = {},
+): Promise<Array<DnsRecord<T>>> {
   const { timeout = 3000, tries = 2 } = options
   const list = (servers.length ? servers : getServers()).map(parseServer)
   let last: DnsQueryError = new DnsQueryError('ESERVFAIL', name, `query${type} ESERVFAIL ${name}: no DNS server`)
@@ -200,7 +249,7 @@ export async function queryDns(servers: readonly string[], name: string, type: D
       if (answer.rcode === 3) throw new DnsQueryError('ENOTFOUND', name, `query${type} ENOTFOUND ${name}`)
       if (answer.rcode === 0) {
         if (answer.records.length === 0) throw new DnsQueryError('ENODATA', name, `query${type} ENODATA ${name}`)
-        return answer.records
+        return answer.records as Array<DnsRecord<T>>
       }
       const code = answer.rcode === 5 ? 'EREFUSED' : 'ESERVFAIL'
       last = new DnsQueryError(code, name, `query${type} ${code} ${name}`)
@@ -208,6 +257,15 @@ export async function queryDns(servers: readonly string[], name: string, type: D
     }
   }
   throw last
+}
+
+/**
+ * TXT or CNAME records of `name` as node's resolveTxt documents them: one array of strings
+ * per resource record (join a record's strings to get its value); a CNAME is `[[target]]`.
+ */
+export async function queryDns(servers: readonly string[], name: string, type: 'TXT' | 'CNAME', options: DnsQueryOptions = {}): Promise<string[][]> {
+  const records = await queryRecords(servers, name, type, options)
+  return records.map((r) => (typeof r.data === 'string' ? [r.data] : r.data))
 }
 
 /** TXT records of a name, each record's strings joined (RFC 7208 section 3.3, RFC 6376 section 3.6.2.2). */

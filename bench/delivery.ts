@@ -10,7 +10,7 @@
  * without it) and the ratios against it and the plain client; Mailroom's own CPU per message
  * (the server's CPU time minus the signing); DNS queries per delivered message, counted at the
  * test DNS server. `--footprint N` instead queues N messages with the MX silent and prints the
- * server's memory.
+ * server's memory, and its CPU while the queue waits.
  *
  *   bun bench/delivery.ts [--messages 20000] [--concurrency 64] [--no-postfix] [--dry-run]
  *   bun bench/delivery.ts --footprint 100000
@@ -232,6 +232,9 @@ export async function startSilentMx(): Promise<{ port: number; close(): Promise<
  * Footprint (issue 18): `n` messages accepted with the MX silent, so they all stay in the
  * queue (a few hundred wait at the MX's greeting); then the server's resident memory.
  */
+/** How long the footprint run watches the server's CPU with the queue waiting. */
+const IDLE_CPU_WINDOW_MS = 10_000
+
 async function footprint(dns: DnsServer, n: number, concurrency: number): Promise<number> {
   const mx = await startSilentMx()
   const server = await startMailroom('mailroom-footprint', deliveryServerOptions(mx.port, dns.server, false))
@@ -246,9 +249,15 @@ async function footprint(dns: DnsServer, n: number, concurrency: number): Promis
     const rssMiB = mem.vmRssKiB / 1024
     const verdict = rssMiB <= AIM_FOOTPRINT_MIB ? 'met' : 'NOT met'
     const mib = (kib: number) => `${fmtMiB(kib)} MiB`
+    // What the queue costs while nothing else happens: the engine's turns over the jobs its busy MX holds back.
+    const cpu0 = readProcCpuMs(server.pid)
+    await Bun.sleep(IDLE_CPU_WINDOW_MS)
+    const cpu1 = readProcCpuMs(server.pid)
+    const idleCpu = cpu0 === null || cpu1 === null ? 'unknown' : `${(((cpu1 - cpu0) / IDLE_CPU_WINDOW_MS) * 100).toFixed(1)} % of a core`
     process.stdout.write(
       `footprint: ${fmtInt(n)} messages queued (accepted ${fmtInt(n / acceptS)}/s), MX silent\n` +
         `  server RSS ${mib(mem.vmRssKiB)} (anonymous ${mib(mem.rssAnonKiB)}, file ${mib(mem.rssFileKiB)}); peak ${mib(mem.vmHwmKiB)}; idle before ${mib(idle.vmRssKiB)}\n` +
+        `  server CPU with the queue waiting, over ${IDLE_CPU_WINDOW_MS / 1000} s: ${idleCpu}\n` +
         `  aim: RSS under ${AIM_FOOTPRINT_MIB} MiB: ${verdict}\n`,
     )
     return 0

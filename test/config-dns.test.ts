@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import dgram from 'node:dgram'
+import packet from 'dns-packet'
 import { ConfigError, loadConfig } from '../src/config'
 import { createResolver } from '../src/lib/dns'
-import { parseServer, queryDns, queryTxt } from '../src/lib/dns-query'
+import { parseServer, queryDns, queryRecords, queryTxt } from '../src/lib/dns-query'
 import { NULL_MX, reverseName, startDnsServer, type DnsServer } from './support/dns-server'
 
 let dns: DnsServer
@@ -81,5 +83,28 @@ describe('the dns_servers setting', () => {
     const resolver = createResolver([closed.server])
     await expect(resolver.resolveMx('mail.example.com')).rejects.toMatchObject({ code: 'ECONNREFUSED' })
     expect(await createResolver([closed.server, dns.server]).resolveMx('mail.example.com')).toEqual([{ exchange: 'mx1.example.com', priority: 10 }])
+  })
+
+  test('an answer with our ID but another question is not taken (RFC 5452 9.1)', async () => {
+    // A server that answers every query with its ID, but for another name: what a spoofer guessing the ID would send.
+    const socket = dgram.createSocket('udp4')
+    socket.on('message', (msg, from) => {
+      const query = packet.decode(msg)
+      const forged = packet.encode({
+        type: 'response',
+        id: query.id,
+        flags: packet.RECURSION_DESIRED,
+        questions: [{ type: 'A', name: 'elsewhere.example', class: 'IN' }],
+        answers: [{ type: 'A', name: 'elsewhere.example', ttl: 60, data: '192.0.2.66' }],
+      })
+      socket.send(forged, from.port, from.address)
+    })
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+    try {
+      const server = `127.0.0.1:${socket.address().port}`
+      await expect(queryRecords([server], 'example.com', 'A', { timeout: 300, tries: 1 })).rejects.toMatchObject({ code: 'ETIMEOUT' })
+    } finally {
+      socket.close()
+    }
   })
 })

@@ -1,5 +1,6 @@
 import { closeSync, fdatasync, openSync } from 'node:fs'
 import type { Db } from './client'
+import { commitCounterOf } from './commit-counter'
 
 /**
  * Group commit: many callers' writes share one transaction and one fsync, and the fsync runs
@@ -15,6 +16,11 @@ import type { Db } from './client'
  * the same guarantee as FULL (https://sqlite.org/wal.html, "Durability"), so "2xx means on
  * disk" still holds for every request. Every other transaction on the connection still
  * commits with FULL.
+ *
+ * A group that wrote nothing (the pollers' claims when there is no work: four a second each
+ * for webhooks and automations) is answered without a flush: no transaction committed frames
+ * to the WAL, which the WAL-index header's commit counter (commit-counter.ts) tells for free.
+ * An idle server flushed nine times a second before (docs/benchmarks.md, ninth round).
  *
  * One flush at a time: functions queued while a group commits and syncs form the next group,
  * which commits as soon as the sync returns. So the group grows with the disk's latency and a
@@ -56,6 +62,8 @@ export function createGroupCommitter(db: Db, opts: { sync?: SyncFile } = {}): Gr
   const sync = opts.sync ?? syncFile
   // An in-memory database has no WAL file to flush (tests).
   const wal = client.filename && client.filename !== ':memory:' ? `${client.filename}-wal` : null
+  // Null (unknown, e.g. no mapping) counts as "changed": the flush is skipped only when known to be needless.
+  const commitCounter = wal ? commitCounterOf(db) : () => null
   // Prepared once: a savepoint per caller is parsed again on every use otherwise.
   const savepoint = client.prepare('SAVEPOINT group_item')
   const release = client.prepare('RELEASE group_item')
@@ -77,6 +85,7 @@ export function createGroupCommitter(db: Db, opts: { sync?: SyncFile } = {}): Gr
     const group = queue.splice(0, MAX_GROUP)
     const committed: Array<{ p: Pending; value: unknown }> = []
     let failure: Error | null = null
+    const before = commitCounter()
     if (wal) deferSync()
     try {
       client
@@ -101,7 +110,9 @@ export function createGroupCommitter(db: Db, opts: { sync?: SyncFile } = {}): Gr
     } finally {
       if (wal) fullSync()
     }
-    if (failure || !wal) return finish(() => settle(committed, failure))
+    // No frame was committed since `before` (by this group or anyone): there is nothing to flush.
+    const unchanged = before !== null && commitCounter() === before
+    if (failure || !wal || unchanged) return finish(() => settle(committed, failure))
     sync(wal, (error) =>
       // The transaction is in the WAL but may not be on the disk: its callers get an error.
       finish(() => settle(committed, error ? new Error(`the write-ahead log could not be flushed to disk: ${error.message}`) : null)),

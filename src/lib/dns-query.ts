@@ -125,11 +125,27 @@ function dataOf(rr: packet.Answer): RecordData[DnsQueryType] {
   }
 }
 
-/** The answer to our query (null: another packet, not a response to `id`); throws on a malformed packet. */
-function decodeResponse(buf: Buffer, id: number, type: DnsQueryType): Decoded | null {
-  if (buf.length < 12 || buf.readUInt16BE(0) !== id) return null
+/** The question asked: its random ID, the name and the type. */
+interface Question {
+  id: number
+  name: string
+  type: DnsQueryType
+}
+
+const sameName = (a: string, b: string) => a.replace(/\.$/, '').toLowerCase() === b.replace(/\.$/, '').toLowerCase()
+
+/**
+ * The answer to our question (null: another packet, not a response to it); throws on a
+ * malformed packet. A response must carry our ID and repeat our question (RFC 5452 section
+ * 9.1: ID, question name and type, from the server asked; the socket is connected to it).
+ */
+function decodeResponse(buf: Buffer, q: Question): Decoded | null {
+  if (buf.length < 12 || buf.readUInt16BE(0) !== q.id) return null
   const answer = packet.decode(buf)
   if (answer.type !== 'response') return null
+  const asked = answer.questions?.[0]
+  if (!asked || asked.type !== q.type || !sameName(asked.name, q.name)) return null
+  const type = q.type
   const records: Array<DnsRecord<DnsQueryType>> = []
   for (const rr of answer.answers ?? []) if (rr.type === type) records.push({ data: dataOf(rr), ttl: rr.ttl ?? 0 })
   return { rcode: (answer.flags ?? 0) & 0x0f, truncated: answer.flag_tc, records }
@@ -161,7 +177,7 @@ function exchange(socket: EventEmitter, close: () => void, timeout: number, star
   })
 }
 
-function udpExchange(server: Server, query: Buffer, id: number, type: DnsQueryType, timeout: number): Promise<Decoded> {
+function udpExchange(server: Server, query: Buffer, q: Question, timeout: number): Promise<Decoded> {
   const socket = dgram.createSocket(net.isIPv6(server.host) ? 'udp6' : 'udp4')
   return exchange(
     socket,
@@ -171,7 +187,7 @@ function udpExchange(server: Server, query: Buffer, id: number, type: DnsQueryTy
       socket.on('message', (msg) => {
         let decoded: Decoded | null = null
         try {
-          decoded = decodeResponse(msg, id, type)
+          decoded = decodeResponse(msg, q)
         } catch (err) {
           return settle.reject(err)
         }
@@ -183,7 +199,7 @@ function udpExchange(server: Server, query: Buffer, id: number, type: DnsQueryTy
   )
 }
 
-function tcpExchange(server: Server, query: Buffer, id: number, type: DnsQueryType, timeout: number): Promise<Decoded> {
+function tcpExchange(server: Server, query: Buffer, q: Question, timeout: number): Promise<Decoded> {
   const socket = net.connect(server.port, server.host)
   let buffered = Buffer.alloc(0)
   return exchange(
@@ -201,7 +217,7 @@ function tcpExchange(server: Server, query: Buffer, id: number, type: DnsQueryTy
         buffered = Buffer.concat([buffered, chunk])
         if (buffered.length < 2 || buffered.length < 2 + buffered.readUInt16BE(0)) return
         try {
-          const decoded = decodeResponse(buffered.subarray(2, 2 + buffered.readUInt16BE(0)), id, type)
+          const decoded = decodeResponse(buffered.subarray(2, 2 + buffered.readUInt16BE(0)), q)
           if (decoded) settle.resolve(decoded)
           else settle.reject(new Error('unexpected answer'))
         } catch (err) {
@@ -229,12 +245,12 @@ export async function queryRecords<T extends DnsQueryType>(
   let last: DnsQueryError = new DnsQueryError('ESERVFAIL', name, `query${type} ESERVFAIL ${name}: no DNS server`)
   for (const server of list) {
     for (let attempt = 0; attempt < tries; attempt++) {
-      const id = randomInt(0, 0x10000)
-      const query = encodeQuery(id, name, type)
+      const q: Question = { id: randomInt(0, 0x10000), name, type }
+      const query = encodeQuery(q.id, name, type)
       let answer: Decoded
       try {
-        answer = await udpExchange(server, query, id, type, timeout)
-        if (answer.truncated) answer = await tcpExchange(server, query, id, type, timeout)
+        answer = await udpExchange(server, query, q, timeout)
+        if (answer.truncated) answer = await tcpExchange(server, query, q, timeout)
       } catch (err) {
         const code = (err as { code?: string }).code ?? 'EBADRESP'
         last = new DnsQueryError(

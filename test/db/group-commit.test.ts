@@ -86,7 +86,10 @@ describe('group commit', () => {
     const { held, sync } = heldSync()
     const { db, commits } = setup(sync)
     const modes: number[] = []
-    const pending = commits.run(() => modes.push((db.$client.query('PRAGMA synchronous').get() as { synchronous: number }).synchronous))
+    const pending = commits.run(() => {
+      db.$client.run('INSERT INTO t VALUES (1)')
+      modes.push((db.$client.query('PRAGMA synchronous').get() as { synchronous: number }).synchronous)
+    })
     await turn()
     expect(modes).toEqual([1]) // NORMAL inside the group's transaction
     expect((db.$client.query('PRAGMA synchronous').get() as { synchronous: number }).synchronous).toBe(2)
@@ -101,9 +104,22 @@ describe('group commit', () => {
     await turn()
     held.shift()!.done(new Error('EIO: i/o error'))
     expect(failed).rejects.toThrow('the write-ahead log could not be flushed to disk: EIO: i/o error')
-    const next = commits.run(() => 7)
+    const next = commits.run(() => (db.$client.run('INSERT INTO t VALUES (2)'), 7))
     await turn()
     held.shift()!.done(null)
     expect(await next).toBe(7)
+  })
+
+  test('a group that wrote nothing is answered without a flush; one that wrote is flushed', async () => {
+    const { held, sync } = heldSync()
+    const { db, commits, values } = setup(sync)
+    // A poller finding no work: reads, and an UPDATE that matches no row.
+    expect(await commits.run(() => (db.$client.run('UPDATE t SET v = v + 1 WHERE v < 0'), values().length))).toBe(0)
+    expect(held).toHaveLength(0)
+    const wrote = commits.run(() => db.$client.run('INSERT INTO t VALUES (1)'))
+    await turn()
+    expect(held).toHaveLength(1)
+    held.shift()!.done(null)
+    await wrote
   })
 })

@@ -23,7 +23,7 @@
  * finished in the last second (at least WAIT_DEPTH a connection): about a second's work, so a
  * large batch to a slow provider does not fill the engine's in-flight room with waiters while
  * other destinations are due, and a fast one is not starved of waiters. The rest are
- * postponed, in a line served at that rate (a second ahead at least, 30 at most). A fixed
+ * postponed, in a line served at that rate (a second ahead at least, five minutes at most). A fixed
  * depth of 4 a connection postponed most jobs of a batch to one fast destination, again and
  * again: each a claim, a read and a postponing write, 4.4 group-commit items a delivered
  * message instead of 1.5 (decision 66).
@@ -51,8 +51,17 @@ const MAX_BACKOFF_MS = 30 * 60_000
 export const WAIT_DEPTH = 4
 /** How long a job beyond the waiting room is postponed at least... */
 const BUSY_POSTPONE_MS = 1000
-/** ...and at most: jobs postponed in a row are spread over the pair's rate up to this far ahead. */
-const BUSY_SPREAD_MS = 30_000
+/**
+ * ...and at most: jobs postponed in a row are spread over the pair's rate up to this far
+ * ahead, and the jobs beyond the line wait this long. So a backlog behind a busy destination
+ * comes back at its rate or at backlog / BUSY_SPREAD_MS a second, whichever is more: with 30
+ * s, 100,000 jobs queued behind a silent MX came back 3,300 a second, each claimed, read and
+ * postponed again (20 % of a core doing nothing; docs/benchmarks.md, ninth round). Five
+ * minutes is Postfix's own retry cadence for a destination that does not take mail
+ * (queue_run_delay, minimal_backoff_time), and when the destination recovers the backlog is
+ * back within that.
+ */
+export const BUSY_SPREAD_MS = 300_000
 
 interface Pair {
   state: PairState

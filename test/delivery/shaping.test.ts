@@ -3,7 +3,7 @@ import SMTPConnection from 'nodemailer/lib/smtp-connection'
 import { checkGuardrails } from '../../src/delivery/guardrails'
 import { createIpRotation } from '../../src/delivery/ip-rotation'
 import { createDeliveryEngine } from '../../src/delivery/scheduler'
-import { createShaper, WAIT_DEPTH } from '../../src/delivery/shaping'
+import { BUSY_SPREAD_MS, createShaper, WAIT_DEPTH } from '../../src/delivery/shaping'
 import { createSignerPool } from '../../src/delivery/signer-pool'
 import { createTransport } from '../../src/delivery/transport'
 import { createResolver } from '../../src/lib/dns'
@@ -189,25 +189,26 @@ describe('traffic shaping', () => {
     await t.close()
   })
 
-  test('postponed jobs are spread at most 30 seconds ahead, however long the line', async () => {
+  test('postponed jobs are spread at most BUSY_SPREAD_MS ahead, however long the line', async () => {
     const t = await setup({ shaping_limits: { other: { connections: 1 } } })
     const ids: string[] = []
-    // 1 in flight, WAIT_DEPTH waiting, and more than 30 seconds' worth (WAIT_DEPTH a second) postponed.
-    for (let i = 0; i < 1 + WAIT_DEPTH + 35 * WAIT_DEPTH; i++) ids.push(await t.send(`l${i}@example.net`))
+    const spreadS = BUSY_SPREAD_MS / 1000
+    // 1 in flight, WAIT_DEPTH waiting, and five seconds' worth (WAIT_DEPTH a second) more than the line holds, postponed.
+    for (let i = 0; i < 1 + WAIT_DEPTH + (spreadS + 5) * WAIT_DEPTH; i++) ids.push(await t.send(`l${i}@example.net`))
     const start = t.deps.clock.now()
     await t.engine.drain()
     const times = ids
       .map((id) => t.row(id))
       .filter((r) => r.state !== 'sent')
       .map((r) => r.next_attempt_at!)
-    expect(times).toHaveLength(35 * WAIT_DEPTH)
-    // Whole clock seconds: the first a second ahead, the last 30 seconds ahead (both rounded up).
+    expect(times).toHaveLength((spreadS + 5) * WAIT_DEPTH)
+    // Whole clock seconds: the first a second ahead, the last BUSY_SPREAD_MS ahead (both rounded up).
     const second = (at: number) => Math.ceil(at / 1000) * 1000
     expect(times.every((at) => at % 1000 === 0)).toBe(true)
     expect(Math.min(...times)).toBe(second(start + 1000))
-    expect(Math.max(...times)).toBe(second(start + 30_000))
+    expect(Math.max(...times)).toBe(second(start + BUSY_SPREAD_MS))
     // The line up to the cap: WAIT_DEPTH a second; the rest wait at the cap.
-    const cap = second(start + 30_000)
+    const cap = second(start + BUSY_SPREAD_MS)
     const perSecond = new Map<number, number>()
     for (const at of times) perSecond.set(at, (perSecond.get(at) ?? 0) + 1)
     for (let at = second(start + 2000); at < cap; at += 1000) expect(perSecond.get(at)).toBe(WAIT_DEPTH)

@@ -16,7 +16,7 @@
  * The PNG is an SVG drawn here and screenshotted by Debian's Chromium through playwright-core
  * (CHROMIUM_PATH, default /usr/bin/chromium); without Chromium the SVG is written instead.
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -36,6 +36,14 @@ const BROADCAST_CONTACTS = 3000
 /** A series is flat when the fitted line moves it by at most this share of its mean (or the absolute floor) over the second half. */
 const FLAT_SHARE = 0.1
 const FLAT_FLOOR = { rssMiB: 8, p99Ms: 5 }
+/** A file's size in MiB for the progress lines ("-" when it is not there). */
+const fileMiB = (dir: string, name: string) => {
+  try {
+    return (statSync(join(dir, name)).size / 2 ** 20).toFixed(0)
+  } catch {
+    return '-'
+  }
+}
 const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(20)}</body></html>`
 const RECEIVER = `let n = 0; const s = Bun.serve({ hostname: '127.0.0.1', port: 0, async fetch(r) { if (r.method === 'GET') return Response.json({ n }); await r.arrayBuffer(); n++; return new Response(null, { status: 204 }) } }); console.log('listening on http://127.0.0.1:' + s.port)`
 
@@ -388,7 +396,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         // Asked after the window is reset: what finishes meanwhile counts in the next one.
         const progress = ((await api(srv, 'GET', `/api/v2/broadcasts/${broadcast.id}`)) as { counts?: { sent?: number } }).counts?.sent ?? 0
         process.stdout.write(
-          `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms (${kinds})  server CPU ${((cpu - cpuAt) / (SAMPLE_S * 10)).toFixed(0)} %  disk ${((written - writtenAt) / 1024 / Math.max(1, s.ops)).toFixed(1)} KiB/op  broadcast ${progress} sent  errors ${s.errors}\n`,
+          `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms (${kinds})  server CPU ${((cpu - cpuAt) / (SAMPLE_S * 10)).toFixed(0)} %  disk ${((written - writtenAt) / 1024 / Math.max(1, s.ops)).toFixed(1)} KiB/op  db ${fileMiB(srv.dataDir, 'mailroom.db')} + WAL ${fileMiB(srv.dataDir, 'mailroom.db-wal')} MiB  broadcast ${progress} sent  errors ${s.errors}\n`,
         )
         cpuAt = cpu
         writtenAt = written
@@ -468,7 +476,7 @@ ${markdownTable(head, rows)}
   one broadcast to ${fmtInt(BROADCAST_CONTACTS)} contacts at ${fmtInt(perMinute)} a minute. Mail goes through a loopback DNS server to a counting SMTP sink.
 - Peak: the same mix closed-loop with ${PROBE_CONCURRENCY} operations in flight for ${probeS} s just before; the run is open-loop at half of it
   (at most ${MAX_IN_FLIGHT} in flight; an operation due while that many are open counts as an error, "issued late").
-- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU and the bytes it wrote to storage per operation (/proc/PID/io).
+- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU, the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
   Flat: a least-squares line over the second half moves by at most ${FLAT_SHARE * 100} % of the mean
   (or ${FLAT_FLOOR.rssMiB} MiB, ${FLAT_FLOOR.p99Ms} ms).
 - Machine: ${machine.nproc} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, load average ${machine.loadAverage} at the start; the load

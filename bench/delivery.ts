@@ -228,13 +228,14 @@ export async function startSilentMx(): Promise<{ port: number; close(): Promise<
   }
 }
 
-/**
- * Footprint (issue 18): `n` messages accepted with the MX silent, so they all stay in the
- * queue (a few hundred wait at the MX's greeting); then the server's resident memory.
- */
 /** How long the footprint run watches the server's CPU with the queue waiting. */
 const IDLE_CPU_WINDOW_MS = 10_000
 
+/**
+ * Footprint (issue 18): `n` messages accepted with the MX silent, so they all stay in the
+ * queue (a few hundred wait at the MX's greeting); then the server's resident memory, and its
+ * CPU while the queue waits.
+ */
 async function footprint(dns: DnsServer, n: number, concurrency: number): Promise<number> {
   const mx = await startSilentMx()
   const server = await startMailroom('mailroom-footprint', deliveryServerOptions(mx.port, dns.server, false))

@@ -88,13 +88,16 @@ export function parseServer(entry: string): Server {
   return { host: entry.slice(0, colon), port: Number(entry.slice(colon + 1)) }
 }
 
+/** A domain name without the root's trailing dot ("example.com." -> "example.com"), as node:dns gives names. */
+const withoutRootDot = (name: string) => name.replace(/\.$/, '')
+
 /** The wire form of one question with an EDNS0 OPT record (RFC 1035 section 4.1, RFC 6891). */
 function encodeQuery(id: number, name: string, type: DnsQueryType): Buffer {
   return packet.encode({
     type: 'query',
     id,
     flags: packet.RECURSION_DESIRED, // the server recurses for us
-    questions: [{ type, name: name.replace(/\.$/, ''), class: 'IN' }],
+    questions: [{ type, name: withoutRootDot(name), class: 'IN' }],
     additionals: [{ type: 'OPT', name: '.', udpPayloadSize: EDNS_UDP_SIZE, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }],
   })
 }
@@ -109,19 +112,18 @@ interface Decoded {
 
 /** A record's data in node:dns's shape: names without the root's trailing dot. */
 function dataOf(rr: packet.Answer): RecordData[DnsQueryType] {
-  const name = (value: string) => value.replace(/\.$/, '')
   switch (rr.type) {
     // RFC 1035 section 3.3.14: a TXT record is one or more <character-string>s; keep them apart.
     case 'TXT':
       return (Array.isArray(rr.data) ? rr.data : [rr.data]).map((s) => s.toString())
     // RFC 7505: a null MX's exchange is the root, ".", given here as "".
     case 'MX':
-      return { exchange: name(rr.data.exchange), priority: rr.data.preference ?? 0 }
+      return { exchange: withoutRootDot(rr.data.exchange), priority: rr.data.preference ?? 0 }
     case 'A':
     case 'AAAA':
       return rr.data
     default:
-      return name((rr as { data: string }).data)
+      return withoutRootDot((rr as { data: string }).data)
   }
 }
 
@@ -132,7 +134,7 @@ interface Question {
   type: DnsQueryType
 }
 
-const sameName = (a: string, b: string) => a.replace(/\.$/, '').toLowerCase() === b.replace(/\.$/, '').toLowerCase()
+const sameName = (a: string, b: string) => withoutRootDot(a).toLowerCase() === withoutRootDot(b).toLowerCase()
 
 /**
  * The answer to our question (null: another packet, not a response to it); throws on a

@@ -6,8 +6,8 @@ import type { SignReply, SignRequest } from './signer-worker'
 export interface SignerPool {
   /** Signs one message (see dkim.ts signMessage) on a worker thread. */
   sign(raw: Buffer, key: DkimKey): Promise<Buffer>
-  /** Messages posted to workers so far: keys sent (each once per worker) and batches of messages. */
-  stats(): { keysSent: number; batches: number; signed: number }
+  /** Messages posted to workers so far: keys sent (each once per worker) and batches of messages; threads started. */
+  stats(): { keysSent: number; batches: number; signed: number; threads: number }
   close(): Promise<void>
 }
 
@@ -22,7 +22,8 @@ interface Pending {
 }
 
 interface Lane {
-  client: WorkerClient<SignRequest, SignReply | null>
+  /** Started at the lane's first batch: a server that never signs has no signer threads (each costs several MiB). */
+  client: WorkerClient<SignRequest, SignReply | null> | null
   /** Key numbers this worker has been sent. */
   known: Set<number>
   batch: Pending[]
@@ -44,7 +45,7 @@ interface Lane {
 export function createSignerPool(opts: { size: number; workerUrl?: URL | string }): SignerPool {
   const size = Math.max(1, Math.floor(opts.size))
   const url = opts.workerUrl ?? workerUrl(import.meta.url, './signer-worker.ts', './delivery/signer-worker.ts')
-  const lanes: Lane[] = Array.from({ length: size }, () => ({ client: startWorker(url, { name: 'signer worker' }), known: new Set<number>(), batch: [] }))
+  const lanes: Lane[] = Array.from({ length: size }, () => ({ client: null, known: new Set<number>(), batch: [] }))
   // One number per distinct key (PEM, domain, selector): a rotated key is a new number.
   let turn = 0
   let closed = false
@@ -72,16 +73,25 @@ export function createSignerPool(opts: { size: number; workerUrl?: URL | string 
   const post = (lane: Lane): void => {
     const batch = lane.batch.splice(0)
     if (batch.length === 0) return
+    let client = lane.client
+    if (!client) {
+      try {
+        client = lane.client = startWorker(url, { name: 'signer worker' })
+      } catch (e) {
+        for (const p of batch) p.reject(e as Error)
+        return
+      }
+    }
     for (const p of batch) {
       if (!lane.known.has(p.key)) {
-        lane.client.send({ kind: 'key', id: p.key, key: keys.get(p.key)! })
+        client.send({ kind: 'key', id: p.key, key: keys.get(p.key)! })
         lane.known.add(p.key)
         counts.keysSent++
       }
     }
     counts.batches++
     counts.signed += batch.length
-    lane.client
+    client
       .request(
         { kind: 'sign', items: batch.map((p) => ({ key: p.key, raw: p.raw })) },
         batch.map((p) => p.raw),
@@ -122,12 +132,12 @@ export function createSignerPool(opts: { size: number; workerUrl?: URL | string 
         }
       })
     },
-    stats: () => ({ ...counts }),
+    stats: () => ({ ...counts, threads: lanes.filter((lane) => lane.client).length }),
     async close() {
       closed = true
       for (const lane of lanes) {
         for (const p of lane.batch.splice(0)) p.reject(new Error('signer pool closed'))
-        lane.client.terminate(new Error('signer pool closed'))
+        lane.client?.terminate(new Error('signer pool closed'))
       }
     },
   }

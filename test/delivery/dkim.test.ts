@@ -117,6 +117,21 @@ describe('createSignerPool', () => {
     }
   })
 
+  test('a thread starts with the first message its lane gets: a pool that never signs has none', async () => {
+    const pool = createSignerPool({ size: 2 })
+    try {
+      expect(pool.stats().threads).toBe(0)
+      expect(await verify(await pool.sign(Buffer.from(message('\r\n')), key))).toMatchObject([{ result: 'pass' }])
+      expect(pool.stats().threads).toBe(1)
+      await Promise.all([pool.sign(Buffer.from(message('\r\n')), key), pool.sign(Buffer.from(message('\r\n')), key)])
+      expect(pool.stats().threads).toBe(2)
+    } finally {
+      await pool.close()
+    }
+    // Closing a pool whose threads never started is fine too.
+    await createSignerPool({ size: 2 }).close()
+  })
+
   test('a signing error comes back as a rejection; the pool keeps working', async () => {
     const pool = createSignerPool({ size: 1 })
     try {
@@ -134,7 +149,7 @@ describe('createSignerPool', () => {
       const inputs = Array.from({ length: 10 }, (_, i) => Buffer.from(message('\r\n').replace('line one', `batch ${i}`)))
       const signed = await Promise.all(inputs.map((raw) => pool.sign(raw, { ...key })))
       for (const s of signed) expect(await verify(s)).toMatchObject([{ result: 'pass' }])
-      expect(pool.stats()).toEqual({ keysSent: 1, batches: 1, signed: 10 })
+      expect(pool.stats()).toEqual({ keysSent: 1, batches: 1, signed: 10, threads: 1 })
       // Later messages with the same key (a new object, the same PEM) reuse the worker's parsed key.
       await pool.sign(inputs[0]!, { ...key })
       expect(pool.stats()).toMatchObject({ keysSent: 1, batches: 2, signed: 11 })

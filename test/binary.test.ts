@@ -4,13 +4,13 @@
  * an empty directory.
  */
 import { afterAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildBinary } from '../scripts/build'
 import { smokeTestBinary } from './support/binary-smoke'
+import { tempDir } from './support/temp-dirs'
 
-const outDir = mkdtempSync(join(tmpdir(), 'mailroom-build-'))
+const outDir = tempDir('mailroom-build-')
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
 // Generous: compiling on a 2-core CI machine is slow, and the routine starts the binary six times.

@@ -1,8 +1,7 @@
 import { describe, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../src/db/client'
+import { tempDir } from './support/temp-dirs'
 
 /** The real CLI as a child process, with `stdin` piped in (not a terminal), and only PATH from the environment. */
 const MAIN = join(import.meta.dir, '../src/main.ts')
@@ -21,7 +20,7 @@ const PASSWORD = 'correct horse battery'
 
 describe('mailroom admin', () => {
   test('create reads the password from stdin, list shows it, reset-password changes it; argv never carries one', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mailroom-admin-'))
+    const dir = tempDir('mailroom-admin-')
     const flags = ['--data-dir', dir]
     expect((await mailroom(['migrate', ...flags])).code).toBe(0)
 
@@ -82,7 +81,7 @@ describe('mailroom admin', () => {
   }, 60_000)
 
   test('serve prints a one-time setup link while no administrator exists, a new one at each start; none once one exists', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mailroom-setup-'))
+    const dir = tempDir('mailroom-setup-')
     /** Starts serve, reads its output until the setup line (or the key hint that follows it), stops it. */
     const start = async () => {
       const proc = Bun.spawn(

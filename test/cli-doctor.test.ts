@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { runCli } from '../src/cli'
 import { systemClock } from '../src/lib/clock'
 import { reverseName, startDnsServer, type DnsServer } from './support/dns-server'
+import { tempDir } from './support/temp-dirs'
 
 let dns: DnsServer
 beforeAll(async () => {
@@ -34,7 +32,7 @@ async function cli(argv: string[]) {
 
 describe('mailroom doctor', () => {
   test('prints every check; exit code 0 when nothing fails, 1 with the failing check and its fix', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mailroom-cli-'))
+    const dir = tempDir('mailroom-cli-')
     expect((await cli(['migrate', '--data-dir', dir])).code).toBe(0)
     const common = ['--data-dir', dir, '--dns-servers', dns.server, '--public-url', 'https://mailroom.test']
 
@@ -57,7 +55,7 @@ describe('mailroom doctor', () => {
   })
 
   test('needs an existing database', async () => {
-    const r = await cli(['doctor', '--data-dir', mkdtempSync(join(tmpdir(), 'mailroom-cli-'))])
+    const r = await cli(['doctor', '--data-dir', tempDir('mailroom-cli-')])
     expect(r.code).toBe(1)
     expect(r.err[0]).toContain('no database in')
   })

@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { runCli } from '../src/cli'
@@ -10,6 +9,7 @@ import { systemClock } from '../src/lib/clock'
 import { SETTINGS } from '../src/config'
 import { listActivity } from '../src/modules/activity-logs/service'
 import { until } from './support/server-process'
+import { tempDir } from './support/temp-dirs'
 
 /** Runs the CLI in-process with captured output; `stop` resolves the stop signal. */
 function cli(argv: string[], env: Record<string, string> = {}) {
@@ -21,7 +21,7 @@ function cli(argv: string[], env: Record<string, string> = {}) {
   return { done, out, err, stop }
 }
 
-const dataDir = () => mkdtempSync(join(tmpdir(), 'mailroom-cli-'))
+const dataDir = () => tempDir('mailroom-cli-')
 
 /** A data directory with a migrated database: commands other than serve and migrate need one. */
 async function migratedDir(): Promise<string> {

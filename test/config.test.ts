@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test'
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConfigError, loadConfig, readConfigFile, SETTINGS } from '../src/config'
+import { tempDir } from './support/temp-dirs'
 
 describe('configuration', () => {
   test('defaults', () => {
@@ -64,7 +64,7 @@ describe('configuration', () => {
 
   test('unknown keys and broken TOML in the file are refused', () => {
     expect(() => loadConfig({ file: { data_dri: 'x' } })).toThrow('unknown setting "data_dri"')
-    const dir = mkdtempSync(join(tmpdir(), 'mailroom-cfg-'))
+    const dir = tempDir('mailroom-cfg-')
     writeFileSync(join(dir, 'bad.toml'), 'data_dir = "unterminated')
     expect(() => readConfigFile(join(dir, 'bad.toml'))).toThrow(/not valid TOML/)
     expect(() => readConfigFile(join(dir, 'missing.toml'))).toThrow(/cannot be read/)

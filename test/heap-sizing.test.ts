@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rmSync } from 'node:fs'
 import { environOf } from './support/binary-smoke'
 import { startMailroom } from './support/server-process'
+import { tempDir } from './support/temp-dirs'
 
 // `serve` re-executes itself (same pid) with what the runtime reads only when it starts:
 // BUN_JSC_forceRAMSize for js_heap_ram_mib (decision 63) and mimalloc's purge delay (decision
@@ -17,7 +16,7 @@ describe('serve tunes the runtime when it starts', () => {
     for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
   })
   const serve = async (flags: string[], env: Record<string, string> = {}) => {
-    const dir = mkdtempSync(join(tmpdir(), 'mailroom-heap-'))
+    const dir = tempDir('mailroom-heap-')
     dirs.push(dir)
     const { proc } = await startMailroom(['--data-dir', dir, '--smtp-listen', 'off', '--mx-listen', 'off', ...flags], { env })
     procs.push(proc)

@@ -5,11 +5,9 @@
  * request on the same connection must be answered.
  */
 import { afterAll, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { startMailroom } from './support/server-process'
+import { tempDir } from './support/temp-dirs'
 
 let server: Awaited<ReturnType<typeof startMailroom>> | null = null
 afterAll(async () => {
@@ -21,7 +19,7 @@ afterAll(async () => {
 const IDLE_MS = 36_000
 
 test('a keep-alive connection left idle for 36 s still carries the next request', async () => {
-  server = await startMailroom(['--data-dir', mkdtempSync(join(tmpdir(), 'mailroom-keepalive-')), '--smtp-listen', 'off', '--access-log', 'false'])
+  server = await startMailroom(['--data-dir', tempDir('mailroom-keepalive-'), '--smtp-listen', 'off', '--access-log', 'false'])
   const { hostname, port } = new URL(server.base)
   const socket = connect(Number(port), hostname)
   let received = ''

@@ -4,10 +4,9 @@
  * kernel would split connections between the two processes).
  */
 import { afterEach, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startMailroom } from './support/server-process'
+import { tempDir } from './support/temp-dirs'
 
 const MAIN = join(import.meta.dir, '../src/main.ts')
 const running: Array<{ kill(): void; exited: Promise<number> }> = []
@@ -16,17 +15,14 @@ afterEach(async () => {
 })
 
 test('serve on an HTTP address already in use exits 1 naming it, and the first server keeps the port', async () => {
-  const first = await startMailroom(['--data-dir', mkdtempSync(join(tmpdir(), 'mailroom-port-a-')), '--smtp-listen', 'off'])
+  const first = await startMailroom(['--data-dir', tempDir('mailroom-port-a-'), '--smtp-listen', 'off'])
   running.push(first.proc)
   const address = first.base.replace('http://', '')
-  const second = Bun.spawn(
-    ['bun', MAIN, 'serve', '--http-listen', address, '--smtp-listen', 'off', '--data-dir', mkdtempSync(join(tmpdir(), 'mailroom-port-b-'))],
-    {
-      stdout: 'pipe',
-      stderr: 'pipe',
-      env: { PATH: process.env.PATH ?? '' },
-    },
-  )
+  const second = Bun.spawn(['bun', MAIN, 'serve', '--http-listen', address, '--smtp-listen', 'off', '--data-dir', tempDir('mailroom-port-b-')], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: { PATH: process.env.PATH ?? '' },
+  })
   running.push(second)
   const [code, err] = await Promise.all([second.exited, new Response(second.stderr).text()])
   expect(code).toBe(1)

@@ -4,15 +4,15 @@
  * started, and stopping npm stops the server.
  */
 import { expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { until } from './support/server-process'
+import { tempDir } from './support/temp-dirs'
 
 const ROOT = join(import.meta.dir, '..')
 
 test('npm start: flags after --, the settings line, the key hint, and SIGTERM to npm stops the server', async () => {
-  const dir = join(mkdtempSync(join(tmpdir(), 'mailroom-npm-')), 'data')
+  const dir = join(tempDir('mailroom-npm-'), 'data')
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MAILROOM_') && !k.startsWith('npm_')))
   const flags = [
     '--data-dir',
@@ -67,7 +67,7 @@ test('npm start: flags after --, the settings line, the key hint, and SIGTERM to
 }, 90_000)
 
 test('a server whose parent process dies (SIGKILL, nothing forwarded) stops by itself', async () => {
-  const dir = join(mkdtempSync(join(tmpdir(), 'mailroom-orphan-')), 'data')
+  const dir = join(tempDir('mailroom-orphan-'), 'data')
   const log = join(dir, '..', 'server.log')
   const serve = [process.execPath, 'src/main.ts', 'serve', '--data-dir', dir, '--http-listen', '127.0.0.1:0', '--smtp-listen', 'off', '--access-log', 'false']
   // The shell is the parent: it starts the server in the background and waits; killing it

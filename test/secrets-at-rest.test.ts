@@ -4,14 +4,14 @@
  */
 import { Database } from 'bun:sqlite'
 import { describe, expect, test } from 'bun:test'
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { chmodSync, copyFileSync, existsSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { runCli } from '../src/cli'
 import { systemClock } from '../src/lib/clock'
 import { createSecretBox, generateSecretKey, readKeyFile, sealedKeyId } from '../src/lib/secret-box'
 import { SECRET_COLUMNS } from '../src/modules/system/secrets'
 import { createAdminKey, startMailroom } from './support/server-process'
+import { tempDir } from './support/temp-dirs'
 
 /** Runs the CLI in-process with captured output. */
 async function cli(argv: string[], env: Record<string, string> = {}) {
@@ -57,7 +57,7 @@ const IMAP_PASSWORD = 'imap-pass-2d8e4b6a0c'
 
 describe('secrets at rest', () => {
   test('a copied database holds none of the secrets; the directory is 0700, its files 0600; the server still uses them', async () => {
-    const dir = join(mkdtempSync(join(tmpdir(), 'mailroom-secrets-')), 'data')
+    const dir = join(tempDir('mailroom-secrets-'), 'data')
     const flags = [
       '--data-dir',
       dir,
@@ -100,7 +100,7 @@ describe('secrets at rest', () => {
     expect(mode(dir)).toBe(0o700)
     for (const file of ['mailroom.db', 'secret.key']) expect(mode(join(dir, file))).toBe(0o600)
 
-    const copy = join(mkdtempSync(join(tmpdir(), 'mailroom-copy-')), 'copy.db')
+    const copy = join(tempDir('mailroom-copy-'), 'copy.db')
     copyFileSync(join(dir, 'mailroom.db'), copy)
     const bytes = readFileSync(copy).toString('latin1')
     const stored = storedSecrets(copy)
@@ -119,7 +119,7 @@ describe('secrets at rest', () => {
   }, 60_000)
 
   test('plaintext secrets of an older database are sealed at start, once, leaving no trace in the file', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mailroom-secrets-'))
+    const dir = tempDir('mailroom-secrets-')
     chmodSync(dir, 0o700)
     expect((await cli(['migrate', '--data-dir', dir])).code).toBe(0)
     const file = join(dir, 'mailroom.db')
@@ -153,7 +153,7 @@ describe('secrets at rest', () => {
   })
 
   test('a key that does not fit stops with a clear line; a missing key file is not replaced by a new one', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mailroom-secrets-'))
+    const dir = tempDir('mailroom-secrets-')
     expect((await cli(['migrate', '--data-dir', dir])).code).toBe(0)
     expect((await cli(['roles', 'list', '--data-dir', dir])).code).toBe(0)
     // A return-path secret exists once delivery has started; make one as the server would.
@@ -180,7 +180,7 @@ describe('secrets at rest', () => {
   })
 
   test('secrets rotate-key seals every secret under a new key and keeps the old one', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mailroom-secrets-'))
+    const dir = tempDir('mailroom-secrets-')
     expect((await cli(['migrate', '--data-dir', dir])).code).toBe(0)
     const keyFile = join(dir, 'secret.key')
     const oldKey = readKeyFile(keyFile)
@@ -213,7 +213,7 @@ describe('secrets at rest', () => {
   })
 
   test('a data directory writable by others stops the start', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mailroom-secrets-'))
+    const dir = tempDir('mailroom-secrets-')
     chmodSync(dir, 0o777)
     const r = await cli(['migrate', '--data-dir', dir])
     expect(r.code).toBe(1)

@@ -276,17 +276,3 @@ export async function queryRecords<T extends DnsQueryType>(
   }
   throw last
 }
-
-/**
- * TXT or CNAME records of `name` as node's resolveTxt documents them: one array of strings
- * per resource record (join a record's strings to get its value); a CNAME is `[[target]]`.
- */
-export async function queryDns(servers: readonly string[], name: string, type: 'TXT' | 'CNAME', options: DnsQueryOptions = {}): Promise<string[][]> {
-  const records = await queryRecords(servers, name, type, options)
-  return records.map((r) => (typeof r.data === 'string' ? [r.data] : r.data))
-}
-
-/** TXT records of a name, each record's strings joined (RFC 7208 section 3.3, RFC 6376 section 3.6.2.2). */
-export async function queryTxt(servers: readonly string[], name: string, options?: DnsQueryOptions): Promise<string[]> {
-  return (await queryDns(servers, name, 'TXT', options)).map((strings) => strings.join(''))
-}

@@ -1,13 +1,13 @@
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdtempSync, readFileSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { openDatabase } from '../../src/db/client'
 import { commitCounterOf, createReadCache } from '../../src/db/commit-counter'
+import { tempDir } from '../support/temp-dirs'
 
 const fileDb = () => {
-  const path = join(mkdtempSync(join(tmpdir(), 'mailroom-counter-')), 'm.db')
+  const path = join(tempDir('mailroom-counter-'), 'm.db')
   const db = openDatabase(path)
   db.$client.run('CREATE TABLE t (x INTEGER)')
   return { db, path }

@@ -1,12 +1,11 @@
 import { describe, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../../src/db/client'
 import { createGroupCommitter, type SyncFile } from '../../src/db/group-commit'
+import { tempDir } from '../support/temp-dirs'
 
 function setup(sync?: SyncFile) {
-  const db = openDatabase(join(mkdtempSync(join(tmpdir(), 'group-commit-')), 'test.db'))
+  const db = openDatabase(join(tempDir('group-commit-'), 'test.db'))
   db.$client.run('CREATE TABLE t (v INTEGER UNIQUE)')
   const commits = createGroupCommitter(db, { sync })
   const values = () => (db.$client.query('SELECT v FROM t ORDER BY v').all() as Array<{ v: number }>).map((r) => r.v)

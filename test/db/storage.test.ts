@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildApp } from '../../src/app'
 import { backupDatabase, DEFAULT_CACHE_MIB, openDatabase } from '../../src/db/client'
@@ -11,8 +10,9 @@ import { emit } from '../../src/modules/events/service'
 import { testDeps } from '../support/app'
 import { createApiKey } from '../../src/modules/api-keys/service'
 import { CLI_ACTOR } from '../../src/modules/roles/service'
+import { tempDir as tempDirNamed } from '../support/temp-dirs'
 
-const tempDir = () => mkdtempSync(join(tmpdir(), 'mailroom-db-'))
+const tempDir = () => tempDirNamed('mailroom-db-')
 
 describe('database settings', () => {
   test('a file database runs in WAL with synchronous=FULL, foreign keys and a busy timeout', () => {

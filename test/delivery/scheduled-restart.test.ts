@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Resend } from 'resend'
 import { createAdminKey, startMailroom, startStalledMx, until } from '../support/server-process'
+import { tempDir } from '../support/temp-dirs'
 
 /**
  * A scheduled send with the real server process (issue 19): accepted as `scheduled`, the
@@ -12,7 +11,7 @@ import { createAdminKey, startMailroom, startStalledMx, until } from '../support
  * the database alone (the engine's due index), never before its time. Asserted as order and
  * states on the real clock, not as a duration.
  */
-const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-scheduled-'))
+const dataDir = tempDir('mailroom-scheduled-')
 let world: Awaited<ReturnType<typeof startStalledMx>>
 const flags = () => world.flags(dataDir)
 

@@ -5,11 +5,11 @@
  * because a fresh machine with only Node.js and npm has no browser.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SERVER_BODY_CAP } from '../../src/http/body'
 import { testApp } from '../support/app'
+import { tempDir } from '../support/temp-dirs'
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const t = testApp()
@@ -23,7 +23,7 @@ afterAll(() => t.app.stop(true))
 
 /** Runs headless Chromium on a URL and returns what it printed (the rendered DOM with --dump-dom). */
 async function chromium(args: string[]): Promise<string> {
-  const profile = mkdtempSync(join(tmpdir(), 'mailroom-chromium-'))
+  const profile = tempDir('mailroom-chromium-')
   const proc = Bun.spawn(
     [
       CHROMIUM,
@@ -59,7 +59,7 @@ test('/docs renders the API reference offline', async () => {
 }, 120_000)
 
 test('/docs screenshot shows the reference', async () => {
-  const shot = join(mkdtempSync(join(tmpdir(), 'mailroom-shot-')), 'docs.png')
+  const shot = join(tempDir('mailroom-shot-'), 'docs.png')
   await chromium(['--window-size=1280,900', `--screenshot=${shot}`, `${base}/docs`])
   const png = readFileSync(shot)
   expect(png.subarray(1, 4).toString()).toBe('PNG')

@@ -7,14 +7,14 @@
 import type { HTMLBundle } from 'bun'
 import { afterAll, describe, expect, test } from 'bun:test'
 import { Elysia } from 'elysia'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { envelopePlugin } from '../../src/http/envelope'
 import { consoleDevRoutes, consoleSite, webPlugin } from '../../src/http/web'
 import { createLogger } from '../../src/lib/logger'
+import { tempDir } from '../support/temp-dirs'
 
-const dir = mkdtempSync(join(tmpdir(), 'mailroom-web-'))
+const dir = tempDir('mailroom-web-')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const html =

@@ -1,13 +1,12 @@
 import { describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { getApiKey } from '../../src/modules/api-keys/service'
 import { findRoleByName } from '../../src/modules/roles/service'
 import { testApp } from '../support/app'
 import { UNLIMITED } from '../../src/lib/rate-limit'
 import { runScenarios, type Scenario, type ScenarioContext } from '../support/scenarios'
+import { tempDir } from '../support/temp-dirs'
 
 describe('API key lifecycle', () => {
   test('create shows the key once; reads never show it', async () => {
@@ -294,7 +293,7 @@ describe('cached key identities stay current', () => {
   // so there the changes come from a second connection, as the CLI's would from its own process.
   for (const storage of ['memory', 'file'] as const) {
     test(`a change made straight in the database (another process, the CLI) applies at the next request (${storage})`, async () => {
-      const dbPath = storage === 'file' ? join(mkdtempSync(join(tmpdir(), 'mailroom-keys-')), 'm.db') : undefined
+      const dbPath = storage === 'file' ? join(tempDir('mailroom-keys-'), 'm.db') : undefined
       const t = testApp({}, { dbPath })
       const other = dbPath ? new Database(dbPath) : t.deps.db.$client
       const k = t.makeKey()

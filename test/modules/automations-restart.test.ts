@@ -1,9 +1,8 @@
 import { expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createAdminKey, startMailroom } from '../support/server-process'
+import { tempDir } from '../support/temp-dirs'
 
 /**
  * A SIGKILL while 1,000 runs are sending: after a restart every run sends each of its two
@@ -11,7 +10,7 @@ import { createAdminKey, startMailroom } from '../support/server-process'
  * the killed process are cleared at start, so what was cut off is done again and what was
  * committed is not.
  */
-const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-automations-restart-'))
+const dataDir = tempDir('mailroom-automations-restart-')
 // Delivery is not what this test is about: no DNS server answers, so queued mail just waits.
 const flags = () => [
   '--data-dir',

@@ -1,16 +1,14 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Database } from 'bun:sqlite'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { until } from '../support/server-process'
 import { broadcastState, rcptOf, seedList, startBroadcastNow, startBroadcastWorld, startServerWithDb } from '../support/broadcasts'
+import { tempDir } from '../support/temp-dirs'
 
 /**
  * The broadcast engine (issue 15) in the real server process, mail to the loopback sink.
  * Broadcasts are inserted and their status changed with SQL, as bc-api's routes will do.
  */
-const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-broadcasts-'))
+const dataDir = tempDir('mailroom-broadcasts-')
 let world: Awaited<ReturnType<typeof startBroadcastWorld>>
 let server: Awaited<ReturnType<typeof startServerWithDb>>
 let db: Database

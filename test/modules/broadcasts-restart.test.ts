@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { until } from '../support/server-process'
 import { broadcastState, rcptOf, seedList, startBroadcastNow, startBroadcastWorld, startServerWithDb } from '../support/broadcasts'
+import { tempDir } from '../support/temp-dirs'
 
 /**
  * Crash safety of a broadcast (issue 15): kill -9 of the server in the middle of a
@@ -11,7 +9,7 @@ import { broadcastState, rcptOf, seedList, startBroadcastNow, startBroadcastWorl
  * the message; duplicates are at most the messages in flight at the kill (rows queued but not
  * yet recorded as delivered).
  */
-const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-broadcast-restart-'))
+const dataDir = tempDir('mailroom-broadcast-restart-')
 let world: Awaited<ReturnType<typeof startBroadcastWorld>>
 
 beforeAll(async () => {

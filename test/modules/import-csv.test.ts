@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { csvRecords, MAX_QUOTED_CHARS } from '../../src/modules/imports/csv'
 import { estimateRows, rowCounter, type ImportFormat } from '../../src/modules/imports/source'
+import { tempDir } from '../support/temp-dirs'
 
 async function read(text: string, chunkSize = 7): Promise<Array<string[] | string>> {
   async function* chunks() {
@@ -62,7 +62,7 @@ describe('rowCounter: the estimate of total_rows from line breaks', () => {
     expect(count('jsonl', ['{"email":"a@x.io"}\n'])).toBe(1)
   })
   test('the same figure as estimateRows over the stored file', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'rows-'))
+    const dir = tempDir('rows-')
     try {
       const text = 'email,name\n' + Array.from({ length: 5000 }, (_, i) => `u${i}@x.io,"N\u00e9${i}"`).join('\r\n')
       writeFileSync(join(dir, 'f.csv'), text)

@@ -1,6 +1,4 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildApp } from '../../src/app'
 import { createAutomationRunner } from '../../src/modules/automations/runner'
@@ -9,6 +7,7 @@ import { encodeId } from '../../src/modules/resend/ids'
 import { createApiKey } from '../../src/modules/api-keys/service'
 import { CLI_ACTOR, findRoleByName } from '../../src/modules/roles/service'
 import { testDeps } from '../support/app'
+import { tempDir } from '../support/temp-dirs'
 
 /**
  * Bulk imports enter the drips of their list (issue 16: "Imports can be told not to enroll"),
@@ -196,7 +195,7 @@ describe('imports enroll into the drips of their list', () => {
 })
 
 test('an import resumed after a stop neither misses nor repeats an enrollment', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'mailroom-import-enroll-'))
+  const dir = tempDir('mailroom-import-enroll-')
   const dbPath = join(dir, 'm.db')
   const first = testDeps({ data_dir: dir, allow_unverified_domains: true }, dbPath)
   const w = world(first)

@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildApp } from '../../src/app'
 import { listContacts } from '../../src/modules/contacts/service'
@@ -9,6 +8,7 @@ import { getImport, listImportErrors } from '../../src/modules/imports/service'
 import { createList } from '../../src/modules/lists/service'
 import { testApp, testDeps } from '../support/app'
 import { runScenarios, type Scenario, type ScenarioContext } from '../support/scenarios'
+import { tempDir } from '../support/temp-dirs'
 
 function setup(overrides = {}) {
   const t = testApp(overrides)
@@ -148,7 +148,7 @@ describe('bulk import', () => {
   })
 
   test('a restart resumes after the last committed batch and never counts a row twice', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mailroom-import-'))
+    const dir = tempDir('mailroom-import-')
     const dbPath = join(dir, 'm.db')
     const first = testDeps({ data_dir: dir }, dbPath)
     const { app, imports } = buildApp(first)

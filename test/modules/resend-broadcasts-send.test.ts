@@ -1,18 +1,16 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { simpleParser } from 'mailparser'
 import { Resend } from 'resend'
 import { rcptOf, startBroadcastWorld, startServerWithDb } from '../support/broadcasts'
 import { createAdminKey, until } from '../support/server-process'
+import { tempDir } from '../support/temp-dirs'
 
 /**
  * resend.broadcasts end to end (issue 19): the official SDK against the real server process,
  * the broadcast engine sending to the loopback sink; segment and contacts made through the
  * SDK as well, so nothing is seeded behind the surface's back.
  */
-const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-resend-broadcasts-'))
+const dataDir = tempDir('mailroom-resend-broadcasts-')
 let world: Awaited<ReturnType<typeof startBroadcastWorld>>
 let server: Awaited<ReturnType<typeof startServerWithDb>>
 let resend: Resend

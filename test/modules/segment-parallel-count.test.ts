@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { Database } from 'bun:sqlite'
 import { sql } from 'drizzle-orm'
@@ -14,6 +13,7 @@ import { countScansAllContacts, rangeCountSql, rowidRanges, segmentCountPool, st
 import { compileRules, type CompiledRules } from '../../src/modules/segments/rules'
 import { countSegment, createSegment, previewSegment, segmentContacts } from '../../src/modules/segments/service'
 import { testDeps } from '../support/app'
+import { tempDir } from '../support/temp-dirs'
 
 const DAY = 86_400_000
 /** Above the pool's threshold below (MIN), far below the production one: the test stays small. */
@@ -132,7 +132,7 @@ describe('parallel segment count on a file database', () => {
   let path: string
 
   beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'mailroom-segcount-'))
+    dir = tempDir('mailroom-segcount-')
     ;({ path, deps } = fileAudience(dir))
     single = singlePathDeps(deps, path)
     segmentCountPool(deps, { minContacts: MIN })

@@ -1,11 +1,10 @@
 import { describe, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Db } from '../../src/db/client'
 import { drainStats, rollupBatch, startStatsRollup, statsCursor } from '../../src/modules/stats/rollup'
 import { emit } from '../../src/modules/events/service'
 import { testDeps } from '../support/app'
+import { tempDir } from '../support/temp-dirs'
 
 const T0 = Date.parse('2026-03-01T10:20:00Z')
 
@@ -163,7 +162,7 @@ describe('statistics rollup job', () => {
   })
 
   test('a restarted job goes on from the stored cursor', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'mailroom-stats-')), 'mailroom.db')
+    const path = join(tempDir('mailroom-stats-'), 'mailroom.db')
     const first = testDeps({}, path)
     seedMessages(first.db)
     seedEvents(first.db)

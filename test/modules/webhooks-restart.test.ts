@@ -1,16 +1,14 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { createAdminKey, startMailroom } from '../support/server-process'
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver'
+import { tempDir } from '../support/temp-dirs'
 
 /**
  * A SIGKILL in the middle of a retry schedule loses no event: the deliveries are rows, the
  * fan-out cursor moves with them, and the next process sends what was left, with the same
  * webhook-ids (the receiver deduplicates by them).
  */
-const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-webhooks-restart-'))
+const dataDir = tempDir('mailroom-webhooks-restart-')
 let rx: WebhookReceiver
 
 beforeAll(async () => {

@@ -1,13 +1,13 @@
 import { describe, expect, test } from 'bun:test'
 import { X509Certificate } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { connect, createServer } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { generate } from 'selfsigned'
 import { startSubmissionListener } from '../../src/smtp/submission/server'
 import { loadSmtpCertificate, TlsConfigError } from '../../src/smtp/tls'
 import { testApp, testDeps } from '../support/app'
+import { tempDir } from '../support/temp-dirs'
 
 /** The SMTP listeners' certificate: generated once and kept, or the operator's files checked at start; and a taken port. */
 describe('smtp certificate', () => {
@@ -32,7 +32,7 @@ describe('smtp certificate', () => {
   })
 
   test('configured files are used as they are; missing, unpaired or mismatched ones stop the start with the setting named', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mailroom-tls-'))
+    const dir = tempDir('mailroom-tls-')
     const a = await generate([{ name: 'commonName', value: 'mail.example.com' }], { keySize: 2048 })
     const b = await generate([{ name: 'commonName', value: 'other.example.com' }], { keySize: 2048 })
     writeFileSync(join(dir, 'cert.pem'), a.cert)

@@ -10,7 +10,6 @@ import { createTransport } from '../../src/delivery/transport'
 import { createDeliveryEngine } from '../../src/delivery/scheduler'
 import { createResolver } from '../../src/lib/dns'
 import { createIpRotation } from '../../src/delivery/ip-rotation'
-import { queryDns } from '../../src/lib/dns-query'
 import { AUTH_FAILURE_LIMIT, AUTH_FAILURE_WINDOW_MS, startSubmissionListener, type SubmissionListener } from '../../src/smtp/submission/server'
 import { testApp } from '../support/app'
 import { useMailWorld } from '../support/mail-world'
@@ -186,7 +185,7 @@ describe('smtp submission', () => {
     const [got] = world.sink.messages
     expect(got!.rcptTo.sort()).toEqual(['ada@example.net', 'bob@example.net', 'carol@example.net'])
     expect(got!.raw.toString()).toContain('Thanks for your order.')
-    const verified = await dkimVerify(got!.raw, { resolver: ((name: string) => queryDns([world.zone.server], name, 'TXT')) as never })
+    const verified = await dkimVerify(got!.raw, { resolver: createResolver([world.zone.server]).resolve as never })
     expect(verified.results.map((r) => r.status?.result)).toEqual(['pass'])
     expect(verified.results[0]!.signingDomain).toBe('example.com')
   })
@@ -402,7 +401,7 @@ describe('smtp submission', () => {
     expect(isAscii(got!.data)).toBe(true)
     expect(got!.data.toString()).toContain('Content-Transfer-Encoding: quoted-printable')
     expect((await simpleParser(got!.data)).text).toBe('Grüße aus Köln\n')
-    const verified = await dkimVerify(got!.data, { resolver: ((name: string) => queryDns([world.zone.server], name, 'TXT')) as never })
+    const verified = await dkimVerify(got!.data, { resolver: createResolver([world.zone.server]).resolve as never })
     expect(verified.results.map((r) => r.status?.result)).toEqual(['pass'])
   })
 

@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { buildApp } from '../../src/app'
 import { loadConfig, type Config } from '../../src/config'
 import { openDatabase, type Db } from '../../src/db/client'
@@ -11,7 +8,7 @@ import { memoryLogger } from '../../src/lib/logger'
 import { createApiKey } from '../../src/modules/api-keys/service'
 import { CLI_ACTOR, createRole, ensureBuiltinRoles, findRoleByName } from '../../src/modules/roles/service'
 import { createSecretBox, generateSecretKey } from '../../src/lib/secret-box'
-import { removeAfterRun } from './temp-dirs'
+import { tempDir } from './temp-dirs'
 
 /** Deps on a fresh database with the real migrations, a fixed clock and a log a test can read. */
 export function testDeps(
@@ -22,7 +19,7 @@ export function testDeps(
   const clock = fixedClock('2026-03-01T12:00:30Z')
   migrate(db, { now: clock.now() })
   // Files (imports) go to a temporary data directory, never into the working tree.
-  const dataDir = removeAfterRun(mkdtempSync(join(tmpdir(), 'mailroom-test-')))
+  const dataDir = tempDir('mailroom-test-')
   const config = Object.freeze({
     ...loadConfig({ env: {}, flags: { hostname: 'mailroom.test', 'access-log': 'false', 'validate-responses': 'true', 'data-dir': dataDir } }),
     ...overrides,

@@ -10,7 +10,7 @@ import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { dkimVerify } from 'mailauth/lib/dkim/verify'
-import { queryDns } from '../../src/lib/dns-query'
+import { createResolver } from '../../src/lib/dns'
 import { VERSION } from '../../src/version'
 import { startDnsServer, type DnsServer } from './dns-server'
 import { startSmtpSink, type SmtpSink } from './smtp-sink'
@@ -301,7 +301,7 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     )
     check(!err.state.text.includes('text worker failed'), `the text worker did not run in the executable:\n${serverOutput()}`)
     const dnsServer = dns.server
-    const dkim = await dkimVerify(delivered.raw, { resolver: ((name: string) => queryDns([dnsServer], name, 'TXT')) as never })
+    const dkim = await dkimVerify(delivered.raw, { resolver: createResolver([dnsServer]).resolve as never })
     check(dkim.results[0]?.status?.result === 'pass', `the delivered message's DKIM signature did not verify: ${JSON.stringify(dkim.results)}`)
     log('ok: a send is delivered over SMTP with its text part and DKIM signature made on worker threads')
 

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, expect } from 'bun:test'
-import { mkdtempSync } from 'node:fs'
 import { createServer, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startDnsServer } from './dns-server'
 import { startSmtpSink } from './smtp-sink'
+import { tempDir } from './temp-dirs'
 
 /**
  * The real server as a child process (`bun src/main.ts`), for the crash tests: they SIGKILL
@@ -114,7 +113,7 @@ export async function startStalledMx(stallHost: string) {
  * `flags()` are the server flags for both.
  */
 export function stalledMxSuite(name: string, stallHost: string) {
-  const dataDir = mkdtempSync(join(tmpdir(), `mailroom-${name}-`))
+  const dataDir = tempDir(`mailroom-${name}-`)
   let world: Awaited<ReturnType<typeof startStalledMx>>
   beforeAll(async () => {
     world = await startStalledMx(stallHost)

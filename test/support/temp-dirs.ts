@@ -1,5 +1,7 @@
 import { afterAll } from 'bun:test'
-import { rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 /**
  * Temporary directories removed once the whole test run is over. This file is preloaded
@@ -21,4 +23,9 @@ try {
   })
 } catch {
   // Outside `bun test` (a script importing the test helpers) there are no hooks: the directories stay.
+}
+
+/** A fresh directory under the system's temporary directory, removed after the run. */
+export function tempDir(prefix: string): string {
+  return removeAfterRun(mkdtempSync(join(tmpdir(), prefix)))
 }

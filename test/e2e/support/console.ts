@@ -5,11 +5,11 @@
  * screenshots under docs/screenshots/. Used by test/e2e/*.e2e.ts (`npm run test:e2e`).
  */
 import { Database } from 'bun:sqlite'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { buildBinary } from '../../../scripts/build'
+import { tempDir } from '../../support/temp-dirs'
 
 const ROOT = join(import.meta.dir, '../../..')
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -31,7 +31,7 @@ export interface ConsoleServer {
 let built: Promise<string> | null = null
 /** Builds the binary once per test process, into a temp path (never dist/). */
 export function builtBinary(): Promise<string> {
-  built ??= buildBinary(join(mkdtempSync(join(tmpdir(), 'mailroom-e2e-build-')), 'mailroom')).then((b) => b.outfile)
+  built ??= buildBinary(join(tempDir('mailroom-e2e-build-'), 'mailroom')).then((b) => b.outfile)
   return built
 }
 
@@ -59,7 +59,7 @@ export async function startConsole(
   opts: { from?: 'binary' | 'source'; seed?: (db: Database, now: number) => void; flags?: string[] } = {},
 ): Promise<ConsoleServer> {
   const cmd = await program(opts.from ?? 'binary')
-  const dir = mkdtempSync(join(tmpdir(), 'mailroom-e2e-'))
+  const dir = tempDir('mailroom-e2e-')
   const dataDir = join(dir, 'data')
   const common = ['--data-dir', dataDir, ...(opts.flags ?? [])]
   // Only PATH is passed on: no MAILROOM_* variable of the caller leaks in.

@@ -18,11 +18,12 @@
  */
 import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import nodemailer from 'nodemailer'
 import { startDnsServer } from '../test/support/dns-server'
-import { fmtMiB, readProcCpuMs, readProcMemory, readProcWriteBytes } from './support/proc'
+import { fmtMiB, readMachineTicks, readProcCpuSplitMs, readProcMemory, readProcWriteBytes } from './support/proc'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
 import { ROOT, startMailroom, startServer, stopAll, type MailroomInstance } from './support/servers'
 
@@ -46,6 +47,23 @@ const fileMiB = (dir: string, name: string) => {
 }
 const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(20)}</body></html>`
 const RECEIVER = `let n = 0; const s = Bun.serve({ hostname: '127.0.0.1', port: 0, async fetch(r) { if (r.method === 'GET') return Response.json({ n }); await r.arrayBuffer(); n++; return new Response(null, { status: 204 }) } }); console.log('listening on http://127.0.0.1:' + s.port)`
+
+/** CPUs of the machine: the "machine" share in the progress lines is of all of them (200 % on two). */
+const cpus = availableParallelism()
+let probeSink = 0
+/**
+ * The machine's own speed, apart from the load on it (this is a VM on a shared host): the time
+ * a fixed loop takes, in µs. The progress lines give the least of a window's tries (one a
+ * second): a local process taking the CPU slows single tries, not the least of ten; a slower
+ * core slows them all.
+ */
+function probeUs(): number {
+  const t = performance.now()
+  let x = 1
+  for (let i = 0; i < 200_000; i++) x = (Math.imul(x, 1103515245) + 12345) | 0
+  probeSink ^= x
+  return (performance.now() - t) * 1000
+}
 
 const HELP = `Usage: bun bench/soak.ts [options]   (or: npm run bench:soak -- [options])
 
@@ -332,7 +350,11 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
     // The latencies finished in this window, by kind (which part of the mix a slow window comes
     // from), and the server's CPU time and bytes written to storage at the window's start.
     let window = new Map<Kind, number[]>()
-    let cpuAt = readProcCpuMs(srv.pid) ?? 0
+    let cpuAt = readProcCpuSplitMs(srv.pid) ?? { user: 0, system: 0 }
+    let mainAt = readProcCpuSplitMs(srv.pid, srv.pid) ?? { user: 0, system: 0 }
+    let machineAt = readMachineTicks()
+    let probeMin = Number.POSITIVE_INFINITY
+    let nextProbe = 0
     let writtenAt = readProcWriteBytes(srv.pid) ?? 0
     let windowErrors = 0
     let errors = 0
@@ -374,6 +396,10 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         if (inFlight >= MAX_IN_FLIGHT) behind++
         else issue()
       }
+      if (now >= nextProbe) {
+        nextProbe = now + 1000
+        probeMin = Math.min(probeMin, probeUs())
+      }
       if (now >= nextSample) {
         nextSample += SAMPLE_S * 1000
         const ascending = (ms: number[]) => ms.sort((a, b) => a - b)
@@ -389,16 +415,23 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         }
         samples.push(s)
         const kinds = (['send', 'read', 'smtp'] as const).map((k) => `${k} ${quantile(ascending(window.get(k) ?? []), 0.99).toFixed(0)}`).join(' ')
-        const cpu = readProcCpuMs(srv.pid) ?? cpuAt
+        const cpu = readProcCpuSplitMs(srv.pid) ?? cpuAt
+        const main = readProcCpuSplitMs(srv.pid, srv.pid) ?? mainAt
+        const machine = readMachineTicks()
+        const pct = (ms: number) => (ms / (SAMPLE_S * 10)).toFixed(0)
+        const cpuText = `server CPU ${pct(cpu.user + cpu.system - cpuAt.user - cpuAt.system)} % (kernel ${pct(cpu.system - cpuAt.system)} %, main thread ${pct(main.user + main.system - mainAt.user - mainAt.system)} %)  machine ${(((machine.busy - machineAt.busy) / Math.max(1, machine.total - machineAt.total)) * 100 * cpus).toFixed(0)} %  probe ${probeMin.toFixed(0)} µs`
         const written = readProcWriteBytes(srv.pid) ?? writtenAt
         window = new Map()
         windowErrors = 0
         // Asked after the window is reset: what finishes meanwhile counts in the next one.
         const progress = ((await api(srv, 'GET', `/api/v2/broadcasts/${broadcast.id}`)) as { counts?: { sent?: number } }).counts?.sent ?? 0
         process.stdout.write(
-          `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms (${kinds})  server CPU ${((cpu - cpuAt) / (SAMPLE_S * 10)).toFixed(0)} %  disk ${((written - writtenAt) / 1024 / Math.max(1, s.ops)).toFixed(1)} KiB/op  db ${fileMiB(srv.dataDir, 'mailroom.db')} + WAL ${fileMiB(srv.dataDir, 'mailroom.db-wal')} MiB  broadcast ${progress} sent  errors ${s.errors}\n`,
+          `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms (${kinds})  ${cpuText}  disk ${((written - writtenAt) / 1024 / Math.max(1, s.ops)).toFixed(1)} KiB/op  db ${fileMiB(srv.dataDir, 'mailroom.db')} + WAL ${fileMiB(srv.dataDir, 'mailroom.db-wal')} MiB  broadcast ${progress} sent  errors ${s.errors}\n`,
         )
         cpuAt = cpu
+        mainAt = main
+        machineAt = machine
+        probeMin = Number.POSITIVE_INFINITY
         writtenAt = written
       }
     }
@@ -476,7 +509,7 @@ ${markdownTable(head, rows)}
   one broadcast to ${fmtInt(BROADCAST_CONTACTS)} contacts at ${fmtInt(perMinute)} a minute. Mail goes through a loopback DNS server to a counting SMTP sink.
 - Peak: the same mix closed-loop with ${PROBE_CONCURRENCY} operations in flight for ${probeS} s just before; the run is open-loop at half of it
   (at most ${MAX_IN_FLIGHT} in flight; an operation due while that many are open counts as an error, "issued late").
-- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU, the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
+- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU (its kernel share and its main thread's), the whole machine's busy share (of ${cpus} CPUs), a speed probe (the least time of a fixed loop in the load client, one try a second: it rises when the cores themselves are slower, not when they are busy), the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
   Flat: a least-squares line over the second half moves by at most ${FLAT_SHARE * 100} % of the mean
   (or ${FLAT_FLOOR.rssMiB} MiB, ${FLAT_FLOOR.p99Ms} ms).
 - Machine: ${machine.nproc} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, load average ${machine.loadAverage} at the start; the load

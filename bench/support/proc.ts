@@ -92,11 +92,29 @@ const CLOCK_TICKS_PER_S = 100
  * once it has gone. The difference of two readings is the CPU a run cost that process.
  */
 export function readProcCpuMs(pid: number | 'self'): number | null {
-  const text = procFile(pid, 'stat')
+  const split = readProcCpuSplitMs(pid)
+  return split && split.user + split.system
+}
+
+/**
+ * The same split into user and system (kernel) time; with `tid`, one thread's
+ * (/proc/<pid>/task/<tid>/stat; the main thread's id is the process's).
+ */
+export function readProcCpuSplitMs(pid: number | 'self', tid?: number): { user: number; system: number } | null {
+  const text = procFile(pid, tid === undefined ? 'stat' : `task/${tid}/stat`)
   if (text === null) return null
   // The command name (field 2) may hold spaces; the fields after its closing parenthesis are plain.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S
+  return { user: (Number(fields[11]) * 1000) / CLOCK_TICKS_PER_S, system: (Number(fields[12]) * 1000) / CLOCK_TICKS_PER_S }
+}
+
+/** Busy and total jiffies of the whole machine (all CPUs, /proc/stat), for the share of it in use between two readings. */
+export function readMachineTicks(): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!
+  const n = line.trim().split(/\s+/).slice(1).map(Number)
+  const total = n.reduce((a, b) => a + b, 0)
+  // idle and iowait (fields 4 and 5) are the time nobody ran.
+  return { busy: total - n[3]! - (n[4] ?? 0), total }
 }
 
 /**

@@ -281,6 +281,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
   const [sinkHttp, sinkSmtp] = sinkProc.url.split(' smtp=') as [string, string]
   const sinkCount = async () => ((await (await fetch(sinkHttp)).json()) as { messages: number }).messages
   const receiver = await startServer('receiver', ['-e', RECEIVER], { pattern: /listening on (http:\/\/\S+)/ })
+  const hookCount = async () => ((await (await fetch(receiver.url)).json()) as { n: number }).n
   const smtpPort = await freePort()
   let server: MailroomInstance | null = null
   try {
@@ -354,6 +355,10 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
     let mainAt = readProcCpuSplitMs(srv.pid, srv.pid) ?? { user: 0, system: 0 }
     let machineAt = readMachineTicks()
     let probeMin = Number.POSITIVE_INFINITY
+    // Messages reaching the sink and webhook POSTs reaching the receiver per window: a rate
+    // above the offered one is a backlog being caught up.
+    let sinkAt = await sinkCount()
+    let hooksAt = await hookCount()
     let nextProbe = 0
     let writtenAt = readProcWriteBytes(srv.pid) ?? 0
     let windowErrors = 0
@@ -425,13 +430,16 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         windowErrors = 0
         // Asked after the window is reset: what finishes meanwhile counts in the next one.
         const progress = ((await api(srv, 'GET', `/api/v2/broadcasts/${broadcast.id}`)) as { counts?: { sent?: number } }).counts?.sent ?? 0
+        const [atSink, hooks] = await Promise.all([sinkCount(), hookCount()])
         process.stdout.write(
-          `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms (${kinds})  ${cpuText}  disk ${((written - writtenAt) / 1024 / Math.max(1, s.ops)).toFixed(1)} KiB/op  db ${fileMiB(srv.dataDir, 'mailroom.db')} + WAL ${fileMiB(srv.dataDir, 'mailroom.db-wal')} MiB  broadcast ${progress} sent  errors ${s.errors}\n`,
+          `  ${(s.t / 60).toFixed(1).padStart(5)} min  RSS ${s.rssMiB.toFixed(1)} MiB  ${fmtInt(s.ops / SAMPLE_S)} ops/s  p50 ${s.p50.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms (${kinds})  ${cpuText}  disk ${((written - writtenAt) / 1024 / Math.max(1, s.ops)).toFixed(1)} KiB/op  db ${fileMiB(srv.dataDir, 'mailroom.db')} + WAL ${fileMiB(srv.dataDir, 'mailroom.db-wal')} MiB  broadcast ${progress} sent  sink ${fmtInt((atSink - sinkAt) / SAMPLE_S)}/s  hooks ${fmtInt((hooks - hooksAt) / SAMPLE_S)}/s  errors ${s.errors}\n`,
         )
         cpuAt = cpu
         mainAt = main
         machineAt = machine
         probeMin = Number.POSITIVE_INFINITY
+        sinkAt = atSink
+        hooksAt = hooks
         writtenAt = written
       }
     }
@@ -451,7 +459,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
     }
     const missing = Math.max(0, expected - sinkMessages)
     const deliveriesFailed = (await api(srv, 'GET', `/api/v2/webhooks/${webhook.id}/deliveries?state=failed`)) as unknown[]
-    const hooksReceived = ((await (await fetch(receiver.url)).json()) as { n: number }).n
+    const hooksReceived = await hookCount()
     const logErrors = readFileSync(srv.logFile, 'utf8')
       .split('\n')
       .filter((l) => l.includes('"level":"error"'))
@@ -509,7 +517,7 @@ ${markdownTable(head, rows)}
   one broadcast to ${fmtInt(BROADCAST_CONTACTS)} contacts at ${fmtInt(perMinute)} a minute. Mail goes through a loopback DNS server to a counting SMTP sink.
 - Peak: the same mix closed-loop with ${PROBE_CONCURRENCY} operations in flight for ${probeS} s just before; the run is open-loop at half of it
   (at most ${MAX_IN_FLIGHT} in flight; an operation due while that many are open counts as an error, "issued late").
-- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU (its kernel share and its main thread's), the whole machine's busy share (of ${cpus} CPUs), a speed probe (the least time of a fixed loop in the load client, one try a second: it rises when the cores themselves are slower, not when they are busy), the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
+- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU (its kernel share and its main thread's), the whole machine's busy share (of ${cpus} CPUs), a speed probe (the least time of a fixed loop in the load client, one try a second: it rises when the cores themselves are slower, not when they are busy), the messages reaching the sink and the webhook POSTs reaching the receiver a second (above the offered rate: a backlog caught up), the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
   Flat: a least-squares line over the second half moves by at most ${FLAT_SHARE * 100} % of the mean
   (or ${FLAT_FLOOR.rssMiB} MiB, ${FLAT_FLOOR.p99Ms} ms).
 - Machine: ${machine.nproc} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, load average ${machine.loadAverage} at the start; the load

@@ -355,11 +355,11 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
     let mainAt = readProcCpuSplitMs(srv.pid, srv.pid) ?? { user: 0, system: 0 }
     let machineAt = readMachineTicks()
     let probeMin = Number.POSITIVE_INFINITY
+    let nextProbe = 0
     // Messages reaching the sink and webhook POSTs reaching the receiver per window: a rate
     // above the offered one is a backlog being caught up.
     let sinkAt = await sinkCount()
     let hooksAt = await hookCount()
-    let nextProbe = 0
     let writtenAt = readProcWriteBytes(srv.pid) ?? 0
     let windowErrors = 0
     let errors = 0

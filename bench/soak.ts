@@ -18,7 +18,6 @@
  */
 import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import nodemailer from 'nodemailer'
@@ -48,8 +47,6 @@ const fileMiB = (dir: string, name: string) => {
 const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(20)}</body></html>`
 const RECEIVER = `let n = 0; const s = Bun.serve({ hostname: '127.0.0.1', port: 0, async fetch(r) { if (r.method === 'GET') return Response.json({ n }); await r.arrayBuffer(); n++; return new Response(null, { status: 204 }) } }); console.log('listening on http://127.0.0.1:' + s.port)`
 
-/** CPUs of the machine: the "machine" share in the progress lines is of all of them (200 % on two). */
-const cpus = availableParallelism()
 let probeSink = 0
 /**
  * The machine's own speed, apart from the load on it (this is a VM on a shared host): the time
@@ -353,7 +350,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
     let window = new Map<Kind, number[]>()
     let cpuAt = readProcCpuSplitMs(srv.pid) ?? { user: 0, system: 0 }
     let mainAt = readProcCpuSplitMs(srv.pid, srv.pid) ?? { user: 0, system: 0 }
-    let machineAt = readMachineTicks()
+    let ticksAt = readMachineTicks()
     let probeMin = Number.POSITIVE_INFINITY
     let nextProbe = 0
     // Messages reaching the sink and webhook POSTs reaching the receiver per window: a rate
@@ -422,9 +419,9 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         const kinds = (['send', 'read', 'smtp'] as const).map((k) => `${k} ${quantile(ascending(window.get(k) ?? []), 0.99).toFixed(0)}`).join(' ')
         const cpu = readProcCpuSplitMs(srv.pid) ?? cpuAt
         const main = readProcCpuSplitMs(srv.pid, srv.pid) ?? mainAt
-        const machine = readMachineTicks()
+        const ticks = readMachineTicks()
         const pct = (ms: number) => (ms / (SAMPLE_S * 10)).toFixed(0)
-        const cpuText = `server CPU ${pct(cpu.user + cpu.system - cpuAt.user - cpuAt.system)} % (kernel ${pct(cpu.system - cpuAt.system)} %, main thread ${pct(main.user + main.system - mainAt.user - mainAt.system)} %)  machine ${(((machine.busy - machineAt.busy) / Math.max(1, machine.total - machineAt.total)) * 100 * cpus).toFixed(0)} %  probe ${probeMin.toFixed(0)} µs`
+        const cpuText = `server CPU ${pct(cpu.user + cpu.system - cpuAt.user - cpuAt.system)} % (kernel ${pct(cpu.system - cpuAt.system)} %, main thread ${pct(main.user + main.system - mainAt.user - mainAt.system)} %)  machine ${(((ticks.busy - ticksAt.busy) / Math.max(1, ticks.total - ticksAt.total)) * 100 * machine.nproc).toFixed(0)} % (of ${machine.nproc * 100} %)  probe ${probeMin.toFixed(0)} µs`
         const written = readProcWriteBytes(srv.pid) ?? writtenAt
         window = new Map()
         windowErrors = 0
@@ -436,7 +433,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         )
         cpuAt = cpu
         mainAt = main
-        machineAt = machine
+        ticksAt = ticks
         probeMin = Number.POSITIVE_INFINITY
         sinkAt = atSink
         hooksAt = hooks
@@ -517,7 +514,7 @@ ${markdownTable(head, rows)}
   one broadcast to ${fmtInt(BROADCAST_CONTACTS)} contacts at ${fmtInt(perMinute)} a minute. Mail goes through a loopback DNS server to a counting SMTP sink.
 - Peak: the same mix closed-loop with ${PROBE_CONCURRENCY} operations in flight for ${probeS} s just before; the run is open-loop at half of it
   (at most ${MAX_IN_FLIGHT} in flight; an operation due while that many are open counts as an error, "issued late").
-- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU (its kernel share and its main thread's), the whole machine's busy share (of ${cpus} CPUs), a speed probe (the least time of a fixed loop in the load client, one try a second: it rises when the cores themselves are slower, not when they are busy), the messages reaching the sink and the webhook POSTs reaching the receiver a second (above the offered rate: a backlog caught up), the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
+- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU (its kernel share and its main thread's), the whole machine's busy share (of ${machine.nproc} CPUs), a speed probe (the least time of a fixed loop in the load client, one try a second: it rises when the cores themselves are slower, not when they are busy), the messages reaching the sink and the webhook POSTs reaching the receiver a second (above the offered rate: a backlog caught up), the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
   Flat: a least-squares line over the second half moves by at most ${FLAT_SHARE * 100} % of the mean
   (or ${FLAT_FLOOR.rssMiB} MiB, ${FLAT_FLOOR.p99Ms} ms).
 - Machine: ${machine.nproc} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, load average ${machine.loadAverage} at the start; the load

@@ -11,11 +11,6 @@ import { join } from 'node:path'
  */
 const dirs = new Set<string>()
 
-export function removeAfterRun(dir: string): string {
-  dirs.add(dir)
-  return dir
-}
-
 try {
   afterAll(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
@@ -27,5 +22,7 @@ try {
 
 /** A fresh directory under the system's temporary directory, removed after the run. */
 export function tempDir(prefix: string): string {
-  return removeAfterRun(mkdtempSync(join(tmpdir(), prefix)))
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  dirs.add(dir)
+  return dir
 }

@@ -33,13 +33,61 @@ export function bulkDeleteByIds(db: DbOrTx, table: TableWithId, ids: number[], a
   return { deleted, not_found: unique.filter((id) => !gone.has(id)) }
 }
 
+/** The statements findById and pageOfTable run for one table, prepared on the database handle. */
+interface TableStatements {
+  byId: { get(values: { id: number }): unknown }
+  total: { get(): { n: number } | undefined }
+  page: { all(values: { limit: number; offset: number }): unknown[] }
+}
+
+/**
+ * findById and pageOfTable run drizzle queries prepared once per database handle and table.
+ * Built per call, a primary-key read cost about 57 µs here (drizzle building the SQL, then
+ * SQLite compiling it), prepared about 8 (docs/benchmarks.md, "Issue 18, eleventh round").
+ * A transaction handle (no `$client`) builds the query each time: it is the same connection,
+ * but a prepared query belongs to the handle that made it.
+ */
+const tableStatements = new WeakMap<Db, Map<TableWithId, TableStatements>>()
+
+function statementsOf(db: DbOrTx, table: TableWithId): TableStatements | null {
+  if (!('$client' in db)) return null
+  const root = db as Db
+  let byTable = tableStatements.get(root)
+  if (!byTable) tableStatements.set(root, (byTable = new Map()))
+  let statements = byTable.get(table)
+  if (!statements) {
+    statements = {
+      byId: root
+        .select()
+        .from(table as SQLiteTable)
+        .where(eq(table.id, sql.placeholder('id')))
+        .prepare(),
+      total: root.select({ n: count() }).from(table).prepare(),
+      page: root
+        .select()
+        .from(table as SQLiteTable)
+        .orderBy(asc(table.id))
+        .limit(sql.placeholder('limit'))
+        .offset(sql.placeholder('offset'))
+        .prepare(),
+    }
+    byTable.set(table, statements)
+  }
+  return statements
+}
+
 /** The row with this id, or 404 `not_found` naming the resource ("No sending node with id 7."). */
 export function findById<T extends TableWithId>(db: DbOrTx, table: T, id: number, resource: string): T['$inferSelect'] {
-  const row = db
-    .select()
-    .from(table as SQLiteTable)
-    .where(eq(table.id, id))
-    .get() as T['$inferSelect'] | undefined
+  const prepared = statementsOf(db, table)
+  const row = (
+    prepared
+      ? prepared.byId.get({ id })
+      : db
+          .select()
+          .from(table as SQLiteTable)
+          .where(eq(table.id, id))
+          .get()
+  ) as T['$inferSelect'] | undefined
   if (!row) throw notFound(resource, id)
   return row
 }
@@ -94,8 +142,13 @@ export function pageOfTable<Row, View>(
   toViews: (rows: Row[]) => View[],
 ): { items: View[]; meta: PageMeta } {
   const req = pageRequest(query)
-  const total = db.select({ n: count() }).from(table).get()!.n
-  const rows = db.select().from(table).orderBy(asc(table.id)).limit(req.per_page).offset(req.offset).all() as Row[]
+  const prepared = statementsOf(db, table)
+  const total = prepared ? prepared.total.get()!.n : db.select({ n: count() }).from(table).get()!.n
+  const rows = (
+    prepared
+      ? prepared.page.all({ limit: req.per_page, offset: req.offset })
+      : db.select().from(table).orderBy(asc(table.id)).limit(req.per_page).offset(req.offset).all()
+  ) as Row[]
   return { items: toViews(rows), meta: pageMeta(req, total) }
 }
 

@@ -1,6 +1,8 @@
 import { and, asc, count, desc, eq, gte, inArray, lt, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
-import { bulkDeleteByIds, type BulkDeleteOutcome } from '../../db/crud'
+import type { Db } from '../../db/client'
+import { bulkDeleteByIds, findById, type BulkDeleteOutcome } from '../../db/crud'
+import { preparedFor } from '../../db/prepared'
 import { contactCounts, contacts, lists, type ContactStatus } from '../../db/schema'
 import { toIso } from '../../lib/clock'
 import { AppError, invalidField, notFound } from '../../lib/errors'
@@ -39,9 +41,7 @@ function invalid(errors: Record<string, string[]>): AppError {
 }
 
 export function getContact(deps: Deps, id: number): ContactView {
-  const row = deps.db.select().from(contacts).where(eq(contacts.id, id)).get()
-  if (!row) throw notFound('contact', id)
-  return contactView(row)
+  return contactView(findById(deps.db, contacts, id, 'contact'))
 }
 
 /**
@@ -166,6 +166,37 @@ export interface ContactFilter {
 }
 
 /**
+ * The statements of a listing filtered by at most a list and a status, one set per shape
+ * (which of the two are given), prepared on first use: built per call, drizzle and SQLite's
+ * compile took about 50 µs of each query (docs/benchmarks.md, "Issue 18, eleventh round").
+ */
+const listingStatements = preparedFor((db: Db) => {
+  const shapes = new Map<string, ReturnType<typeof prepareShape>>()
+  const prepareShape = (byList: boolean, byStatus: boolean) => {
+    const list = sql.placeholder('list_id')
+    const status = sql.placeholder('status')
+    const where = and(byList ? eq(contacts.list_id, list) : undefined, byStatus ? eq(contacts.status, status) : undefined)
+    const page = (order: SQL) =>
+      db.select().from(contacts).where(where).orderBy(order).limit(sql.placeholder('limit')).offset(sql.placeholder('offset')).prepare()
+    return {
+      total: db
+        .select({ n: sql<number>`coalesce(sum(${contactCounts.n}), 0)` })
+        .from(contactCounts)
+        .where(and(byList ? eq(contactCounts.list_id, list) : undefined, byStatus ? eq(contactCounts.status, status) : undefined))
+        .prepare(),
+      page: page(asc(contacts.id)),
+      pageDescending: page(desc(contacts.id)),
+    }
+  }
+  return (byList: boolean, byStatus: boolean) => {
+    const key = `${byList} ${byStatus}`
+    let shape = shapes.get(key)
+    if (!shape) shapes.set(key, (shape = prepareShape(byList, byStatus)))
+    return shape
+  }
+})
+
+/**
  * A page of contacts, oldest first. Every filter maps to an index: list_id and status to
  * (list_id, status), search to a range on the email index (a prefix, not LIKE '%x%', so a
  * million contacts are not scanned), a custom field to json_extract over the rows the other
@@ -195,34 +226,26 @@ export function listContacts(deps: Deps, filter: ContactFilter) {
     if (Object.keys(checked.errors).length) throw invalidField('field_value', Object.values(checked.errors)[0]![0]!)
     conditions.push(sql`json_extract(${contacts.fields}, ${'$.' + def.key}) = ${checked.values[def.key]}`)
   }
-  const where = and(...conditions)
-  // With at most a list and a status, the total is a sum over the trigger-kept counts
-  // instead of a count over up to a million index entries.
+  // With at most a list and a status (the usual listing), the total is a sum over the
+  // trigger-kept counts instead of a count over up to a million index entries, and both
+  // statements are prepared once.
   const countsOnly = filter.email === undefined && !filter.search && filter.field === undefined
-  const total = countsOnly
-    ? Number(
-        deps.db
-          .select({ n: sql<number>`coalesce(sum(${contactCounts.n}), 0)` })
-          .from(contactCounts)
-          .where(
-            and(
-              filter.list_id !== undefined ? eq(contactCounts.list_id, filter.list_id) : undefined,
-              filter.status ? eq(contactCounts.status, filter.status) : undefined,
-            ),
-          )
-          .get()!.n,
-      )
-    : deps.db.select({ n: count() }).from(contacts).where(where).get()!.n
+  const shape = countsOnly ? listingStatements(deps.db)(filter.list_id !== undefined, filter.status !== undefined) : null
+  const params = { list_id: filter.list_id ?? 0, status: filter.status ?? '' }
+  const where = and(...conditions)
+  const total = shape ? Number(shape.total.get(params)!.n) : deps.db.select({ n: count() }).from(contacts).where(where).get()!.n
   const window = pageWindow(req, total)
   if (!window) return { items: [], meta: pageMeta(req, total) }
-  const rows = deps.db
-    .select()
-    .from(contacts)
-    .where(where)
-    .orderBy(window.descending ? desc(contacts.id) : asc(contacts.id))
-    .limit(window.limit)
-    .offset(window.offset)
-    .all()
+  const rows = shape
+    ? (window.descending ? shape.pageDescending : shape.page).all({ ...params, limit: window.limit, offset: window.offset })
+    : deps.db
+        .select()
+        .from(contacts)
+        .where(where)
+        .orderBy(window.descending ? desc(contacts.id) : asc(contacts.id))
+        .limit(window.limit)
+        .offset(window.offset)
+        .all()
   if (window.descending) rows.reverse()
   return { items: rows.map(contactView), meta: pageMeta(req, total) }
 }

@@ -48,9 +48,12 @@ export function poolExists(deps: Deps, id: number): boolean {
   return deps.db.select({ id: ipPools.id }).from(ipPools).where(eq(ipPools.id, id)).get() !== undefined
 }
 
+// Read by every sending-domain view and every pool rotation: prepared once (db/prepared.ts).
+const defaultPoolStatement = preparedFor((db: Db) => db.$client.prepare<{ id: number }, []>('SELECT id FROM ip_pools WHERE is_default = 1'))
+
 /** The id of the default pool, or null. */
 export function defaultPoolId(deps: Deps): number | null {
-  return deps.db.select({ id: ipPools.id }).from(ipPools).where(eq(ipPools.is_default, true)).get()?.id ?? null
+  return defaultPoolStatement(deps.db).get()?.id ?? null
 }
 
 /**

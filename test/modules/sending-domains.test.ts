@@ -329,13 +329,16 @@ describe('the DKIM key', () => {
       id: domain.id,
       name: domain.name,
       status: 'pending',
-      dkim_selector: 'mr202603',
       pool_id: null,
       return_path_host: `bounces.${domain.name}`,
     })
+    const stored = t.deps.db.$client
+      .query<{ dkim_selector: string; dkim_private_key: string }, [number]>('SELECT dkim_selector, dkim_private_key FROM sending_domains WHERE id = ?')
+      .get(domain.id)!
+    expect(stored.dkim_selector).toBe('mr202603')
     // Stored sealed (issue 13 item 3); the box opens it to the PEM the signer uses.
-    expect(found.dkim_private_key).toStartWith('enc:v1:')
-    const pem = t.deps.secrets.open(found.dkim_private_key)
+    expect(stored.dkim_private_key).toStartWith('enc:v1:')
+    const pem = t.deps.secrets.open(stored.dkim_private_key)
     expect(pem).toStartWith('-----BEGIN PRIVATE KEY-----')
     const message = 'from:Ada <ada@example.com>\r\nsubject:hello\r\n'
     const signature = createSign('RSA-SHA256').update(message).sign(pem)

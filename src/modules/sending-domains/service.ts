@@ -241,9 +241,6 @@ export interface SendingDomainKey {
   id: number
   name: string
   status: DomainStatus
-  dkim_selector: string
-  /** PKCS#8 PEM, sealed: deps.secrets.open gives the PEM. */
-  dkim_private_key: string
   pool_id: number | null
   return_path_host: string
   /** 0 or 1: read through the raw driver, which does not map booleans. */
@@ -253,7 +250,7 @@ export interface SendingDomainKey {
 
 const statements = preparedFor((db: Db) => ({
   byName: db.$client.prepare<SendingDomainKey, [string]>(
-    'SELECT id, name, status, dkim_selector, dkim_private_key, pool_id, return_path_host, track_opens, track_clicks FROM sending_domains WHERE name = ?',
+    'SELECT id, name, status, pool_id, return_path_host, track_opens, track_clicks FROM sending_domains WHERE name = ?',
   ),
 }))
 

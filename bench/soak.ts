@@ -237,16 +237,25 @@ async function renderPng(svg: string, file: string): Promise<boolean> {
   }
 }
 
-/** Whether a series is flat over its second half: the fitted line's change there, against the mean. */
+/**
+ * Whether a series is flat over its second half: the fitted line's change there, against the
+ * mean. `changeSe` is the change's standard error from the scatter around the line: how large
+ * a change the window-to-window noise alone makes (the verdict does not use it; the report
+ * shows it beside the change).
+ */
 export function trend(samples: Sample[], pick: (s: Sample) => number, floor: number) {
   const half = samples.slice(Math.floor(samples.length / 2))
   const xs = half.map((s) => s.t / 60)
   const ys = half.map(pick)
-  const { slope } = linearFit(xs, ys)
+  const { slope, intercept } = linearFit(xs, ys)
   const span = (xs.at(-1) ?? 0) - (xs[0] ?? 0)
   const mean = ys.reduce((a, b) => a + b, 0) / Math.max(1, ys.length)
   const change = slope * span
-  return { slope, change, mean, flat: Math.abs(change) <= Math.max(FLAT_SHARE * mean, floor) }
+  const mx = xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length)
+  const sxx = xs.reduce((a, x) => a + (x - mx) ** 2, 0)
+  const squares = ys.reduce((a, y, i) => a + (y - intercept - slope * xs[i]!) ** 2, 0)
+  const changeSe = ys.length > 2 && sxx > 0 ? Math.sqrt(squares / (ys.length - 2) / sxx) * span : 0
+  return { slope, change, changeSe, mean, flat: Math.abs(change) <= Math.max(FLAT_SHARE * mean, floor) }
 }
 
 /** Runs the benchmark; resolves to the process exit code. */
@@ -471,11 +480,11 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
       ['paced rate', `${fmtInt(rate)} ops/s for ${minutes} min (${fmtInt(ops)} operations finished in the samples)`],
       [
         'server RSS, second half',
-        `mean ${rssTrend.mean.toFixed(1)} MiB, fitted change ${rssTrend.change >= 0 ? '+' : ''}${rssTrend.change.toFixed(1)} MiB: ${rssTrend.flat ? 'flat' : 'GROWING'}`,
+        `mean ${rssTrend.mean.toFixed(1)} MiB, fitted change ${rssTrend.change >= 0 ? '+' : ''}${rssTrend.change.toFixed(1)} MiB (standard error ${rssTrend.changeSe.toFixed(1)}): ${rssTrend.flat ? 'flat' : 'GROWING'}`,
       ],
       [
         'p99 latency per 10 s, second half',
-        `mean ${p99Trend.mean.toFixed(1)} ms, fitted change ${p99Trend.change >= 0 ? '+' : ''}${p99Trend.change.toFixed(1)} ms: ${p99Trend.flat ? 'flat' : 'NOT flat'}`,
+        `mean ${p99Trend.mean.toFixed(1)} ms, fitted change ${p99Trend.change >= 0 ? '+' : ''}${p99Trend.change.toFixed(1)} ms (standard error ${p99Trend.changeSe.toFixed(1)}): ${p99Trend.flat ? 'flat' : 'NOT flat'}`,
       ],
       [
         'server RSS first / last sample / peak (VmHWM)',
@@ -516,7 +525,8 @@ ${markdownTable(head, rows)}
   (at most ${MAX_IN_FLIGHT} in flight; an operation due while that many are open counts as an error, "issued late").
 - Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU (its kernel share and its main thread's), the whole machine's busy share (of ${machine.nproc} CPUs), a speed probe (the least time of a fixed loop in the load client, one try a second: it rises when the cores themselves are slower, not when they are busy), the messages reaching the sink and the webhook POSTs reaching the receiver a second (above the offered rate: a backlog caught up), the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
   Flat: a least-squares line over the second half moves by at most ${FLAT_SHARE * 100} % of the mean
-  (or ${FLAT_FLOOR.rssMiB} MiB, ${FLAT_FLOOR.p99Ms} ms).
+  (or ${FLAT_FLOOR.rssMiB} MiB, ${FLAT_FLOOR.p99Ms} ms). The standard error beside each change is the change the scatter of the windows
+  around the line makes by itself; a change within about twice it is not told apart from noise.
 - Machine: ${machine.nproc} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, load average ${machine.loadAverage} at the start; the load
   client, sink, receiver and DNS server share the machine with the server.
 `,

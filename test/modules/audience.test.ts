@@ -171,6 +171,11 @@ describe('contacts', () => {
       'user29@example.com',
     ])
     expect((await q(`list_id=${a}&status=unsubscribed`)).meta.total).toBe(10)
+    // Every filter shape of the prepared listing: neither, status alone, list alone (above), both.
+    expect((await q('')).meta.total).toBe(31)
+    expect((await q('status=subscribed&per_page=100')).data.map((c: { email: string }) => c.email)).toContain('other@example.org')
+    expect((await q('status=unsubscribed')).meta.total).toBe(10)
+    expect((await q(`list_id=${b}&status=unsubscribed`)).meta.total).toBe(0)
     expect((await q('email=USER07@example.com')).data[0].email).toBe('user07@example.com')
     expect((await q('search=user1')).meta.total).toBe(10)
     expect((await q('search=other')).data[0].list_id).toBe(b)

@@ -230,7 +230,7 @@ export function listContacts(deps: Deps, filter: ContactFilter) {
   // trigger-kept counts instead of a count over up to a million index entries, and both
   // statements are prepared once.
   const countsOnly = filter.email === undefined && !filter.search && filter.field === undefined
-  const shape = countsOnly ? listingStatements(deps.db)(filter.list_id !== undefined, filter.status !== undefined) : null
+  const shape = countsOnly ? listingStatements(deps.db)(filter.list_id !== undefined, Boolean(filter.status)) : null
   const params = { list_id: filter.list_id ?? 0, status: filter.status ?? '' }
   const where = and(...conditions)
   const total = shape ? Number(shape.total.get(params)!.n) : deps.db.select({ n: count() }).from(contacts).where(where).get()!.n

@@ -26,7 +26,7 @@ import { SEGMENT_MIN_SEATS, writeAudienceCsv, type AudienceStats } from './suppo
 import { IMPORT_BATCH_ROWS, IMPORT_CACHE_KIB, IMPORT_WAL_AUTOCHECKPOINT } from '../src/modules/imports/runner'
 import type { LimitReport } from './support/audience-limit'
 import { fmtMiB, readProcMemory, sampleMemory, waitUntilIdle, type ProcMemory } from './support/proc'
-import { BENCHMARKS_DOC, fmtInt, fmtMs, machineInfo, markdownTable, median, textTable, writeDocSection, type MachineInfo } from './support/report'
+import { BENCHMARKS_DOC, codeRevision, fmtInt, fmtMs, machineInfo, markdownTable, median, textTable, writeDocSection, type MachineInfo } from './support/report'
 import { ROOT, startMailroom, stopAll, type MailroomInstance } from './support/servers'
 
 /**
@@ -237,15 +237,6 @@ function assertCodeUnchanged(digest: string, when: string): void {
       `src/ or migrations/ changed during the run (${when}): the server and the plain insert may have run different code, so the figures do not compare. Run again when the tree is quiet.`,
     )
   }
-}
-
-/** The commit measured, and whether src/ or migrations/ had uncommitted changes (read-only git). */
-function codeRevision(): string {
-  const git = (...args: string[]) => Bun.spawnSync(['git', ...args], { cwd: ROOT, stdout: 'pipe', stderr: 'ignore' })
-  const head = git('rev-parse', '--short', 'HEAD')
-  if (head.exitCode !== 0) return 'unknown (not a git checkout)'
-  const dirty = git('--no-optional-locks', 'status', '--porcelain', '--', 'src', 'migrations').stdout.toString().trim()
-  return `commit ${head.stdout.toString().trim()}${dirty ? ', with uncommitted changes in src/ or migrations/' : ''}`
 }
 
 function machineText(m: MachineInfo): string {

@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util'
 import nodemailer from 'nodemailer'
 import { startDnsServer } from '../test/support/dns-server'
 import { fmtMiB, readMachineTicks, readProcCpuSplitMs, readProcMemory, readProcWriteBytes } from './support/proc'
-import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
+import { codeRevision, fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
 import { ROOT, startMailroom, startServer, stopAll, type MailroomInstance } from './support/servers'
 
 const DOMAIN = 'soak.test'
@@ -512,7 +512,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         'soak',
         `## Long run: ${minutes} minutes of mixed load at half the peak
 
-Measured ${when} UTC with \`${command} ${argv.join(' ')}\` (bench/soak.ts).${values.note ? `\n\n**${values.note}**` : ''}
+Measured ${when} UTC with \`${[command, ...argv].join(' ')}\` (bench/soak.ts), code at ${codeRevision()}.${values.note ? `\n\n**${values.note}**` : ''}
 
 ${markdownTable(head, rows)}
 

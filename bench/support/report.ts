@@ -15,6 +15,15 @@ markers; text outside the markers is kept. Figures from a shared, noisy 2-core V
 10-30 % between runs: compare ratios measured in the same run, not absolute rates across runs.
 `
 
+/** The commit measured, and whether src/ or migrations/ had uncommitted changes (read-only git). */
+export function codeRevision(): string {
+  const git = (...args: string[]) => Bun.spawnSync(['git', ...args], { cwd: ROOT, stdout: 'pipe', stderr: 'ignore' })
+  const head = git('rev-parse', '--short', 'HEAD')
+  if (head.exitCode !== 0) return 'unknown (not a git checkout)'
+  const dirty = git('--no-optional-locks', 'status', '--porcelain', '--', 'src', 'migrations').stdout.toString().trim()
+  return `commit ${head.stdout.toString().trim()}${dirty ? ', with uncommitted changes in src/ or migrations/' : ''}`
+}
+
 /** Replaces (or appends) the section between `<!-- bench:NAME:begin -->` and `<!-- bench:NAME:end -->`. */
 export function writeDocSection(name: string, markdown: string, file = BENCHMARKS_DOC): void {
   const begin = `<!-- bench:${name}:begin -->`

@@ -4,6 +4,7 @@ import { toIso } from '../lib/clock'
 import { AppError, notFound } from '../lib/errors'
 import { pageMeta, pageRequest, type PageMeta } from '../lib/pagination'
 import type { Db } from './client'
+import { preparedFor } from './prepared'
 
 /** A database handle or a transaction on it: both build and run the same queries. */
 export type DbOrTx = Pick<Db, 'select' | 'insert' | 'update' | 'delete'>
@@ -41,19 +42,18 @@ interface TableStatements {
 }
 
 /**
- * findById and pageOfTable run drizzle queries prepared once per database handle and table.
+ * findById and pageOfTable run drizzle queries prepared once per database handle (`preparedFor`) and table.
  * Built per call, a primary-key read cost about 57 µs here (drizzle building the SQL, then
  * SQLite compiling it), prepared about 8 (docs/benchmarks.md, "Issue 18, eleventh round").
  * A transaction handle (no `$client`) builds the query each time: it is the same connection,
  * but a prepared query belongs to the handle that made it.
  */
-const tableStatements = new WeakMap<Db, Map<TableWithId, TableStatements>>()
+const tableStatements = preparedFor(() => new Map<TableWithId, TableStatements>())
 
 function statementsOf(db: DbOrTx, table: TableWithId): TableStatements | null {
   if (!('$client' in db)) return null
   const root = db as Db
-  let byTable = tableStatements.get(root)
-  if (!byTable) tableStatements.set(root, (byTable = new Map()))
+  const byTable = tableStatements(root)
   let statements = byTable.get(table)
   if (!statements) {
     statements = {

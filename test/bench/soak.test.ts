@@ -24,36 +24,19 @@ test('the soak calls RSS that keeps growing in the second half not flat, and noi
 })
 
 test("the standard error of a trend's change is zero on a straight line and grows with the scatter around it", () => {
-  const straight = trend(
-    series(
-      () => 100,
-      (t) => 10 + t / 60,
-    ),
-    (s) => s.p99,
-    5,
-  )
-  expect(straight.changeSe).toBeCloseTo(0, 9)
+  const p99Trend = (p99: (t: number) => number) =>
+    trend(
+      series(() => 100, p99),
+      (s) => s.p99,
+      5,
+    )
+  expect(p99Trend((t) => 10 + t / 60).changeSe).toBeCloseTo(0, 9)
   // Alternating 0 / 2 around a level of 1: no change, and a standard error of 0.5165 (worked out apart
   // from this code: the slope's sqrt(SSR / (n - 2) / Sxx) times the 7.33 minutes of the second half).
-  const z = trend(
-    series(
-      () => 100,
-      (t) => ((t / 10) % 2) * 2,
-    ),
-    (s) => s.p99,
-    5,
-  )
+  const z = p99Trend((t) => ((t / 10) % 2) * 2)
   expect(z.change).toBeCloseTo(0, 9)
   expect(z.changeSe).toBeCloseTo(0.5165, 4)
-  const wider = trend(
-    series(
-      () => 100,
-      (t) => ((t / 10) % 2) * 20,
-    ),
-    (s) => s.p99,
-    5,
-  )
-  expect(wider.changeSe).toBeCloseTo(z.changeSe * 10, 6)
+  expect(p99Trend((t) => ((t / 10) % 2) * 20).changeSe).toBeCloseTo(z.changeSe * 10, 6)
 })
 
 test('the chart is one SVG with a path per series', () => {

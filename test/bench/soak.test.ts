@@ -8,8 +8,8 @@ const series = (rss: (t: number) => number, p99: (t: number) => number): Sample[
   })
 
 test('the least-squares line of a straight series is that line', () => {
-  expect(linearFit([0, 1, 2, 3], [1, 3, 5, 7])).toEqual({ slope: 2, intercept: 1 })
-  expect(linearFit([5], [4])).toEqual({ slope: 0, intercept: 4 })
+  expect(linearFit([0, 1, 2, 3], [1, 3, 5, 7])).toEqual({ slope: 2, intercept: 1, meanX: 1.5, meanY: 4, sxx: 5 })
+  expect(linearFit([5], [4])).toEqual({ slope: 0, intercept: 4, meanX: 5, meanY: 4, sxx: 0 })
 })
 
 test('the soak calls RSS that keeps growing in the second half not flat, and noise around a level flat', () => {
@@ -37,6 +37,50 @@ test("the standard error of a trend's change is zero on a straight line and grow
   expect(z.change).toBeCloseTo(0, 9)
   expect(z.changeSe).toBeCloseTo(0.5165, 4)
   expect(p99Trend((t) => ((t / 10) % 2) * 20).changeSe).toBeCloseTo(z.changeSe * 10, 6)
+})
+
+/** Deterministic noise, uniform in [-amplitude, amplitude] (a linear congruential generator). */
+function noise(seed: number, amplitude: number): () => number {
+  let x = seed
+  return () => {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0
+    return (x / 2 ** 32) * 2 * amplitude - amplitude
+  }
+}
+
+test('a p99 change beyond the floor that the scatter alone makes is flat; a steady rise under the same scatter is not', () => {
+  // Windows scattered by +-25 ms around 40 ms, as the long runs' p99 is: over 40 seeds the
+  // fitted change is past the 5 ms floor in many and past twice its standard error in few.
+  let beyondFloor = 0
+  let notFlat = 0
+  for (let seed = 1; seed <= 40; seed++) {
+    const jitter = noise(seed, 25)
+    const t = trend(
+      series(
+        () => 100,
+        () => 40 + jitter(),
+      ),
+      (s) => s.p99,
+      5,
+    )
+    if (t.beyondFloor) beyondFloor++
+    if (!t.flat) notFlat++
+    expect(t.flat).toBe(!(t.beyondFloor && Math.abs(t.change) > 2 * t.changeSe))
+  }
+  expect(beyondFloor).toBeGreaterThan(10)
+  expect(notFlat).toBeLessThan(6)
+  // A p99 rising 4 ms a minute (30 ms over the second half) under the same scatter is a trend.
+  const jitter = noise(7, 25)
+  const rising = trend(
+    series(
+      () => 100,
+      (t) => 40 + (t / 60) * 4 + jitter(),
+    ),
+    (s) => s.p99,
+    5,
+  )
+  expect(rising.change).toBeGreaterThan(15)
+  expect(rising.flat).toBe(false)
 })
 
 test('the chart is one SVG with a path per series', () => {

@@ -64,6 +64,35 @@ function probeUs(): number {
   return (performance.now() - t) * 1000
 }
 
+/**
+ * The same for the memory behind the caches: one dependent read after another through a
+ * random cycle over 64 MiB (Sattolo's shuffle), ns a read. Most reads miss every cache, so
+ * this time rises when the host's shared cache or memory bandwidth is taken by a neighbour,
+ * which the integer loop above (all in registers) cannot see; it rises with the load on the
+ * machine too, so it is read beside the machine's busy share. Made on the first call.
+ */
+let memoryCycle: Uint32Array | null = null
+let memoryAt = 0
+const MEMORY_READS = 8_000
+function memoryProbeNs(): number {
+  if (!memoryCycle) {
+    const n = (64 * 2 ** 20) / 4
+    memoryCycle = new Uint32Array(n)
+    for (let i = 0; i < n; i++) memoryCycle[i] = i
+    for (let i = n - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * i)
+      const x = memoryCycle[i]!
+      memoryCycle[i] = memoryCycle[j]!
+      memoryCycle[j] = x
+    }
+  }
+  const t = performance.now()
+  let at = memoryAt
+  for (let i = 0; i < MEMORY_READS; i++) at = memoryCycle[at]!
+  memoryAt = at
+  return ((performance.now() - t) * 1e6) / MEMORY_READS
+}
+
 const HELP = `Usage: bun bench/soak.ts [options]   (or: npm run bench:soak -- [options])
 
   --minutes N         length of the paced run (default 15)
@@ -368,6 +397,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
     let mainAt = readProcCpuSplitMs(srv.pid, srv.pid) ?? { user: 0, system: 0 }
     let ticksAt = readMachineTicks()
     let probeMin = Number.POSITIVE_INFINITY
+    let memoryMin = Number.POSITIVE_INFINITY
     let nextProbe = 0
     // Messages reaching the sink and webhook POSTs reaching the receiver per window: a rate
     // above the offered one is a backlog being caught up.
@@ -380,6 +410,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
     let inFlight = 0
     let done = 0
     const errorKinds = new Map<string, number>()
+    memoryProbeNs() // makes its 64 MiB cycle (about 0.4 s) before the clock starts
     const t0 = performance.now()
     const end = t0 + minutes * 60_000
     let due = 0
@@ -417,6 +448,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
       if (now >= nextProbe) {
         nextProbe = now + 1000
         probeMin = Math.min(probeMin, probeUs())
+        memoryMin = Math.min(memoryMin, memoryProbeNs())
       }
       if (now >= nextSample) {
         nextSample += SAMPLE_S * 1000
@@ -437,7 +469,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         const main = readProcCpuSplitMs(srv.pid, srv.pid) ?? mainAt
         const ticks = readMachineTicks()
         const pct = (ms: number) => (ms / (SAMPLE_S * 10)).toFixed(0)
-        const cpuText = `server CPU ${pct(cpu.user + cpu.system - cpuAt.user - cpuAt.system)} % (kernel ${pct(cpu.system - cpuAt.system)} %, main thread ${pct(main.user + main.system - mainAt.user - mainAt.system)} %)  machine ${(((ticks.busy - ticksAt.busy) / Math.max(1, ticks.total - ticksAt.total)) * 100 * machine.nproc).toFixed(0)} % (of ${machine.nproc * 100} %)  probe ${probeMin.toFixed(0)} µs`
+        const cpuText = `server CPU ${pct(cpu.user + cpu.system - cpuAt.user - cpuAt.system)} % (kernel ${pct(cpu.system - cpuAt.system)} %, main thread ${pct(main.user + main.system - mainAt.user - mainAt.system)} %)  machine ${(((ticks.busy - ticksAt.busy) / Math.max(1, ticks.total - ticksAt.total)) * 100 * machine.nproc).toFixed(0)} % (of ${machine.nproc * 100} %)  probe ${probeMin.toFixed(0)} µs, memory ${memoryMin.toFixed(0)} ns`
         const written = readProcWriteBytes(srv.pid) ?? writtenAt
         window = new Map()
         windowErrors = 0
@@ -451,6 +483,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         mainAt = main
         ticksAt = ticks
         probeMin = Number.POSITIVE_INFINITY
+        memoryMin = Number.POSITIVE_INFINITY
         sinkAt = atSink
         hooksAt = hooks
         writtenAt = written
@@ -530,7 +563,7 @@ ${markdownTable(head, rows)}
   one broadcast to ${fmtInt(BROADCAST_CONTACTS)} contacts at ${fmtInt(perMinute)} a minute. Mail goes through a loopback DNS server to a counting SMTP sink.
 - Peak: the same mix closed-loop with ${PROBE_CONCURRENCY} operations in flight for ${probeS} s just before; the run is open-loop at half of it
   (at most ${MAX_IN_FLIGHT} in flight; an operation due while that many are open counts as an error, "issued late").
-- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU (its kernel share and its main thread's), the whole machine's busy share (of ${machine.nproc} CPUs), a speed probe (the least time of a fixed loop in the load client, one try a second: it rises when the cores themselves are slower, not when they are busy), the messages reaching the sink and the webhook POSTs reaching the receiver a second (above the offered rate: a backlog caught up), the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
+- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU (its kernel share and its main thread's), the whole machine's busy share (of ${machine.nproc} CPUs), a speed probe (the least time of a fixed loop in the load client, one try a second: it rises when the cores themselves are slower, not when they are busy) and a memory probe (the least time, of one try a second, of a read that misses the caches: dependent reads through 64 MiB; it rises when a neighbour on the host takes the shared cache or memory bandwidth), the messages reaching the sink and the webhook POSTs reaching the receiver a second (above the offered rate: a backlog caught up), the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
   Flat (decision 82): a least-squares line over the second half moves by at most ${FLAT_SHARE * 100} % of the mean
   (or ${FLAT_FLOOR.rssMiB} MiB, ${FLAT_FLOOR.p99Ms} ms), or by no more than ${FLAT_SE_MULTIPLE} standard errors of its change: the change the scatter of the
   windows around the line makes by itself, so a change within it is not told apart from noise.

@@ -4,8 +4,7 @@ import type { broadcasts, broadcastVersions } from '../../db/schema/broadcasts'
 import type { Deps } from '../../deps'
 import { AppError, notFound } from '../../lib/errors'
 import { checkMessage, senderDomain, type SendInput } from '../messages/compose'
-import { buildMessage } from '../messages/mime'
-import { acceptMessages, newMessageId, returnPath, signingDomain, type PreparedMessage } from '../messages/service'
+import { acceptMessages, builtMessage, newMessageId, signingDomain, type PreparedMessage } from '../messages/service'
 import { spinTagAlternatives } from '../spin-tags/service'
 import { buildVariables, compileVersion, renderVersion, type CompiledVersion, type TemplateSource } from '../templates/engine'
 import { applyTracking, trackingUrl } from '../tracking/service'
@@ -179,21 +178,8 @@ export function prepareRecipientMessage(
   const checked = checkMessage(input)
   const fromDomain = senderDomain(checked)
   const domain = signingDomain(deps, fromDomain)
-  const messageIdHeader = `${id}@${fromDomain}`
   applyTracking(deps, checked, id, { opens: !!b.track_opens && !opts.test, clicks: !!b.track_clicks && !opts.test, unsubscribe })
-  return {
-    id,
-    raw: buildMessage(checked, { messageIdHeader, date: new Date(deps.clock.now()) }),
-    mailFrom: returnPath(id, domain, checked.from.address),
-    messageIdHeader,
-    fromAddress: checked.from.address,
-    subject: checked.subject,
-    tags: checked.tags,
-    recipients: checked.recipients,
-    domainId: domain?.id ?? null,
-    poolId: b.pool_id ?? domain?.pool_id ?? null,
-    template: content.template,
-  }
+  return { ...builtMessage(deps, checked, id, fromDomain, domain), poolId: b.pool_id ?? domain?.pool_id ?? null, template: content.template }
 }
 
 /** A placeholder contact for test sends and the archive copy (no contact of the audience). */

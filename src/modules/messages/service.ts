@@ -11,7 +11,7 @@ import { emitPrepared } from '../events/service'
 import { findSendingDomain } from '../sending-domains/service'
 import { checkRecipients, type SuppressionMatch } from '../suppressions/service'
 import { applyTracking, trackingChoice } from '../tracking/service'
-import { checkMessage, htmlNeedingText, senderDomain, type SendInput } from './compose'
+import { checkMessage, htmlNeedingText, senderDomain, type CheckedMessage, type SendInput } from './compose'
 import { beginIdempotent, type StoredResponse } from './idempotency'
 import { buildMessage } from './mime'
 
@@ -148,9 +148,30 @@ function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): PreparedMess
   const domain = signingDomain(deps, fromDomain)
   checkRouting(deps, ctx)
   const id = newMessageId()
-  const messageIdHeader = `${id}@${fromDomain}`
   const html = checked.html
   applyTracking(deps, checked, id, trackingChoice(input, [domain, ctx.bridge?.tracking]))
+  return {
+    ...builtMessage(deps, checked, id, fromDomain, domain),
+    poolId: ctx.poolId ?? domain?.pool_id ?? null,
+    template: input.template ?? null,
+    scheduledAt: input.scheduled_at ?? null,
+    sentHtml: checked.html !== html ? html : null,
+  }
+}
+
+/**
+ * A checked message (tracking applied) under its id: the MIME text, the return path and the
+ * fields its rows keep. Routing, template and schedule are the caller's (an API send, a
+ * broadcast recipient's copy).
+ */
+export function builtMessage(
+  deps: Deps,
+  checked: CheckedMessage,
+  id: string,
+  fromDomain: string,
+  domain: { id: number; return_path_host: string } | null,
+): Omit<PreparedMessage, 'poolId' | 'template'> {
+  const messageIdHeader = `${id}@${fromDomain}`
   return {
     id,
     raw: buildMessage(checked, { messageIdHeader, date: new Date(deps.clock.now()) }),
@@ -161,10 +182,6 @@ function prepare(deps: Deps, input: SendInput, ctx: AcceptContext): PreparedMess
     tags: checked.tags,
     recipients: checked.recipients,
     domainId: domain?.id ?? null,
-    poolId: ctx.poolId ?? domain?.pool_id ?? null,
-    template: input.template ?? null,
-    scheduledAt: input.scheduled_at ?? null,
-    sentHtml: checked.html !== html ? html : null,
   }
 }
 

@@ -22,7 +22,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import nodemailer from 'nodemailer'
 import { startDnsServer } from '../test/support/dns-server'
-import { fmtMiB, readMachineTicks, readProcCpuSplitMs, readProcMemory, readProcWriteBytes } from './support/proc'
+import { fmtMiB, readMachineTicks, readProcCpuSplitMs, readProcMemory, readProcWriteBytes, readRunQueueWaitMs } from './support/proc'
 import { codeRevision, fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
 import { ROOT, startMailroom, startServer, stopAll, type MailroomInstance } from './support/servers'
 
@@ -62,6 +62,12 @@ function probeUs(): number {
   for (let i = 0; i < 200_000; i++) x = (Math.imul(x, 1103515245) + 12345) | 0
   probeSink ^= x
   return (performance.now() - t) * 1000
+}
+
+/** A window's integer-loop tries: the least (a core's speed) and the median (also any time the CPU was taken away mid-try). */
+function probeText(tries: number[]): string {
+  const sorted = [...tries].sort((a, b) => a - b)
+  return `${(sorted[0] ?? 0).toFixed(0)} µs (median ${(sorted[Math.floor(sorted.length / 2)] ?? 0).toFixed(0)})`
 }
 
 /**
@@ -396,8 +402,11 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
     let cpuAt = readProcCpuSplitMs(srv.pid) ?? { user: 0, system: 0 }
     let mainAt = readProcCpuSplitMs(srv.pid, srv.pid) ?? { user: 0, system: 0 }
     let ticksAt = readMachineTicks()
-    let probeMin = Number.POSITIVE_INFINITY
+    let probeTries: number[] = []
     let memoryMin = Number.POSITIVE_INFINITY
+    // Time the server's main thread and the load client's waited for a CPU the guest gave to others.
+    let serverWaitAt = readRunQueueWaitMs(srv.pid, srv.pid) ?? 0
+    let clientWaitAt = readRunQueueWaitMs('self', 'self') ?? 0
     let nextProbe = 0
     // Messages reaching the sink and webhook POSTs reaching the receiver per window: a rate
     // above the offered one is a backlog being caught up.
@@ -447,7 +456,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
       }
       if (now >= nextProbe) {
         nextProbe = now + 1000
-        probeMin = Math.min(probeMin, probeUs())
+        probeTries.push(probeUs())
         memoryMin = Math.min(memoryMin, memoryProbeNs())
       }
       if (now >= nextSample) {
@@ -468,8 +477,10 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         const cpu = readProcCpuSplitMs(srv.pid) ?? cpuAt
         const main = readProcCpuSplitMs(srv.pid, srv.pid) ?? mainAt
         const ticks = readMachineTicks()
+        const serverWait = readRunQueueWaitMs(srv.pid, srv.pid) ?? serverWaitAt
+        const clientWait = readRunQueueWaitMs('self', 'self') ?? clientWaitAt
         const pct = (ms: number) => (ms / (SAMPLE_S * 10)).toFixed(0)
-        const cpuText = `server CPU ${pct(cpu.user + cpu.system - cpuAt.user - cpuAt.system)} % (kernel ${pct(cpu.system - cpuAt.system)} %, main thread ${pct(main.user + main.system - mainAt.user - mainAt.system)} %)  machine ${(((ticks.busy - ticksAt.busy) / Math.max(1, ticks.total - ticksAt.total)) * 100 * machine.nproc).toFixed(0)} % (of ${machine.nproc * 100} %)  probe ${probeMin.toFixed(0)} µs, memory ${memoryMin.toFixed(0)} ns`
+        const cpuText = `server CPU ${pct(cpu.user + cpu.system - cpuAt.user - cpuAt.system)} % (kernel ${pct(cpu.system - cpuAt.system)} %, main thread ${pct(main.user + main.system - mainAt.user - mainAt.system)} %)  machine ${(((ticks.busy - ticksAt.busy) / Math.max(1, ticks.total - ticksAt.total)) * 100 * machine.nproc).toFixed(0)} % (of ${machine.nproc * 100} %)  probe ${probeText(probeTries)}, memory ${memoryMin.toFixed(0)} ns  waited ${(serverWait - serverWaitAt).toFixed(0)} / ${(clientWait - clientWaitAt).toFixed(0)} ms`
         const written = readProcWriteBytes(srv.pid) ?? writtenAt
         window = new Map()
         windowErrors = 0
@@ -482,8 +493,10 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         cpuAt = cpu
         mainAt = main
         ticksAt = ticks
-        probeMin = Number.POSITIVE_INFINITY
+        probeTries = []
         memoryMin = Number.POSITIVE_INFINITY
+        serverWaitAt = serverWait
+        clientWaitAt = clientWait
         sinkAt = atSink
         hooksAt = hooks
         writtenAt = written
@@ -563,7 +576,7 @@ ${markdownTable(head, rows)}
   one broadcast to ${fmtInt(BROADCAST_CONTACTS)} contacts at ${fmtInt(perMinute)} a minute. Mail goes through a loopback DNS server to a counting SMTP sink.
 - Peak: the same mix closed-loop with ${PROBE_CONCURRENCY} operations in flight for ${probeS} s just before; the run is open-loop at half of it
   (at most ${MAX_IN_FLIGHT} in flight; an operation due while that many are open counts as an error, "issued late").
-- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU (its kernel share and its main thread's), the whole machine's busy share (of ${machine.nproc} CPUs), a speed probe (the least time of a fixed loop in the load client, one try a second: it rises when the cores themselves are slower, not when they are busy) and a memory probe (the least time, of one try a second, of a read that misses the caches: dependent reads through 64 MiB; it rises when a neighbour on the host takes the shared cache or memory bandwidth), the messages reaching the sink and the webhook POSTs reaching the receiver a second (above the offered rate: a backlog caught up), the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
+- Samples every ${SAMPLE_S} s: the server's RSS (/proc), the p99 of the operations finished in the window (client wall time); the progress lines also give each kind's p99, the server's CPU (its kernel share and its main thread's), the whole machine's busy share (of ${machine.nproc} CPUs), a speed probe (the least and the median time of a fixed loop in the load client, one try a second: the least rises when the cores themselves are slower, not when they are busy) and a memory probe (the least time, of one try a second, of a read that misses the caches: dependent reads through 64 MiB; it rises when a neighbour on the host takes the shared cache or memory bandwidth), the time the server's main thread and the load client waited runnable for a CPU (schedstat), the messages reaching the sink and the webhook POSTs reaching the receiver a second (above the offered rate: a backlog caught up), the bytes it wrote to storage per operation (/proc/PID/io) and the sizes of the database and its WAL.
   Flat (decision 82): a least-squares line over the second half moves by at most ${FLAT_SHARE * 100} % of the mean
   (or ${FLAT_FLOOR.rssMiB} MiB, ${FLAT_FLOOR.p99Ms} ms), or by no more than ${FLAT_SE_MULTIPLE} standard errors of its change: the change the scatter of the
   windows around the line makes by itself, so a change within it is not told apart from noise.

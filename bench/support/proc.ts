@@ -108,6 +108,16 @@ export function readProcCpuSplitMs(pid: number | 'self', tid?: number): { user: 
   return { user: (Number(fields[11]) * 1000) / CLOCK_TICKS_PER_S, system: (Number(fields[12]) * 1000) / CLOCK_TICKS_PER_S }
 }
 
+/**
+ * A thread's time waiting to run: runnable, but the (guest's) scheduler gave its CPU to
+ * something else (the second field of /proc/<pid>/task/<tid>/schedstat, in ns), in ms. Time
+ * the hypervisor takes the virtual CPU away is not in it: the guest does not see that.
+ */
+export function readRunQueueWaitMs(pid: number | 'self', tid: number | 'self'): number | null {
+  const text = procFile(pid, tid === 'self' ? 'schedstat' : `task/${tid}/schedstat`)
+  return text === null ? null : Number(text.split(' ')[1]) / 1e6
+}
+
 /** Busy and total jiffies of the whole machine (all CPUs, /proc/stat), for the share of it in use between two readings. */
 export function readMachineTicks(): { busy: number; total: number } {
   const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!

@@ -121,8 +121,8 @@ export interface Sample {
   errors: number
 }
 
-/** Least-squares slope and intercept of y over x, with the means and x's sum of squared deviations it used. */
-export function linearFit(xs: number[], ys: number[]): { slope: number; intercept: number; meanX: number; meanY: number; sxx: number } {
+/** Least-squares slope and intercept of y over x, with y's mean and x's sum of squared deviations it used. */
+export function linearFit(xs: number[], ys: number[]): { slope: number; intercept: number; meanY: number; sxx: number } {
   const n = xs.length
   const meanX = n ? xs.reduce((a, b) => a + b, 0) / n : 0
   const meanY = n ? ys.reduce((a, b) => a + b, 0) / n : 0
@@ -133,7 +133,7 @@ export function linearFit(xs: number[], ys: number[]): { slope: number; intercep
     sxx += (xs[i]! - meanX) ** 2
   }
   const slope = sxx === 0 ? 0 : num / sxx
-  return { slope, intercept: meanY - slope * meanX, meanX, meanY, sxx }
+  return { slope, intercept: meanY - slope * meanX, meanY, sxx }
 }
 
 function quantile(sorted: number[], q: number): number {

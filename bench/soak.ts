@@ -33,10 +33,10 @@ const SAMPLE_S = 10
 const MAX_IN_FLIGHT = 256
 const PROBE_CONCURRENCY = 32
 const BROADCAST_CONTACTS = 3000
-/** A series is flat when the fitted line moves it by at most this share of its mean (or the absolute floor) over the second half. */
+/** A series has a trend when the fitted line moves it over the second half by more than this share of its mean (or the absolute floor)... */
 const FLAT_SHARE = 0.1
 const FLAT_FLOOR = { rssMiB: 8, p99Ms: 5 }
-/** ...and by more than this many standard errors of the change (about a 5 % chance for a series with no trend; decision 82). */
+/** ...and by more than this many standard errors of that change (about a 5 % chance for a series with no trend; decision 82). */
 const FLAT_SE_MULTIPLE = 2
 /** A file's size in MiB for the progress lines ("-" when it is not there). */
 const fileMiB = (dir: string, name: string) => {
@@ -406,7 +406,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
     let memoryMin = Number.POSITIVE_INFINITY
     // Time the server's main thread and the load client's waited for a CPU the guest gave to others.
     let serverWaitAt = readRunQueueWaitMs(srv.pid, srv.pid) ?? 0
-    let clientWaitAt = readRunQueueWaitMs('self', 'self') ?? 0
+    let clientWaitAt = readRunQueueWaitMs('self') ?? 0
     let nextProbe = 0
     // Messages reaching the sink and webhook POSTs reaching the receiver per window: a rate
     // above the offered one is a backlog being caught up.
@@ -478,7 +478,7 @@ export async function run(argv: string[], command = 'bun bench/soak.ts'): Promis
         const main = readProcCpuSplitMs(srv.pid, srv.pid) ?? mainAt
         const ticks = readMachineTicks()
         const serverWait = readRunQueueWaitMs(srv.pid, srv.pid) ?? serverWaitAt
-        const clientWait = readRunQueueWaitMs('self', 'self') ?? clientWaitAt
+        const clientWait = readRunQueueWaitMs('self') ?? clientWaitAt
         const pct = (ms: number) => (ms / (SAMPLE_S * 10)).toFixed(0)
         const cpuText = `server CPU ${pct(cpu.user + cpu.system - cpuAt.user - cpuAt.system)} % (kernel ${pct(cpu.system - cpuAt.system)} %, main thread ${pct(main.user + main.system - mainAt.user - mainAt.system)} %)  machine ${(((ticks.busy - ticksAt.busy) / Math.max(1, ticks.total - ticksAt.total)) * 100 * machine.nproc).toFixed(0)} % (of ${machine.nproc * 100} %)  probe ${probeText(probeTries)}, memory ${memoryMin.toFixed(0)} ns  waited ${(serverWait - serverWaitAt).toFixed(0)} / ${(clientWait - clientWaitAt).toFixed(0)} ms`
         const written = readProcWriteBytes(srv.pid) ?? writtenAt

@@ -110,11 +110,12 @@ export function readProcCpuSplitMs(pid: number | 'self', tid?: number): { user: 
 
 /**
  * A thread's time waiting to run: runnable, but the (guest's) scheduler gave its CPU to
- * something else (the second field of /proc/<pid>/task/<tid>/schedstat, in ns), in ms. Time
- * the hypervisor takes the virtual CPU away is not in it: the guest does not see that.
+ * something else (the second field of schedstat, in ns), in ms; without `tid`, the main
+ * thread's (/proc/<pid>/schedstat). Time the hypervisor takes the virtual CPU away is not in
+ * it: the guest does not see that.
  */
-export function readRunQueueWaitMs(pid: number | 'self', tid: number | 'self'): number | null {
-  const text = procFile(pid, tid === 'self' ? 'schedstat' : `task/${tid}/schedstat`)
+export function readRunQueueWaitMs(pid: number | 'self', tid?: number): number | null {
+  const text = procFile(pid, tid === undefined ? 'schedstat' : `task/${tid}/schedstat`)
   return text === null ? null : Number(text.split(' ')[1]) / 1e6
 }
 

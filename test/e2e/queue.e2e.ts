@@ -41,20 +41,26 @@ test(
     expect((await send('ratelimit@gmail.com')).status).toBe(202)
     for (const to of ['ann@example.net', 'bob@example.net', 'cy@example.net']) expect((await send(to)).status).toBe(202)
     await until('the sink took three messages and refused the Gmail one', () => mc.sink.messages.length === 3 && mc.sink.refused.length === 1)
-    // The sink counts the refusal before the engine records it: wait for the engine's state.
+    // The sink counts the refusal before the engine records it, and the engine throttles the
+    // pair before the recipient's deferral commits: wait for the page's data to show both.
     let queue = (await mc.call('GET', '/api/v2/queue')).body.data
-    while (!queue.pairs.some((p: { state: string }) => p.state === 'throttled')) {
-      await Bun.sleep(50)
-      queue = (await mc.call('GET', '/api/v2/queue')).body.data
+    const queueShows = async (what: string, check: () => boolean) => {
+      const end = Date.now() + 20_000
+      while (!check()) {
+        if (Date.now() > end) throw new Error(`gave up waiting for the queue to show ${what}: ${JSON.stringify(queue)}`)
+        await Bun.sleep(50)
+        queue = (await mc.call('GET', '/api/v2/queue')).body.data
+      }
     }
+    const provider = (name: string) => queue.providers.find((p: { provider: string }) => p.provider === name)
+    await queueShows(
+      'Gmail throttled with one deferred recipient',
+      () => queue.pairs.some((p: { state: string }) => p.state === 'throttled') && provider('gmail')?.deferred === 1,
+    )
     expect(queue.pairs).toContainEqual(expect.objectContaining({ provider: 'gmail', ip: '127.0.0.1', state: 'throttled' }))
     expect(queue.providers).toContainEqual(expect.objectContaining({ provider: 'gmail', deferred: 1 }))
     // The sink offers STARTTLS: every delivery to example.net went over TLS, once the statistics rollup has counted them.
-    const counted = () => queue.providers.find((p: { provider: string }) => p.provider === 'mx:example.net')?.sent_24h === 3
-    while (!counted()) {
-      await Bun.sleep(50)
-      queue = (await mc.call('GET', '/api/v2/queue')).body.data
-    }
+    await queueShows('three messages sent to example.net', () => provider('mx:example.net')?.sent_24h === 3)
     expect(queue.providers).toContainEqual(expect.objectContaining({ provider: 'mx:example.net', sent_24h: 3, tls_share: 1 }))
 
     const { page, close } = await mc.signedIn()

@@ -6,7 +6,14 @@
  * and the deliverability doctor (which checks a sending domain's own policy), so both judge
  * a policy the same way.
  */
-import { getPolicy, validateMx } from 'mailauth/lib/mta-sts'
+type MailauthSts = typeof import('mailauth/lib/mta-sts')
+
+// Loaded with the first lookup, not with the server: mailauth and what it brings (tldts,
+// undici, joi) hold about 14 MiB that a server which never delivers directly or never runs
+// the doctor does not need (docs/benchmarks.md, issue 18, thirteenth round).
+let sts: MailauthSts | undefined
+let stsLoading: Promise<MailauthSts> | undefined
+const loadSts = () => (stsLoading ??= import('mailauth/lib/mta-sts').then((m) => (sts = m)))
 
 export type StsMode = 'enforce' | 'testing' | 'none'
 
@@ -37,8 +44,9 @@ export type StsResolve = (name: string, type: string) => Promise<unknown>
 
 /** Looks up and fetches the policy of `domain`; `known` is the `raw` of the previous lookup (or null). Never throws. */
 export async function lookupStsPolicy(domain: string, known: unknown, opts: { resolve: StsResolve; timeoutMs: number }): Promise<StsLookup> {
-  let result: Awaited<ReturnType<typeof getPolicy>>
+  let result: Awaited<ReturnType<MailauthSts['getPolicy']>>
   try {
+    const { getPolicy } = await loadSts()
     // strict: RFC 8461 as written (text/plain, exact syntax, no expired policy reused).
     result = await getPolicy(domain, (known ?? null) as never, { resolver: opts.resolve as never, timeout: opts.timeoutMs, strict: true })
   } catch (e) {
@@ -51,7 +59,11 @@ export async function lookupStsPolicy(domain: string, known: unknown, opts: { re
   return { status, policy, error, raw: result.policy }
 }
 
-/** True when an MX host name matches one of the policy's mx patterns (RFC 8461 section 4.1: exact, or "*." for one left-most label). */
+/**
+ * True when an MX host name matches one of the policy's mx patterns (RFC 8461 section 4.1: exact, or "*." for one left-most label).
+ * A policy comes only from lookupStsPolicy, which has loaded mailauth by then.
+ */
 export function stsMxAllowed(policy: { mode: StsMode; mx: string[] }, mx: string): boolean {
-  return validateMx(mx, { mode: policy.mode, mx: policy.mx } as never).valid
+  if (!sts) throw new Error('stsMxAllowed: no MTA-STS policy has been looked up yet')
+  return sts.validateMx(mx, { mode: policy.mode, mx: policy.mx } as never).valid
 }

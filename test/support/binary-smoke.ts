@@ -305,6 +305,15 @@ export async function smokeTestBinary(binaryPath: string, options: SmokeOptions 
     check(dkim.results[0]?.status?.result === 'pass', `the delivered message's DKIM signature did not verify: ${JSON.stringify(dkim.results)}`)
     log('ok: a send is delivered over SMTP with its text part and DKIM signature made on worker threads')
 
+    // The Resend read parses the stored message with mailparser, which the server loads only then.
+    const read = await request(`${base}/compat/resend/emails/${sent.id}`, { headers: { authorization: `Bearer ${key}` } })
+    const readBody = (await read.json().catch(() => null)) as { subject?: string; html?: string } | null
+    check(
+      read.ok && readBody?.subject === 'Smoke' && readBody.html?.includes('worker'),
+      `GET /compat/resend/emails/${sent.id}: HTTP ${read.status} ${JSON.stringify(readBody)}`,
+    )
+    log('ok: the sent message read back in the Resend format (mailparser, loaded on first use)')
+
     // A contact import reads its rows on a worker thread (an entrypoint of the build too).
     const list = await api('POST', '/api/v2/lists', { name: 'Smoke' })
     const upload = await request(`${base}/api/v2/imports?list_id=${list.id}`, {

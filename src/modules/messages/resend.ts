@@ -1,6 +1,5 @@
 import { unpackMessage } from '../../lib/stored-message'
 import { Elysia, t } from 'elysia'
-import { simpleParser } from 'mailparser'
 import addressparser from 'nodemailer/lib/addressparser'
 import { preparedFor } from '../../db/prepared'
 import type { Deps } from '../../deps'
@@ -187,6 +186,8 @@ async function resendView(deps: Deps, id: string) {
   const m = getMessage(deps, id)
   const stored = storedOf(deps.db).get(id)!
   const raw = unpackMessage(stored.raw)
+  // Loaded with the first such read, not with the server: mailparser is about 12 MiB (issue 18).
+  const { simpleParser } = await import('mailparser')
   const parsed = await simpleParser(raw)
   // mailparser derives a text body from the HTML when there is none; Resend answers null then.
   const hasTextPart = /^content-type:\s*text\/plain/im.test(raw.toString('latin1'))

@@ -11,7 +11,6 @@
  * of (org, report id), a bounce of an already bounced recipient changes nothing, a complaint
  * is recorded once per message and recipient).
  */
-import { ImapFlow } from 'imapflow'
 import type { Deps } from '../../deps'
 import { dueImapAccounts, recordPoll, type ImapAccount } from '../../modules/feedback-loops/service'
 import { serverSecret } from '../../modules/system/secrets'
@@ -39,6 +38,8 @@ export interface PollerOptions {
 export async function pollImapAccount(deps: Deps, account: ImapAccount, options: PollerOptions = {}): Promise<PollResult> {
   const secret = serverSecret(deps, 'return-path')
   const timeout = options.timeoutMs ?? 30_000
+  // Loaded with the first poll, not with the server: imapflow is about 12 MiB that a server without IMAP accounts does not need (issue 18).
+  const { ImapFlow } = await import('imapflow')
   const client = new ImapFlow({
     host: account.host,
     port: account.port,

@@ -3,7 +3,7 @@
  * parser for the header-like field blocks of RFC 3464 and RFC 5965 report parts, and
  * address/Message-ID extraction. Pure: no I/O besides parsing the buffer given.
  */
-import { simpleParser, type Attachment, type ParsedMail } from 'mailparser'
+import type { Attachment, ParsedMail } from 'mailparser'
 import { parseReturnPathToken, tokenFromAddress } from '../../lib/return-path-token'
 
 export type { Attachment, ParsedMail }
@@ -24,7 +24,9 @@ const MAX_FIELDS = 2000
  * come back as buffers; message/rfc822 parts are not descended into, so a message nested in
  * a message nested in ... is one opaque attachment (no recursion to exhaust).
  */
-export function parseMail(raw: Buffer): Promise<ParsedMail> {
+export async function parseMail(raw: Buffer): Promise<ParsedMail> {
+  // Loaded with the first report, not with the server: mailparser is about 12 MiB (issue 18).
+  const { simpleParser } = await import('mailparser')
   return simpleParser(raw, {
     // Keep message/delivery-status as an attachment instead of folding it into the text.
     keepDeliveryStatus: true,

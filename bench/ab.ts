@@ -24,7 +24,7 @@ import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ACCEPT_BODY, acceptServerOptions } from './accept'
-import { deliveryServerOptions, sendAll, startBenchDns, startSilentMx, startSink, waitUntil } from './delivery'
+import { deliveryServerOptions, sendAll, startBenchDns, startSilentMx, waitUntil } from './delivery'
 import { readProcCpuMs, waitUntilIdle } from './support/proc'
 import { fmtInt, fmtMs, median } from './support/report'
 import * as here from './support/servers'
@@ -123,7 +123,7 @@ process.exit(0)
 /** Delivered messages a second and the server's CPU per message, each side in turn; the medians and their ratios. */
 async function deliveryAB(messages: number): Promise<number> {
   const dns = await startBenchDns()
-  const sink = await startSink()
+  const sink = await here.startCountingSink()
   const options = deliveryServerOptions(sink.smtpPort, dns.server, false)
   const servers = { base: await there.startMailroom('base', options), change: await here.startMailroom('change', forChange(options)) }
   const runs: Record<'base' | 'change', Array<{ rate: number; cpuMs: number }>> = { base: [], change: [] }

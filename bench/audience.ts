@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Database } from 'bun:sqlite'
+import { positiveInt } from './support/args'
 import { SEGMENT_MIN_SEATS, writeAudienceCsv, type AudienceStats } from './support/audience-data'
 import { IMPORT_BATCH_ROWS, IMPORT_CACHE_KIB, IMPORT_WAL_AUTOCHECKPOINT } from '../src/modules/imports/runner'
 import type { LimitReport } from './support/audience-limit'
@@ -50,12 +51,6 @@ const HELP = `Usage: bun bench/audience.ts [options]   (or: npm run bench -- aud
   --keep              keep the CSV directory and the server's data directory (paths printed)
   --dry-run           print the results without rewriting docs/benchmarks.md
 `
-
-function positiveInt(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new Error(`--${name} takes a whole number of at least 1, not "${value}"`)
-  return Number(value)
-}
 
 interface Answer {
   status: number

@@ -26,10 +26,20 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { buildBinary } from '../scripts/build'
 import { startDnsServer, type Zones } from '../test/support/dns-server'
+import { positiveInt } from './support/args'
 import { writeAudienceCsv } from './support/audience-data'
 import { fmtMiB, readProcCpuMs, readProcMemory, resetPeakMemory, sampleMemory } from './support/proc'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
-import { mailroomEnv, startMailroom, startServer, stopAll, type MailroomInstance, type ServerProcess } from './support/servers'
+import {
+  mailroomEnv,
+  startCountingSink,
+  startMailroom,
+  startServer,
+  stopAll,
+  type CountingSink,
+  type MailroomInstance,
+  type ServerProcess,
+} from './support/servers'
 
 const AIMS = { rowsS: 60, firstS: 5, peakMB: 300, rateShare: 0.9 }
 /** The generated audience's domains (bench/support/audience-data.ts); each gets an MX at the sink. */
@@ -55,41 +65,6 @@ const HELP = `Usage: bun bench/broadcast.ts [options]   (or: npm run bench -- br
 
 /** About 5 KB of HTML, as in bench/delivery.ts; the broadcast adds a greeting with a merge tag. */
 const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(55)}</body></html>`
-
-function positiveInt(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new Error(`--${name} takes a whole number of at least 1, not "${value}"`)
-  return Number(value)
-}
-
-interface SinkCount {
-  messages: number
-  recipients: number
-  /** Wall-clock ms of the first / last message since the last reset. */
-  first_at: number | null
-  last_at: number | null
-}
-
-interface Sink extends ServerProcess {
-  smtpPort: number
-  count(): Promise<SinkCount>
-  reset(): Promise<void>
-}
-
-async function startSink(): Promise<Sink> {
-  const s = await startServer('sink', ['bench/support/counting-sink.ts'], { pattern: /listening on (http:\/\/\S+ smtp=\d+)/ })
-  const [httpUrl, smtp] = s.url.split(' smtp=') as [string, string]
-  return {
-    ...s,
-    smtpPort: Number(smtp),
-    async count() {
-      return (await (await fetch(httpUrl)).json()) as SinkCount
-    },
-    async reset() {
-      await (await fetch(httpUrl, { method: 'POST' })).arrayBuffer()
-    },
-  }
-}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
@@ -177,7 +152,7 @@ async function transactional(
   call: ReturnType<typeof apiClient>,
   url: string,
   key: string,
-  sink: Sink,
+  sink: CountingSink,
   n: number,
   concurrency: number,
 ): Promise<TransactionalRun> {
@@ -225,7 +200,7 @@ interface BroadcastRun {
 
 async function broadcast(
   call: ReturnType<typeof apiClient>,
-  sink: Sink,
+  sink: CountingSink,
   listId: number,
   n: number,
   timeoutS: number,
@@ -325,7 +300,7 @@ export async function run(argv: string[], command = 'bun bench/broadcast.ts'): P
   // The executable users run: its bundle holds less memory than the source transpiled at start.
   if (!values.source && !process.env.BENCH_BINARY) process.env.BENCH_BINARY = (await buildBinary(join(work, 'mailroom'))).outfile
   const dns = await startDnsServer({ ttl: 60, zones })
-  const sink = await startSink()
+  const sink = await startCountingSink()
   let first: MailroomInstance | null = null
   let server: ServerProcess | null = null
   try {

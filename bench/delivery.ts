@@ -25,7 +25,7 @@ import { startDnsServer, type DnsServer } from '../test/support/dns-server'
 import { POSTFIX_INSTALL_HINT, postfixAvailable, runPostfix, type PostfixRun } from './peers'
 import { fmtMiB, readProcCpuMs, readProcMemory } from './support/proc'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
-import { startMailroom, startServer, stopAll, type MailroomInstance, type ServerProcess } from './support/servers'
+import { startCountingSink, startMailroom, stopAll, type CountingSink, type MailroomInstance } from './support/servers'
 
 const AIM_DKIM_PER_S = 2000
 /** Issue 18's aims, as ratios in the same run. */
@@ -54,24 +54,6 @@ const HELP = `Usage: bun bench/delivery.ts [options]   (or: npm run bench -- del
 
 /** About 5 KB of HTML, the same for every message. */
 const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(55)}</body></html>`
-
-export interface Sink extends ServerProcess {
-  smtpPort: number
-  count(): Promise<{ messages: number; recipients: number }>
-}
-
-export async function startSink(): Promise<Sink> {
-  // The sink prints "listening on http://HOST:PORT smtp=PORT"; startServer keeps the whole match.
-  const s = await startServer('sink', ['bench/support/counting-sink.ts'], { pattern: /listening on (http:\/\/\S+ smtp=\d+)/ })
-  const [httpUrl, smtp] = s.url.split(' smtp=') as [string, string]
-  return {
-    ...s,
-    smtpPort: Number(smtp),
-    async count() {
-      return (await (await fetch(httpUrl)).json()) as { messages: number; recipients: number }
-    },
-  }
-}
 
 export async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs
@@ -105,7 +87,7 @@ function cpuMeter(sinkPid: number, serverPid: number | null) {
 }
 
 /** The practical limit: nodemailer's pooled SMTP client sending prebuilt messages straight to the sink. */
-async function plainClient(sink: Sink, n: number, raw: string, warmup: number): Promise<{ s: number; cpu: CpuShare }> {
+async function plainClient(sink: CountingSink, n: number, raw: string, warmup: number): Promise<{ s: number; cpu: CpuShare }> {
   const transport = nodemailer.createTransport({
     pool: true,
     host: '127.0.0.1',
@@ -293,7 +275,7 @@ export function startBenchDns(): Promise<DnsServer> {
   })
 }
 
-async function mailroomRun(sink: Sink, dns: DnsServer, n: number, concurrency: number, dkim: boolean, warmup: number): Promise<MailroomRun> {
+async function mailroomRun(sink: CountingSink, dns: DnsServer, n: number, concurrency: number, dkim: boolean, warmup: number): Promise<MailroomRun> {
   const server = await startMailroom(dkim ? 'mailroom-dkim' : 'mailroom-unsigned', deliveryServerOptions(sink.smtpPort, dns.server, dkim))
   try {
     if (dkim) await verifyDomain(server, dns)
@@ -348,7 +330,7 @@ export async function run(argv: string[], command: string): Promise<number> {
       await dns.close()
     }
   }
-  const sink = await startSink()
+  const sink = await startCountingSink()
   try {
     const sample = await nodemailer
       .createTransport({ streamTransport: true, buffer: true })

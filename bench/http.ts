@@ -17,6 +17,7 @@
  * docs/benchmarks.md alone.
  */
 import { parseArgs } from 'node:util'
+import { positiveInt } from './support/args'
 import { BENCHMARKS_DOC, fmtInt, fmtMs, machineInfo, markdownTable, median, textTable, writeDocSection, type MachineInfo } from './support/report'
 import { startBare, startElysia, startMailroom, stopAll, type MailroomInstance, type ServerProcess } from './support/servers'
 import { findWrk, runWrk, WRK_INSTALL_HINT, wrkVersion, type WrkResult, type WrkSettings } from './support/wrk'
@@ -60,12 +61,6 @@ const HELP = `Usage: bun bench/http.ts [options]   (or: npm run bench -- http [o
                     doc section (the headline section is left as it is)
   --dry-run         print the results without rewriting docs/benchmarks.md
 `
-
-function positiveInt(name: string, value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new Error(`--${name} takes a whole number of at least 1, not "${value}"`)
-  return Number(value)
-}
 
 /** Sends one request and checks its status (and envelope) before any load is applied. */
 async function preflight(t: Target): Promise<void> {

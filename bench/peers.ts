@@ -16,8 +16,8 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
+import { freePort } from './support/servers'
 
 export const POSTFIX_INSTALL_HINT = `Postfix is not installed, so the Postfix row says "not installed". To include it (Debian):
   echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
@@ -31,14 +31,6 @@ export function postfixAvailable(): { ok: true } | { ok: false; why: string } {
   if (!existsSync(BINARIES.postfix) || !existsSync(BINARIES.smtpSource) || !existsSync(BINARIES.master)) return { ok: false, why: 'not installed' }
   if (process.getuid?.() !== 0) return { ok: false, why: 'needs root (Postfix starts as root, then drops to the postfix user)' }
   return { ok: true }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as AddressInfo).port
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
 }
 
 /**

@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util'
 import nodemailer from 'nodemailer'
 import { startDnsServer } from '../test/support/dns-server'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
-import { startMailroom, startServer, stopAll, type MailroomInstance } from './support/servers'
+import { freePort, startMailroom, startServer, stopAll, type MailroomInstance } from './support/servers'
 
 const AIM_SHARE = 0.5
 const DOMAIN = 'bench.example'
@@ -30,15 +30,6 @@ const HELP = `Usage: bun bench/smtp.ts [options]   (or: npm run bench -- smtp [o
 
 /** About 5 KB of HTML, as in the delivery benchmark. */
 const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(55)}</body></html>`
-
-/** A port free right now (the kernel's pick), for a server whose port is set by flag. */
-async function freePort(): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const port = (probe.address() as { port: number }).port
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
-  return port
-}
 
 interface Target {
   port: number

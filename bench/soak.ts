@@ -17,14 +17,13 @@
  * (CHROMIUM_PATH, default /usr/bin/chromium); without Chromium the SVG is written instead.
  */
 import { readFileSync, statSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import nodemailer from 'nodemailer'
 import { startDnsServer } from '../test/support/dns-server'
 import { fmtMiB, readMachineTicks, readProcCpuSplitMs, readProcMemory, readProcWriteBytes, readRunQueueWaitMs } from './support/proc'
 import { codeRevision, fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
-import { ROOT, startMailroom, startServer, stopAll, type MailroomInstance } from './support/servers'
+import { freePort, ROOT, startMailroom, startServer, stopAll, type MailroomInstance } from './support/servers'
 
 const DOMAIN = 'soak.test'
 const HOSTNAME = 'mail.soak.test'
@@ -139,14 +138,6 @@ export function linearFit(xs: number[], ys: number[]): { slope: number; intercep
 function quantile(sorted: number[], q: number): number {
   if (!sorted.length) return 0
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const port = (probe.address() as { port: number }).port
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
-  return port
 }
 
 async function api(server: MailroomInstance, method: string, path: string, body?: unknown): Promise<any> {

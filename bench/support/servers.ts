@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 
@@ -209,4 +210,45 @@ export function startElysia(): Promise<ServerProcess> {
 /** The bare Bun.serve hello-world (bench/support/bare-server.ts). */
 export function startBare(): Promise<ServerProcess> {
   return startServer('bare', [join(ROOT, 'bench', 'support', 'bare-server.ts')], { pattern: /listening on (http:\/\/\S+)/ })
+}
+
+/** A port free right now (the kernel's pick), for a server whose port is set by flag. */
+export async function freePort(): Promise<number> {
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const port = (probe.address() as AddressInfo).port
+  await new Promise<void>((resolve) => probe.close(() => resolve()))
+  return port
+}
+
+/** What the counting sink (bench/support/counting-sink.ts) has taken since its last reset. */
+export interface SinkCount {
+  messages: number
+  recipients: number
+  /** Wall-clock ms of the first / last message since the last reset. */
+  first_at: number | null
+  last_at: number | null
+}
+
+export interface CountingSink extends ServerProcess {
+  smtpPort: number
+  count(): Promise<SinkCount>
+  reset(): Promise<void>
+}
+
+/** The counting SMTP sink in its own process: an MX that takes every message and counts it. */
+export async function startCountingSink(): Promise<CountingSink> {
+  // The sink prints "listening on http://HOST:PORT smtp=PORT"; startServer keeps the whole match.
+  const s = await startServer('sink', ['bench/support/counting-sink.ts'], { pattern: /listening on (http:\/\/\S+ smtp=\d+)/ })
+  const [httpUrl, smtp] = s.url.split(' smtp=') as [string, string]
+  return {
+    ...s,
+    smtpPort: Number(smtp),
+    async count() {
+      return (await (await fetch(httpUrl)).json()) as SinkCount
+    },
+    async reset() {
+      await (await fetch(httpUrl, { method: 'POST' })).arrayBuffer()
+    },
+  }
 }

@@ -66,7 +66,7 @@ function probeUs(): number {
 /** A window's integer-loop tries: the least (a core's speed) and the median (also any time the CPU was taken away mid-try). */
 function probeText(tries: number[]): string {
   const sorted = [...tries].sort((a, b) => a - b)
-  return `${(sorted[0] ?? 0).toFixed(0)} µs (median ${(sorted[Math.floor(sorted.length / 2)] ?? 0).toFixed(0)})`
+  return `${quantile(sorted, 0).toFixed(0)} µs (median ${quantile(sorted, 0.5).toFixed(0)})`
 }
 
 /**

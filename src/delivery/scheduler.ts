@@ -237,6 +237,11 @@ export function createDeliveryEngine(deps: Deps, parts: EngineParts) {
         await parts.commits.run(() => {
           for (const r of held) st.postpone.run(at, deps.clock.now(), r.id)
         })
+        // Postponed behind a busy pair: the shaper may pull them forward when the pair proves faster.
+        if (choice.kind === 'wait' && choice.line) {
+          const ids = held.map((r) => r.id)
+          parts.shaper.lineUp(choice.line, ids, at)
+        }
       }
       if (choice.kind === 'wait') return
       deliverable = deliverable.slice(0, choice.admit)

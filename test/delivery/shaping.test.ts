@@ -14,6 +14,7 @@ import { fixture, TOKENS } from '../smtp/reports/support'
 import { testApp } from '../support/app'
 import { startDnsServer, type DnsServer } from '../support/dns-server'
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink'
+import { until } from '../support/server-process'
 
 /**
  * Traffic shaping, warm-up and auto-pause through real sockets: the engine with its shaper
@@ -170,22 +171,41 @@ describe('traffic shaping', () => {
     const ids: string[] = []
     for (let i = 0; i < 3 * WAIT_DEPTH; i++) ids.push(await t.send(`d${i}@example.net`))
     const start = t.deps.clock.now()
-    await t.engine.drain()
-    const rows = ids.map((id) => t.row(id))
-    // One in flight and WAIT_DEPTH waiting went; the others come back from a second on, WAIT_DEPTH a second,
-    // each second's together at its end (one claim and one postponing transaction for them all).
-    expect(rows.filter((r) => r.state === 'sent')).toHaveLength(1 + WAIT_DEPTH)
-    const postponed = rows.filter((r) => r.state !== 'sent')
-    expect(postponed).toEqual(postponed.map(() => expect.objectContaining({ attempts: 0 })))
-    const times = postponed.map((r) => r.next_attempt_at!).sort((a, b) => a - b)
+    // The destination holds its replies: the pair's one delivery stays in progress.
+    const release = sink.hold()
+    const drained = t.engine.drain()
+    const postponed = () => ids.map((id) => t.row(id)).filter((r) => r.state === 'deferred')
+    await until('the jobs beyond the waiting room are postponed', () => postponed().length === 3 * WAIT_DEPTH - 1 - WAIT_DEPTH)
+    // One in flight and WAIT_DEPTH waiting in memory; the others come back from a second on,
+    // WAIT_DEPTH a second, each second's together at its end (one claim and one postponing
+    // transaction for them all).
+    expect(postponed()).toEqual(postponed().map(() => expect.objectContaining({ attempts: 0 })))
+    const times = postponed()
+      .map((r) => r.next_attempt_at!)
+      .sort((a, b) => a - b)
     expect(times).toEqual(times.map((_, k) => Math.ceil((start + 1000 + (k * 1000) / WAIT_DEPTH) / 1000) * 1000))
     expect(new Set(times).size).toBeLessThan(times.length)
-    t.deps.clock.advance(1000)
-    while (ids.some((id) => t.row(id).state !== 'sent')) {
-      await t.engine.drain()
-      t.deps.clock.advance(1000)
-    }
+    release()
+    await drained
+    // Once the pair had a free connection and nobody waiting, its line was pulled forward: all
+    // delivered in the same drain with the clock standing still, each in one attempt.
+    expect(ids.map((id) => t.row(id))).toEqual(ids.map(() => expect.objectContaining({ state: 'sent', attempts: 1 })))
     expect(sink.messages).toHaveLength(3 * WAIT_DEPTH)
+    await t.close()
+  })
+
+  test('a cold burst to one destination is not held to the line it was written in: the line follows the pair', async () => {
+    const t = await setup({ shaping_limits: { other: { connections: 2 } } })
+    const ids: string[] = []
+    // Forty seconds of the line's first pace (WAIT_DEPTH a connection a second).
+    for (let i = 0; i < 2 + 2 * WAIT_DEPTH * 41; i++) ids.push(await t.send(`b${i}@example.net`))
+    const start = t.deps.clock.now()
+    // The first (and only) drain, with the clock standing still: without the pull every job
+    // postponed into the line would still be deferred a second or more ahead.
+    await t.engine.drain()
+    expect(t.deps.clock.now()).toBe(start)
+    expect(ids.map((id) => t.row(id))).toEqual(ids.map(() => expect.objectContaining({ state: 'sent', attempts: 1 })))
+    expect(sink.messages).toHaveLength(ids.length)
     await t.close()
   })
 
@@ -196,12 +216,15 @@ describe('traffic shaping', () => {
     // 1 in flight, WAIT_DEPTH waiting, and five seconds' worth (WAIT_DEPTH a second) more than the line holds, postponed.
     for (let i = 0; i < 1 + WAIT_DEPTH + (spreadS + 5) * WAIT_DEPTH; i++) ids.push(await t.send(`l${i}@example.net`))
     const start = t.deps.clock.now()
-    await t.engine.drain()
-    const times = ids
-      .map((id) => t.row(id))
-      .filter((r) => r.state !== 'sent')
-      .map((r) => r.next_attempt_at!)
-    expect(times).toHaveLength((spreadS + 5) * WAIT_DEPTH)
+    const release = sink.hold()
+    const drained = t.engine.drain()
+    const postponedTimes = () =>
+      ids
+        .map((id) => t.row(id))
+        .filter((r) => r.state === 'deferred')
+        .map((r) => r.next_attempt_at!)
+    await until('the line is written', () => postponedTimes().length === (spreadS + 5) * WAIT_DEPTH)
+    const times = postponedTimes()
     // Whole clock seconds: the first a second ahead, the last BUSY_SPREAD_MS ahead (both rounded up).
     const second = (at: number) => Math.ceil(at / 1000) * 1000
     expect(times.every((at) => at % 1000 === 0)).toBe(true)
@@ -213,24 +236,33 @@ describe('traffic shaping', () => {
     for (const at of times) perSecond.set(at, (perSecond.get(at) ?? 0) + 1)
     for (let at = second(start + 2000); at < cap; at += 1000) expect(perSecond.get(at)).toBe(WAIT_DEPTH)
     expect(perSecond.get(cap)).toBeGreaterThan(WAIT_DEPTH)
+    // While the pair's delivery does not end, nothing of the line comes back.
+    await Bun.sleep(100)
+    expect(postponedTimes()).toEqual(times)
+    release()
+    await drained
     await t.close()
   })
 
   test('a pair that finished more deliveries in the last second than WAIT_DEPTH a connection may hold that many waiters', async () => {
     const t = await setup({ shaping_limits: { other: { connections: 1 } } })
     const first: string[] = []
-    for (let i = 0; i < 10; i++) first.push(await t.send(`f${i}@example.net`))
+    for (let i = 0; i < 3 * WAIT_DEPTH; i++) first.push(await t.send(`f${i}@example.net`))
     await t.engine.drain()
-    // The clock stands still, so all of it is this second: one in flight and WAIT_DEPTH waiting went.
-    const done = first.filter((id) => t.row(id).state === 'sent').length
-    expect(done).toBe(1 + WAIT_DEPTH)
+    // The clock stands still, so all of it is this second.
+    expect(first.every((id) => t.row(id).state === 'sent')).toBe(true)
+    const done = first.length
     const second: string[] = []
-    for (let i = 0; i < 12; i++) second.push(await t.send(`s${i}@example.net`))
-    await t.engine.drain()
-    // Now the pair has finished `done` deliveries this second: that many may wait, one more is in flight.
-    expect(second.filter((id) => t.row(id).state === 'sent')).toHaveLength(1 + done)
-    const postponed = second.filter((id) => t.row(id).state !== 'sent')
-    expect(postponed.map((id) => t.row(id))).toEqual(postponed.map(() => expect.objectContaining({ state: 'deferred', attempts: 0 })))
+    for (let i = 0; i < done + 4; i++) second.push(await t.send(`s${i}@example.net`))
+    const release = sink.hold()
+    const drained = t.engine.drain()
+    const postponed = () => second.filter((id) => t.row(id).state === 'deferred')
+    // The pair has finished `done` deliveries this second: that many may wait, one more is in flight, the rest are postponed.
+    await until('the jobs beyond the waiting room are postponed', () => postponed().length === second.length - 1 - done)
+    expect(postponed().map((id) => t.row(id))).toEqual(postponed().map(() => expect.objectContaining({ state: 'deferred', attempts: 0 })))
+    release()
+    await drained
+    expect(second.every((id) => t.row(id).state === 'sent')).toBe(true)
     await t.close()
   })
 

@@ -88,6 +88,12 @@ export interface SmtpSink {
   aborted: Aborted[]
   /** Resolves with `messages` once at least `count` were accepted; rejects after `timeoutMs`. */
   waitFor(count: number, timeoutMs?: number): Promise<Recorded[]>
+  /**
+   * Holds the reply to every DATA from now on (the message is read, not answered, not yet
+   * recorded) until the returned function is called: a destination whose deliveries are all
+   * in progress.
+   */
+  hold(): () => void
   /** Forget everything recorded, including greylist state. */
   reset(): void
   /** Stops listening and closes open connections. */
@@ -146,6 +152,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   const aborted: Aborted[] = []
   const greylistSeen = new Set<string>()
   const waiters = new Set<() => void>()
+  let held: Promise<void> | null = null
 
   const notify = () => {
     for (const waiter of [...waiters]) waiter()
@@ -208,9 +215,13 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
       stream.on('data', (chunk: Buffer) => chunks.push(chunk))
       stream.on('error', (err) => callback(err))
       stream.on('end', () => {
-        messages.push({ ...base(), raw: Buffer.concat(chunks) })
-        callback(null, 'OK: queued as ' + session.id + '.' + session.transaction)
-        notify()
+        const accept = () => {
+          messages.push({ ...base(), raw: Buffer.concat(chunks) })
+          callback(null, 'OK: queued as ' + session.id + '.' + session.transaction)
+          notify()
+        }
+        if (held) void held.then(accept)
+        else accept()
       })
     },
   })
@@ -271,6 +282,15 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
         waiters.add(check)
         check()
       })
+    },
+    hold() {
+      let release!: () => void
+      const gate = new Promise<void>((resolve) => (release = resolve))
+      held = gate
+      return () => {
+        if (held === gate) held = null
+        release()
+      }
     },
     reset() {
       messages.length = 0

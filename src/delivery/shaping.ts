@@ -322,8 +322,9 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
     if (!limits || p.state !== 'normal' || (p.holdUntil !== null && p.holdUntil > now)) return
     if (p.pulled > 0 && now - p.pulledAt < BUSY_POSTPONE_MS) return
     let n = Math.max(0, limits.connections - p.inFlight) + waitRoom(p, limits, now)
-    if (limits.per_minute !== null) n = Math.min(n, limits.per_minute - p.minuteCount)
-    if (limits.per_hour !== null) n = Math.min(n, limits.per_hour - p.hourCount)
+    // The counts are of the minute and hour they were last moved in (room() starts them afresh).
+    if (limits.per_minute !== null) n = Math.min(n, limits.per_minute - (p.minute === Math.floor(now / 60_000) ? p.minuteCount : 0))
+    if (limits.per_hour !== null) n = Math.min(n, limits.per_hour - (p.hour === Math.floor(now / 3_600_000) ? p.hourCount : 0))
     if (n <= 0 || lines.ahead(key, now) === 0) return
     p.pulled = n
     p.pulledAt = now

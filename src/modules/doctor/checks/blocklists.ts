@@ -1,7 +1,7 @@
 import { reverseName } from '../../../lib/dns'
 import type { CheckResult } from '../model'
 import { isNoRecord, lookupError, type DoctorDns } from './dns'
-import { result } from './result'
+import { DNS_OUTAGE_FIX, result } from './result'
 
 /**
  * DNS blocklists (RFC 5782): the address reversed (or the domain) under the list's zone; an A
@@ -88,15 +88,7 @@ export async function checkBlocklist(dns: DoctorDns, kind: 'ip' | 'domain', subj
     codes = (await dns.resolve(name, 'A')) as string[]
   } catch (err) {
     if (isNoRecord(err)) return result('blocklist', check, subject, title, 'pass', `${subject} is not listed on ${zone}.`)
-    return result(
-      'blocklist',
-      check,
-      subject,
-      title,
-      'warn',
-      `The lookup of ${name} failed: ${lookupError(err)}.`,
-      'Check that the DNS servers (dns_servers) answer, then run the doctor again.',
-    )
+    return result('blocklist', check, subject, title, 'warn', `The lookup of ${name} failed: ${lookupError(err)}.`, DNS_OUTAGE_FIX)
   }
   const meanings = codes.map((code) => ({ code, ...blocklistCode(zone, code) }))
   const listed = meanings.filter((m) => m.listed)

@@ -4,7 +4,7 @@ import { checkRecords } from '../../sending-domains/verify'
 import type { CheckResult } from '../model'
 import { isNoRecord, lookupError, type DoctorDns } from './dns'
 import { checkMtaSts } from './mta-sts'
-import { result } from './result'
+import { DNS_OUTAGE_FIX, domainCheck } from './result'
 import { countSpfLookups, SPF_LOOKUP_LIMIT } from './spf-lookups'
 
 /** A sending domain as the doctor sees it. */
@@ -21,24 +21,12 @@ const publish = (spec: DnsRecordSpec) => `Publish ${spec.type} ${spec.name} = ${
 
 /** A record check of sending-domains/verify.ts as a doctor check: verified passes, an outage warns, anything else fails with the record to publish. */
 function fromRecordCheck(domain: string, check: string, title: string, spec: DnsRecordSpec, found: RecordCheck): CheckResult {
-  if (found.state === 'verified') return result('domain', check, domain, title, 'pass', `${spec.type} ${spec.name} is published as expected.`)
-  if (found.state === 'error')
-    return result(
-      'domain',
-      check,
-      domain,
-      title,
-      'warn',
-      `The lookup failed: ${found.message}.`,
-      'Check that the DNS servers (dns_servers) answer, then run the doctor again.',
-    )
-  if (found.state === 'missing') return result('domain', check, domain, title, 'fail', `${spec.type} ${spec.name} is not published.`, `${publish(spec)}`)
+  const outcome = domainCheck(domain, check, title)
+  if (found.state === 'verified') return outcome('pass', `${spec.type} ${spec.name} is published as expected.`)
+  if (found.state === 'error') return outcome('warn', `The lookup failed: ${found.message}.`, DNS_OUTAGE_FIX)
+  if (found.state === 'missing') return outcome('fail', `${spec.type} ${spec.name} is not published.`, publish(spec))
   const was = found.found?.length ? ` (found: ${found.found.join(' | ')})` : ''
-  return result(
-    'domain',
-    check,
-    domain,
-    title,
+  return outcome(
     'fail',
     `${spec.type} ${spec.name} is wrong: ${found.message}${was}.`,
     `${publish(spec)}${spec.purpose === 'spf' ? ', merging your other senders into this one record' : ''}`,
@@ -101,15 +89,11 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
 
   // SPF authorises every sending IP, and costs at most 10 lookups (RFC 7208 section 4.6.4).
   out.push(fromRecordCheck(domain, 'domain.spf', 'SPF authorises the sending IPs', spec('spf'), records.spf))
-  const lookupTitle = `SPF needs at most ${SPF_LOOKUP_LIMIT} DNS lookups`
-  if (records.spf.state === 'missing') out.push(result('domain', 'domain.spf_lookups', domain, lookupTitle, 'skipped', 'No SPF record to count.'))
+  const spfLookupsResult = domainCheck(domain, 'domain.spf_lookups', `SPF needs at most ${SPF_LOOKUP_LIMIT} DNS lookups`)
+  if (records.spf.state === 'missing') out.push(spfLookupsResult('skipped', 'No SPF record to count.'))
   else if (lookups.count > SPF_LOOKUP_LIMIT)
     out.push(
-      result(
-        'domain',
-        'domain.spf_lookups',
-        domain,
-        lookupTitle,
+      spfLookupsResult(
         'fail',
         `The SPF record of ${domain} needs ${lookups.count} DNS lookups (${lookups.terms.join(', ')}); past ${SPF_LOOKUP_LIMIT} receivers return permerror and SPF fails for all its mail.`,
         `Cut it to ${SPF_LOOKUP_LIMIT} or fewer: drop includes of services you no longer use, and replace a:/mx:/include: terms with the ip4:/ip6: ranges they stand for, e.g. ${spec('spf').value}`,
@@ -117,11 +101,7 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
     )
   else
     out.push(
-      result(
-        'domain',
-        'domain.spf_lookups',
-        domain,
-        lookupTitle,
+      spfLookupsResult(
         lookups.problems.length ? 'warn' : 'pass',
         `${lookups.count} of ${SPF_LOOKUP_LIMIT} lookups.${lookups.problems.length ? ` Could not follow: ${lookups.problems.join('; ')}.` : ''}`,
         `Fix or remove the terms that could not be followed: receivers treat a missing include target as permerror.`,
@@ -130,55 +110,26 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
 
   // DMARC (RFC 7489): published, with a policy and aggregate reports (rua, section 6.3).
   const suggestion = dmarcSuggestion(d.returnPathHost)
-  const dmarcTitle = 'DMARC is published with a policy and reports'
+  const dmarcResult = domainCheck(domain, 'domain.dmarc', 'DMARC is published with a policy and reports')
   let tags: Map<string, string> | null = null
   if ('record' in dmarc) {
     tags = dmarcTags(dmarc.record)
     const policy = tags.get('p')?.toLowerCase()
     if (!policy || !['none', 'quarantine', 'reject'].includes(policy))
-      out.push(
-        result(
-          'domain',
-          'domain.dmarc',
-          domain,
-          dmarcTitle,
-          'fail',
-          `_dmarc.${domain} has no valid p= policy: ${dmarc.record}`,
-          `Publish TXT _dmarc.${domain} = ${suggestion}`,
-        ),
-      )
+      out.push(dmarcResult('fail', `_dmarc.${domain} has no valid p= policy: ${dmarc.record}`, `Publish TXT _dmarc.${domain} = ${suggestion}`))
     else if (!tags.get('rua'))
       out.push(
-        result(
-          'domain',
-          'domain.dmarc',
-          domain,
-          dmarcTitle,
+        dmarcResult(
           'warn',
           `DMARC policy p=${policy}, but no rua=: nobody receives the aggregate reports that show who sends as ${domain}.`,
           `Add rua=mailto:dmarc@${d.returnPathHost} to TXT _dmarc.${domain} (this server reads those reports).`,
         ),
       )
-    else out.push(result('domain', 'domain.dmarc', domain, dmarcTitle, 'pass', `p=${policy}, reports to ${tags.get('rua')}.`))
-  } else if (dmarc.problem === 'error')
-    out.push(
-      result(
-        'domain',
-        'domain.dmarc',
-        domain,
-        dmarcTitle,
-        'warn',
-        `The lookup failed: ${dmarc.message}.`,
-        'Check that the DNS servers (dns_servers) answer, then run the doctor again.',
-      ),
-    )
+    else out.push(dmarcResult('pass', `p=${policy}, reports to ${tags.get('rua')}.`))
+  } else if (dmarc.problem === 'error') out.push(dmarcResult('warn', `The lookup failed: ${dmarc.message}.`, DNS_OUTAGE_FIX))
   else
     out.push(
-      result(
-        'domain',
-        'domain.dmarc',
-        domain,
-        dmarcTitle,
+      dmarcResult(
         'fail',
         `${dmarc.message}; Gmail and Yahoo require DMARC of bulk senders since February 2024.`,
         dmarc.problem === 'several' ? `Keep one record: TXT _dmarc.${domain} = ${suggestion}` : `Publish TXT _dmarc.${domain} = ${suggestion}`,
@@ -196,13 +147,12 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
 
   // Alignment (RFC 7489 section 3.1): DKIM d= is the domain itself; SPF's domain is the return
   // path, aligned in relaxed mode as a subdomain, not in strict mode (aspf=s).
-  const alignTitle = 'DKIM and SPF align with the From domain (DMARC)'
+  const alignmentResult = domainCheck(domain, 'domain.alignment', 'DKIM and SPF align with the From domain (DMARC)')
   const rpHost = d.returnPathHost.toLowerCase()
   const strictSpf = tags?.get('aspf')?.toLowerCase() === 's'
   const spfAligned = records.spf.state === 'verified' && (strictSpf ? rpHost === domain : under(rpHost, domain))
   const dkimAligned = records.dkim.state === 'verified'
-  if (dkimAligned && spfAligned)
-    out.push(result('domain', 'domain.alignment', domain, alignTitle, 'pass', `DKIM signs as ${domain}; the return path ${rpHost} is under ${domain}.`))
+  if (dkimAligned && spfAligned) out.push(alignmentResult('pass', `DKIM signs as ${domain}; the return path ${rpHost} is under ${domain}.`))
   else if (dkimAligned || spfAligned) {
     const why = dkimAligned
       ? strictSpf && rpHost !== domain
@@ -210,11 +160,7 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
         : `SPF does not align (the return path ${rpHost} ${under(rpHost, domain) ? 'is under the domain, but SPF does not pass' : `is not under ${domain}`})`
       : 'DKIM does not align: the DKIM record is not published as expected'
     out.push(
-      result(
-        'domain',
-        'domain.alignment',
-        domain,
-        alignTitle,
+      alignmentResult(
         'warn',
         `Only one of the two aligns: ${why}. DMARC passes, but one broken record away from failing.`,
         dkimAligned
@@ -226,11 +172,7 @@ export async function checkDomain(deps: Deps, dns: DoctorDns, d: DoctorDomain): 
     )
   } else
     out.push(
-      result(
-        'domain',
-        'domain.alignment',
-        domain,
-        alignTitle,
+      alignmentResult(
         'fail',
         `Neither DKIM nor SPF aligns with ${domain}: receivers enforcing DMARC reject or junk its mail.`,
         `${publish(spec('dkim'))}; ${publish(spec('spf'))}`,

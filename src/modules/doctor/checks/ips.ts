@@ -1,6 +1,6 @@
 import type { CheckResult } from '../model'
 import { isNoRecord, lookupError, type DoctorDns } from './dns'
-import { result } from './result'
+import { DNS_OUTAGE_FIX, result } from './result'
 
 /** A sending address and the name it greets with (the `ips` table, or the host's own address). */
 export interface SendingIp {
@@ -24,15 +24,7 @@ export async function checkPtr(dns: DoctorDns, ip: SendingIp): Promise<CheckResu
     names = await dns.reverse(ip.address)
   } catch (err) {
     if (isNoRecord(err)) return result('ip', 'ip.ptr', ip.address, title, 'fail', `${ip.address} has no PTR record.`, fix)
-    return result(
-      'ip',
-      'ip.ptr',
-      ip.address,
-      title,
-      'warn',
-      `The PTR lookup of ${ip.address} failed: ${lookupError(err)}.`,
-      'Check that the DNS servers (dns_servers) answer, then run the doctor again.',
-    )
+    return result('ip', 'ip.ptr', ip.address, title, 'warn', `The PTR lookup of ${ip.address} failed: ${lookupError(err)}.`, DNS_OUTAGE_FIX)
   }
   if (names.length === 0) return result('ip', 'ip.ptr', ip.address, title, 'fail', `${ip.address} has no PTR record.`, fix)
   const confirmed: string[] = []

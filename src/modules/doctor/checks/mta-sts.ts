@@ -1,8 +1,8 @@
 import type { Config } from '../../../config'
 import { lookupStsPolicy, stsMxAllowed, type StsPolicyFile } from '../../../lib/mta-sts'
-import type { CheckResult, CheckStatus } from '../model'
+import type { CheckResult } from '../model'
 import { isNoRecord, lookupError, type DoctorDns } from './dns'
-import { result } from './result'
+import { DNS_OUTAGE_FIX, domainCheck } from './result'
 
 /**
  * Inbound TLS of a sending domain (issue 17, "MTA-STS and TLS-RPT on the domain"):
@@ -27,7 +27,6 @@ import { result } from './result'
 const POLICY_TIMEOUT_MS = 15_000
 /** The TXT record syntax of RFC 8461 section 3.1, as far as the doctor judges it: an id of 1 to 32 letters and digits. */
 const STS_ID = /(^|;)\s*id=([A-Za-z0-9]{1,32})\s*(;|$)/
-const dnsOutage = 'Check that the DNS servers (dns_servers) answer, then run the doctor again.'
 
 /** A TXT lookup: the records that start with `prefix`, or null for an outage (an absent name is no records). */
 async function txtRecords(dns: DoctorDns, name: string, prefix: RegExp): Promise<string[] | { error: string }> {
@@ -80,12 +79,12 @@ export async function checkMtaSts(config: Pick<Config, 'hostname'>, now: number,
   const serve = (mode: 'enforce' | 'testing', id: string | null) =>
     `Serve ${policyUrl} (text/plain, over HTTPS with a certificate for mta-sts.${domain}; A mta-sts.${domain} -> your web server) with the lines ${policyText(mode, knownHosts)}, and publish TXT _mta-sts.${domain} = v=STSv1; id=${newStsId(now, id)};`
   const title = 'MTA-STS policy is published and served'
-  const stsResult = (status: CheckStatus, detail: string, fix?: string) => result('domain', 'domain.mta_sts', domain, title, status, detail, fix)
+  const stsResult = domainCheck(domain, 'domain.mta_sts', title)
   const out: CheckResult[] = []
 
   // The TXT record, then the policy it announces.
   let policy: StsPolicyFile | null = null
-  if (!Array.isArray(sts)) out.push(stsResult('warn', `The lookup of _mta-sts.${domain} failed: ${sts.error}.`, dnsOutage))
+  if (!Array.isArray(sts)) out.push(stsResult('warn', `The lookup of _mta-sts.${domain} failed: ${sts.error}.`, DNS_OUTAGE_FIX))
   else if (sts.length === 0)
     out.push(
       stsResult('warn', `No MTA-STS record at _mta-sts.${domain}: mail to ${domain} can be downgraded to plain text (RFC 8461).`, serve('testing', null)),
@@ -138,28 +137,21 @@ export async function checkMtaSts(config: Pick<Config, 'hostname'>, now: number,
   }
 
   // The domain's MX hosts against the policy's mx patterns.
-  const mxTitle = 'The MX hosts match the MTA-STS policy'
+  const mxResult = domainCheck(domain, 'domain.mta_sts_mx', 'The MX hosts match the MTA-STS policy')
   const own = config.hostname.toLowerCase()
-  if (!policy || policy.mode === 'none')
-    out.push(result('domain', 'domain.mta_sts_mx', domain, mxTitle, 'skipped', 'No MTA-STS policy in testing or enforce mode to match the MX hosts against.'))
-  else if (!Array.isArray(hosts))
-    out.push(result('domain', 'domain.mta_sts_mx', domain, mxTitle, 'warn', `The MX lookup of ${domain} failed: ${hosts.error}.`, dnsOutage))
-  else if (hosts.length === 0)
-    out.push(result('domain', 'domain.mta_sts_mx', domain, mxTitle, 'skipped', `${domain} publishes a null MX (RFC 7505): it receives no mail.`))
+  if (!policy || policy.mode === 'none') out.push(mxResult('skipped', 'No MTA-STS policy in testing or enforce mode to match the MX hosts against.'))
+  else if (!Array.isArray(hosts)) out.push(mxResult('warn', `The MX lookup of ${domain} failed: ${hosts.error}.`, DNS_OUTAGE_FIX))
+  else if (hosts.length === 0) out.push(mxResult('skipped', `${domain} publishes a null MX (RFC 7505): it receives no mail.`))
   else {
     const here = hosts.includes(own)
       ? `${own} (this server) is an MX of ${domain}, so senders also check its certificate (see host.tls).`
       : `${domain} does not receive mail through this server (${own} is not among its MX hosts); its MX hosts were checked.`
     const missing = hosts.filter((h) => !stsMxAllowed({ mode: 'enforce', mx: policy!.mx }, h))
-    if (missing.length === 0) out.push(result('domain', 'domain.mta_sts_mx', domain, mxTitle, 'pass', `${hosts.join(', ')} match the policy. ${here}`))
+    if (missing.length === 0) out.push(mxResult('pass', `${hosts.join(', ')} match the policy. ${here}`))
     else {
       const enforce = policy.mode === 'enforce'
       out.push(
-        result(
-          'domain',
-          'domain.mta_sts_mx',
-          domain,
-          mxTitle,
+        mxResult(
           enforce ? 'fail' : 'warn',
           `${missing.join(', ')} ${missing.length === 1 ? 'matches' : 'match'} no mx line of the policy (${policy.mx.join(', ')}): ${
             enforce
@@ -174,10 +166,10 @@ export async function checkMtaSts(config: Pick<Config, 'hostname'>, now: number,
 
   // TLS reporting (RFC 8460 section 3).
   const rptTitle = 'TLS-RPT is published'
-  const rptResult = (status: CheckStatus, detail: string, fix?: string) => result('domain', 'domain.tls_rpt', domain, rptTitle, status, detail, fix)
+  const rptResult = domainCheck(domain, 'domain.tls_rpt', rptTitle)
   const rptFix = `Publish TXT _smtp._tls.${domain} = v=TLSRPTv1; rua=mailto:tls-reports@${domain}`
   const blind = policy && policy.mode === 'testing' ? ' In testing mode these reports are the only sign of MTA-STS failures.' : ''
-  if (!Array.isArray(rpt)) out.push(rptResult('warn', `The lookup of _smtp._tls.${domain} failed: ${rpt.error}.`, dnsOutage))
+  if (!Array.isArray(rpt)) out.push(rptResult('warn', `The lookup of _smtp._tls.${domain} failed: ${rpt.error}.`, DNS_OUTAGE_FIX))
   else if (rpt.length !== 1)
     out.push(
       rptResult(

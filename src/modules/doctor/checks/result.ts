@@ -12,3 +12,12 @@ export function result(
 ): CheckResult {
   return { id: subject ? `${check}:${subject}` : check, category, subject, title, status, detail, fix: status === 'pass' || status === 'skipped' ? null : fix }
 }
+
+/** The fix of a check whose DNS lookup failed (not a finding about the record). */
+export const DNS_OUTAGE_FIX = 'Check that the DNS servers (dns_servers) answer, then run the doctor again.'
+
+/** The outcomes of one check of a sending domain, its id and title given once. */
+export const domainCheck =
+  (domain: string, check: string, title: string) =>
+  (status: CheckStatus, detail: string, fix: string | null = null): CheckResult =>
+    result('domain', check, domain, title, status, detail, fix)

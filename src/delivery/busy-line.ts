@@ -7,8 +7,8 @@ import type { Deps } from '../deps'
  * A line is written at the pace the pair has shown: what it finished in the last second, at
  * least WAIT_DEPTH a connection. A pair seen for the first time has shown nothing yet, so a
  * burst to it was lined up at 4 a connection a second and came back at that pace even when
- * the destination took 1,500 a second: 1,000 sends took 7.5-8.9 s instead of about one
- * (docs/benchmarks.md, thirteenth round). When a delivery of the pair ends and no job is
+ * the destination took 1,500 a second: 1,000 sends were all delivered after 7.5-9.3 s, now
+ * after about 2 (docs/benchmarks.md, thirteenth and fourteenth rounds). When a delivery of the pair ends and no job is
  * waiting for it (shaping.ts, `finish`), the earliest rows of its line become due now, as
  * many as the pair can take at once; the rows that are not taken go back into the line.
  *

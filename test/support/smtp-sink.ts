@@ -90,8 +90,8 @@ export interface SmtpSink {
   waitFor(count: number, timeoutMs?: number): Promise<Recorded[]>
   /**
    * Holds the reply to every DATA from now on (the message is read, not answered, not yet
-   * recorded) until the returned function is called: a destination whose deliveries are all
-   * in progress.
+   * recorded) until the returned function (or reset()) is called: a destination whose
+   * deliveries are all in progress.
    */
   hold(): () => void
   /** Forget everything recorded, including greylist state. */
@@ -152,7 +152,8 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   const aborted: Aborted[] = []
   const greylistSeen = new Set<string>()
   const waiters = new Set<() => void>()
-  let held: Promise<void> | null = null
+  // While a hold() is in force: the promise the DATA replies wait for, and what ends it.
+  let held: { until: Promise<void>; release: () => void } | null = null
 
   const notify = () => {
     for (const waiter of [...waiters]) waiter()
@@ -220,7 +221,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
           callback(null, 'OK: queued as ' + session.id + '.' + session.transaction)
           notify()
         }
-        if (held) void held.then(accept)
+        if (held) void held.until.then(accept)
         else accept()
       })
     },
@@ -285,14 +286,18 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     },
     hold() {
       let release!: () => void
-      const gate = new Promise<void>((resolve) => (release = resolve))
+      const gate = { until: new Promise<void>((resolve) => (release = resolve)), release: () => release() }
+      held?.release()
       held = gate
       return () => {
         if (held === gate) held = null
-        release()
+        gate.release()
       }
     },
     reset() {
+      // A test that failed while holding must not hold the next one's deliveries.
+      held?.release()
+      held = null
       messages.length = 0
       refused.length = 0
       aborted.length = 0

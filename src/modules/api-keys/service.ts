@@ -66,9 +66,21 @@ const statements = preparedFor((db) => {
     db.$client.prepare<RawKeyRow, [string | number]>(
       `SELECT k.*, (SELECT name FROM roles WHERE id = k.role_id) AS role_name, (SELECT permissions FROM roles WHERE id = k.role_id) AS permissions FROM api_keys k WHERE ${where}`,
     )
-  // Key rows by id, kept while nothing commits: every key-management call reads one (db/commit-counter.ts).
-  return { keyById: select('k.id = ?'), keyByLookup: select('k.lookup_id = ?'), cachedById: createReadCache<RawKeyRow | null>(db) }
+  // Key rows by id, parsed and with their views, kept while nothing commits: every
+  // key-management call reads one (db/commit-counter.ts).
+  return { keyById: select('k.id = ?'), keyByLookup: select('k.lookup_id = ?'), cachedById: createReadCache<CachedKey | null>(db) }
 })
+
+/**
+ * A key row parsed, with its API view: made once per row while nothing commits, not per
+ * read (the JSON columns' parse and the view's timestamps were a tenth of an authenticated
+ * GET of a key in process, issue 18). Shared by every read until the next commit, so
+ * callers copy before they change anything (usage.overlay does).
+ */
+interface CachedKey {
+  row: ReturnType<typeof fromRaw>
+  view: ApiKeyView
+}
 
 function fromRaw(raw: RawKeyRow) {
   const { role_name, permissions, ...key } = raw
@@ -79,11 +91,20 @@ function fromRaw(raw: RawKeyRow) {
   }
 }
 
-function findKey(deps: Deps, id: number) {
+function findCached(deps: Deps, id: number): CachedKey {
   const { keyById, cachedById } = statements(deps.db)
-  const raw = cachedById(id, () => keyById.get(id))
-  if (!raw) throw notFound('API key', id)
-  return fromRaw(raw)
+  const cached = cachedById(id, () => {
+    const raw = keyById.get(id)
+    if (!raw) return null
+    const row = fromRaw(raw)
+    return { row, view: toView(row.key, row.role) }
+  })
+  if (!cached) throw notFound('API key', id)
+  return cached
+}
+
+function findKey(deps: Deps, id: number) {
+  return findCached(deps, id).row
 }
 
 /** Keys can only be managed by actors at least as powerful as the key's role. */
@@ -119,8 +140,7 @@ export function createApiKey(deps: Deps, actor: Actor, input: ApiKeyInput): { vi
 
 /** One key, deleted or not. */
 export function getApiKey(deps: Deps, id: number): ApiKeyView {
-  const row = findKey(deps, id)
-  return toView(row.key, row.role)
+  return findCached(deps, id).view
 }
 
 export interface ApiKeyFilter {

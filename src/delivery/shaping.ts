@@ -317,15 +317,15 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
    * take are postponed again. Not again until they have come back through choose(), or a
    * second later (for rows that were delivered or deleted meanwhile).
    */
-  function pullLine(key: string, p: Pair, now: number): void {
+  function pullLine(group: string, ip: string, key: string, p: Pair, now: number): void {
     const limits = p.limits
-    if (!limits || p.state !== 'normal' || (p.holdUntil !== null && p.holdUntil > now)) return
+    if (!limits || p.state !== 'normal') return
     if (p.pulled > 0 && now - p.pulledAt < BUSY_POSTPONE_MS) return
-    let n = Math.max(0, limits.connections - p.inFlight) + waitRoom(p, limits, now)
-    // The counts are of the minute and hour they were last moved in (room() starts them afresh).
-    if (limits.per_minute !== null) n = Math.min(n, limits.per_minute - (p.minute === Math.floor(now / 60_000) ? p.minuteCount : 0))
-    if (limits.per_hour !== null) n = Math.min(n, limits.per_hour - (p.hour === Math.floor(now / 3_600_000) ? p.hourCount : 0))
-    if (n <= 0 || lines.ahead(key, now) === 0) return
+    if (lines.ahead(key, now) === 0) return
+    // What the pair can take at once, within what room() allows now (hold, rates, warm-up).
+    const r = room(group, ip, limits, Math.max(0, limits.connections - p.inFlight) + waitRoom(p, limits, now), now)
+    if (!('admit' in r) || r.admit <= 0) return
+    const n = r.admit
     p.pulled = n
     p.pulledAt = now
     lines.pull(key, n, now).then(
@@ -473,7 +473,7 @@ export function createShaper(deps: Deps, opts: { mxHosts: (domain: string) => Pr
         await persist(group, ip, p)
         return
       }
-      if (idle) pullLine(key, p, now)
+      if (idle) pullLine(group, ip, key, p, now)
       const sent = results.filter((r) => r.outcome === 'sent').length
       if (p.state !== 'throttled' || sent === 0) return
       p.successes += sent

@@ -4,7 +4,7 @@ import { createAuth } from './http/auth'
 import { bodyPlugin } from './http/body'
 import { envelopePlugin } from './http/envelope'
 import { openapiPlugin } from './http/openapi'
-import { requestLogPlugin } from './http/request-log'
+import { answerPlugin, requestLogPlugin } from './http/request-log'
 import { skipResponseValidation, strictResponsesPlugin } from './http/response-validation'
 import { sessionRoutes } from './http/session'
 import { SEMANTIC_CHECK, type SemanticCheck } from './http/schemas'
@@ -84,17 +84,18 @@ export function buildApp(deps: Deps, opts: { strictResponses?: boolean } = {}) {
   })
 
   const requestLog = requestLogPlugin(deps.log, deps.config.access_log)
-  // A failed request is logged in the activity log (authenticated changes) and the access log.
-  const onFailure = (request: Request, status: number) => {
-    auth.recordFailure(request, status)
+  // Every answer, a handler's or the error envelope's, goes to the activity log (authenticated changes) and the access log.
+  const answered = (request: Request, status: number) => {
+    auth.recordAnswer(request, status)
     requestLog.record(request, status)
   }
 
   // From source, Bun itself bundles and serves the console (hot reload); the binary serves it through webPlugin.
   const app = new Elysia({ serve: { routes: consoleDevRoutes() } })
-    .use(envelopePlugin(deps.log, onFailure, [resendErrorDialect], (method, route) => checks.get(`${method} ${route}`)))
+    .use(envelopePlugin(deps.log, answered, [resendErrorDialect], (method, route) => checks.get(`${method} ${route}`)))
     .use(requestLog.plugin)
     .use(opts.strictResponses ? strictResponsesPlugin(() => composed) : new Elysia({ name: 'strict-responses-off' }))
+    .use(answerPlugin(answered))
     .use(auth.plugin)
     .use(bodyPlugin(deps.config.max_body_bytes, () => table!))
     .use(openapiPlugin(() => composed))

@@ -10,7 +10,6 @@ import type { KeyIdentity, UsageRecorder } from '../modules/api-keys/service'
 import type { SessionIdentity } from '../modules/admins/sessions'
 import { grants } from '../modules/permissions/service'
 import type { Actor } from '../modules/roles/service'
-import { statusOf } from './request-log'
 import { assertCsrf, sessionCookieOf } from './session'
 
 /** What a handler knows about the caller of an authenticated route: an API key, or an administrator's console session. */
@@ -174,54 +173,52 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
     })
   }
 
-  const plugin = new Elysia({ name: 'auth' })
-    .onRequest(({ request, server, set }) => {
-      const path = pathnameOf(request.url)
-      const route = opts.routes().match(request.method, path)
-      if (route?.permission || PROTECTED_PREFIXES.some((p) => path.startsWith(p))) {
-        // The address is asked for only where it is used: Bun's requestIP is a getpeername
-        // system call per request, about 2 µs here (issue 18). A read of a key without an
-        // allowlist needs it only for last_used_ip, once per batch of uses.
-        let ip: string | null | undefined
-        const address = () => (ip === undefined ? (ip = clientAddress(request, server, deps.config.trust_proxy)) : ip)
-        const token = bearerToken(request)
-        if (token === null) {
-          // No Authorization header: the console's session cookie may stand in for a key.
-          const admin = consoleSession(request, route)
-          if (admin)
-            contexts.set(request, {
-              key: null,
-              admin,
-              actor: { key_id: null, admin_id: admin.admin_id, name: admin.email, permissions: admin.permissions },
-              ip: address(),
-              route: route!,
-            })
-          return
-        }
-        const key = identify(token, address)
-        authorize(key, route, set.headers as Record<string, string>)
-        // A path no route serves: the key was checked (no route discovery without one); the framework answers 404.
-        if (!route) return
-        opts.usage.record(key.id, deps.clock.now(), address)
-        // The activity log (changes only) records the address; a read's context has it only if asked for above.
-        const changes = MUTATING.has(request.method)
-        contexts.set(request, {
-          key,
-          admin: null,
-          actor: { key_id: key.id, name: key.name, permissions: key.permissions },
-          ip: changes ? address() : (ip ?? null),
-          route,
-        })
+  const plugin = new Elysia({ name: 'auth' }).onRequest(({ request, server, set }) => {
+    const path = pathnameOf(request.url)
+    const route = opts.routes().match(request.method, path)
+    if (route?.permission || PROTECTED_PREFIXES.some((p) => path.startsWith(p))) {
+      // The address is asked for only where it is used: Bun's requestIP is a getpeername
+      // system call per request, about 2 µs here (issue 18). A read of a key without an
+      // allowlist needs it only for last_used_ip, once per batch of uses.
+      let ip: string | null | undefined
+      const address = () => (ip === undefined ? (ip = clientAddress(request, server, deps.config.trust_proxy)) : ip)
+      const token = bearerToken(request)
+      if (token === null) {
+        // No Authorization header: the console's session cookie may stand in for a key.
+        const admin = consoleSession(request, route)
+        if (admin)
+          contexts.set(request, {
+            key: null,
+            admin,
+            actor: { key_id: null, admin_id: admin.admin_id, name: admin.email, permissions: admin.permissions },
+            ip: address(),
+            route: route!,
+          })
+        return
       }
-    })
-    .onAfterHandle({ as: 'global' }, ({ request, set, responseValue }) => {
-      const auth = contexts.get(request)
-      if (!auth) return
-      log(request, auth, statusOf(responseValue, set))
-    })
+      const key = identify(token, address)
+      authorize(key, route, set.headers as Record<string, string>)
+      // A path no route serves: the key was checked (no route discovery without one); the framework answers 404.
+      if (!route) return
+      opts.usage.record(key.id, deps.clock.now(), address)
+      // The activity log (changes only) records the address; a read's context has it only if asked for above.
+      const changes = MUTATING.has(request.method)
+      contexts.set(request, {
+        key,
+        admin: null,
+        actor: { key_id: key.id, name: key.name, permissions: key.permissions },
+        ip: changes ? address() : (ip ?? null),
+        route,
+      })
+    }
+  })
 
-  /** Records a failed call of an authenticated caller; the error envelope calls it. */
-  const recordFailure = (request: Request, status: number) => {
+  /**
+   * Records the answer to an authenticated change in the activity log, success or failure.
+   * app.ts calls it from its one answer hook and from the error envelope: no hook of its own,
+   * since every global hook is a call on every request (issue 18).
+   */
+  const recordAnswer = (request: Request, status: number) => {
     const auth = contexts.get(request)
     if (auth) log(request, auth, status)
   }
@@ -231,7 +228,7 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
     if (!auth) throw new Error('authOf called on a route without a permission')
     return auth
   }
-  return { plugin, recordFailure, authOf }
+  return { plugin, recordAnswer, authOf }
 }
 
 export type AuthOf = (request: Request) => AuthContext

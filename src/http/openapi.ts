@@ -36,7 +36,7 @@ function fillRequestBodies(doc: { paths?: Record<string, Record<string, Operatio
 /** /openapi.json, generated from the route schemas, and a readable /docs page served entirely from this binary. */
 export function openapiPlugin(routes: () => RouteLike[]) {
   return new Elysia({ name: 'openapi' })
-    .onAfterHandle({ as: 'global' }, ({ request, responseValue }) => {
+    .onAfterHandle(({ request, responseValue }) => {
       if (
         request.method === 'GET' &&
         responseValue &&

@@ -71,7 +71,8 @@ export interface CrudResource<View extends TSchema, Create extends TSchema, Upda
     item?: Item
     handle(query: Static<TObject<Query>> & { page?: number; per_page?: number }, ctx: CrudContext): Awaitable<{ items: Static<Item>[]; meta: PageMeta }>
   }
-  get?: Operation & { handle(id: number, ctx: CrudContext): Awaitable<Static<View>> }
+  /** Synchronous: the route answers in the same turn (see it below). */
+  get?: Operation & { handle(id: number, ctx: CrudContext): Static<View> }
   update?: Operation & { body: Update; handle(id: number, body: Static<Update>, ctx: CrudContext): Awaitable<Static<View>> }
   /** Without `handle`: answers the record as it was (through `get`) and deletes it through `bulkDelete`. */
   remove?: Operation & { handle?(id: number, ctx: CrudContext): Awaitable<Static<View>> }
@@ -161,7 +162,12 @@ export function crudRoutes<
     )
   }
   if (get) {
-    routes.get('/:id', async ({ params, request }: { params: { id: number }; request: Request }) => ok(await get.handle(params.id, context(request))), {
+    // Bound, so that Elysia sees no source: it guesses from a handler's text whether it is async
+    // (an arrow to a call counts) and then awaits it, a turn of the microtask queue on every
+    // read of a record (bound: 1.039x over the wire, issue 18). Nor does it read which context
+    // fields the handler uses: only `params` and `request`, which every route's context has.
+    const getOne = ({ params, request }: { params: { id: number }; request: Request }) => ok(get.handle(params.id, context(request)))
+    routes.get('/:id', getOne.bind(null), {
       params: IdParams,
       response: { 200: Envelope(resource.view), ...errorsFor(get, true) },
       detail: detailOf(resource, get, 'read'),

@@ -216,7 +216,7 @@ export function createAuth(deps: Deps, opts: AuthOptions) {
   /**
    * Records the answer to an authenticated change in the activity log, success or failure.
    * app.ts calls it from its one answer hook and from the error envelope: no hook of its own,
-   * since every global hook is a call on every request (issue 18).
+   * since every global hook is a call on every request (decision 86).
    */
   const recordAnswer = (request: Request, status: number) => {
     const auth = contexts.get(request)

@@ -33,7 +33,11 @@ function fillRequestBodies(doc: { paths?: Record<string, Record<string, Operatio
   }
 }
 
-/** /openapi.json, generated from the route schemas, and a readable /docs page served entirely from this binary. */
+/**
+ * /openapi.json, generated from the route schemas, and a readable /docs page served entirely
+ * from this binary. The request bodies are filled in by a local hook, which covers the
+ * document's own route and not every request (decision 86).
+ */
 export function openapiPlugin(routes: () => RouteLike[]) {
   return new Elysia({ name: 'openapi' })
     .onAfterHandle(({ request, responseValue }) => {

@@ -18,7 +18,8 @@ export function statusOf(value: unknown, set: { status?: unknown }): number {
  * writes one access-log line per request, when the operator wants them.
  *
  * The line is recorded when the answer is ready (`record`): app.ts calls it from its one
- * answer hook (answerPlugin below) and from the error envelope. The lines are made and handed
+ * answer hook (answerPlugin below) and from the error envelope, and the Resend routes for the
+ * 308 they give from a global onRequest hook. The lines are made and handed
  * to the (buffered) logger once per turn of the event loop. With the log level above info the
  * lines would be dropped, so nothing is recorded.
  */
@@ -53,10 +54,9 @@ export function requestLogPlugin(log: Logger, accessLog: boolean) {
 /**
  * The one global `onAfterHandle` hook, which tells `answered` the status of every answer a
  * handler gives (failures reach the error envelope instead). One hook for the access log and
- * the activity log together: each global hook is a call on every request (decision 86).
- * Not `onAfterResponse`: with such a hook Elysia schedules an
- * async callback for every request (setImmediate), which cost 4.5 µs of the 7.7 µs of a whole
- * `/health` in process (issue 18).
+ * the activity log together: each global hook is a call on every request (decision 86). Not
+ * `onAfterResponse`: with such a hook Elysia schedules an async callback for every request
+ * (setImmediate), which cost 4.5 µs of the 7.7 µs of a whole `/health` in process (issue 18).
  */
 export function answerPlugin(answered: (request: Request, status: number) => void) {
   // A function statement without `return`, minified or not: Elysia guesses from a hook's text

@@ -8,9 +8,10 @@ import type { Deps } from '../deps'
  * least WAIT_DEPTH a connection. A pair seen for the first time has shown nothing yet, so a
  * burst to it was lined up at 4 a connection a second and came back at that pace even when
  * the destination took 1,500 a second: 1,000 sends were all delivered after 7.5-9.3 s, now
- * after about 2 (docs/benchmarks.md, thirteenth and fourteenth rounds). When a delivery of the pair ends and no job is
- * waiting for it (shaping.ts, `finish`), the earliest rows of its line become due now, as
- * many as the pair can take at once; the rows that are not taken go back into the line.
+ * after about 2 (docs/benchmarks.md, thirteenth and fourteenth rounds). When a delivery of
+ * the pair ends and no job is waiting for it (shaping.ts, `finish`), the earliest rows of its
+ * line become due now, as many as the pair can take at once; the rows that are not taken go
+ * back into the line.
  *
  * Only ids and times are kept, at most MAX_TRACKED rows in all; rows beyond that come back at
  * their written time, as before. Nothing here is durable: after a restart the rows come back

@@ -6,7 +6,7 @@ import { pathnameOf } from '../lib/route-table'
 type Pending = [string | undefined, string, string, number, number]
 
 /** The status of a handler's answer: a Response's own, `status(code, body)`'s, or the one set on the context. */
-export function statusOf(value: unknown, set: { status?: unknown }): number {
+function statusOf(value: unknown, set: { status?: unknown }): number {
   if (value instanceof Response) return value.status
   const code = (value as { code?: unknown } | null)?.code
   if (typeof code === 'number') return code

@@ -28,13 +28,19 @@ export const CLI_ACTOR: Actor = { key_id: null, name: 'command line', permission
 const liveKeys = and(eq(apiKeys.role_id, roles.id), isNull(apiKeys.deleted_at))
 const keyCount = count(apiKeys.id)
 
+/**
+ * The live keys of the role in the outer query, counted through api_keys_role_id_idx. Written
+ * out, qualified by hand, for the reason above. For one role this costs a third of the
+ * grouped join (5-7 against 16-21 µs a read on this machine, issue 18): SQLite sets up the
+ * join's aggregate for every read, even of one row.
+ */
+const liveKeyCount = sql<number>`(SELECT count(*) FROM "api_keys" AS k WHERE k."role_id" = "roles"."id" AND k."deleted_at" IS NULL)`
+
 const statements = preparedFor((db) => ({
   roleById: db
-    .select({ role: roles, key_count: keyCount })
+    .select({ role: roles, key_count: liveKeyCount })
     .from(roles)
-    .leftJoin(apiKeys, liveKeys)
     .where(eq(roles.id, sql.placeholder('id')))
-    .groupBy(roles.id)
     .prepare(),
   roleRowById: db
     .select()

@@ -1,4 +1,4 @@
-import { and, asc, count, eq, isNull, sql, type SQL } from 'drizzle-orm'
+import { asc, count, eq, sql, type SQL } from 'drizzle-orm'
 import type { Deps } from '../../deps'
 import { assertNameFree, columnsOf, timestampsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
@@ -23,16 +23,12 @@ export interface Actor {
 
 export const CLI_ACTOR: Actor = { key_id: null, name: 'command line', permissions: [ALL] }
 
-// A join, not a correlated subquery: drizzle renders a single-table select's columns
-// unqualified, so `roles.id` inside a subquery over api_keys meant api_keys.id (issue 13).
-const liveKeys = and(eq(apiKeys.role_id, roles.id), isNull(apiKeys.deleted_at))
-const keyCount = count(apiKeys.id)
-
 /**
- * The live keys of the role in the outer query, counted through api_keys_role_id_idx. Written
- * out, qualified by hand, for the reason above. For one role this costs a third of the
- * grouped join (5-7 against 16-21 µs a read on this machine, issue 18): SQLite sets up the
- * join's aggregate for every read, even of one row.
+ * A role's live keys, through api_keys_role_id_idx: a correlated count written out with its
+ * names qualified by hand, because drizzle renders a single-table select's columns
+ * unqualified, so `roles.id` inside a drizzle subquery over api_keys meant api_keys.id (issue
+ * 13). For one role 5-7 µs an execution, where a grouped join took 16-21 µs (issue 18,
+ * docs/benchmarks.md sixteenth round).
  */
 const liveKeyCount = sql<number>`(SELECT count(*) FROM "api_keys" AS k WHERE k."role_id" = "roles"."id" AND k."deleted_at" IS NULL)`
 
@@ -149,15 +145,7 @@ export function findRoleByName(deps: Deps, name: string): RoleRow | undefined {
 export function listRoles(deps: Deps, query: { page?: number; per_page?: number }) {
   const req = pageRequest(query)
   const total = deps.db.select({ n: count() }).from(roles).get()!.n
-  const rows = deps.db
-    .select({ role: roles, key_count: keyCount })
-    .from(roles)
-    .leftJoin(apiKeys, liveKeys)
-    .groupBy(roles.id)
-    .orderBy(asc(roles.id))
-    .limit(req.per_page)
-    .offset(req.offset)
-    .all()
+  const rows = deps.db.select({ role: roles, key_count: liveKeyCount }).from(roles).orderBy(asc(roles.id)).limit(req.per_page).offset(req.offset).all()
   return { items: rows.map((r) => toView(r.role, r.key_count)), meta: pageMeta(req, total) }
 }
 

@@ -13,7 +13,7 @@ import type {
   StepGraphStep,
 } from '../../db/schema/automations'
 import type { ContactStatus } from '../../db/schema'
-import { emitStatusChange } from '../contacts/writer'
+import { emitStatusChange, type RawContact } from '../contacts/writer'
 import { applyFieldValues } from '../custom-fields/values'
 import { fieldDefinitions } from '../custom-fields/service'
 import { compiledSegment, compileInput } from '../segments/service'
@@ -64,15 +64,8 @@ export interface EnrollmentRow {
   wait_since: number | null
 }
 
-export interface ContactRow {
-  id: number
-  list_id: number
-  email: string
-  first_name: string | null
-  last_name: string | null
-  status: ContactStatus
-  fields: string
-}
+/** A contact as the runs read it: the stored row without its timestamps. */
+export type ContactRow = Omit<RawContact, 'created_at' | 'updated_at'>
 
 type RawAutomation = Omit<AutomationRow, 'list_ids' | 'event_filter' | 'exit_conditions' | 'goals'> & {
   list_ids: string

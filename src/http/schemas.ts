@@ -54,8 +54,15 @@ export const PageQuery = {
   per_page: t.Optional(queryWholeNumber('^(?:[1-9][0-9]?|100)$', 1, MAX_PER_PAGE, `Records per page, default 25, at most ${MAX_PER_PAGE}.`)),
 }
 
-// Up to 15 digits: every id a table can hold, and never a float that SQLite would bind as one.
-export const IdParams = t.Object({ id: queryWholeNumber('^[1-9][0-9]{0,14}$', 1, 999_999_999_999_999, 'Record id.') })
+/**
+ * A record id in a path: up to 15 digits, every id a table can hold, and never a float that
+ * SQLite would bind as one. Path ids use this rather than `t.Integer`, which Elysia turns into
+ * a union with a default; Elysia 1.4.32 then redefines the parameter on Bun's own params
+ * object, which refuses it (a 500; decision 87, test/http-routes-over-socket.test.ts).
+ */
+export const RecordId = (description = 'Record id.') => queryWholeNumber('^[1-9][0-9]{0,14}$', 1, 999_999_999_999_999, description)
+
+export const IdParams = t.Object({ id: RecordId() })
 
 /** C0 controls, DEL and C1 controls: what must not reach an operator's terminal. */
 export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/

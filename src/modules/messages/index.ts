@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import type { AuthOf } from '../../http/auth'
-import { commonErrors, Envelope, ErrorEnvelope, ok, requires } from '../../http/schemas'
+import { commonErrors, Envelope, ErrorEnvelope, ok, RecordId, requires } from '../../http/schemas'
 import { templateSendInput } from '../templates/service'
 import { simpleSendBody } from './compose'
 import { sendOverHttp, type SendCall } from './http'
@@ -129,7 +129,7 @@ export function messageRoutes(deps: Deps, authOf: AuthOf) {
         return status(202, r.body as { success: true; data: typeof QueuedSchema.static })
       },
       {
-        params: t.Object({ template_id: t.Integer({ minimum: 1 }) }),
+        params: t.Object({ template_id: RecordId('Template id.') }),
         body: DynamicTemplateBody,
         response: { 202: Envelope(QueuedSchema), 404: ErrorEnvelope, ...sendErrors },
         detail: requires('transactional.send', 'Send a template to one recipient', {

@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { NameString, Timestamps } from '../../http/schemas'
+import { NameString, RecordId, Timestamps } from '../../http/schemas'
 
 /** Each of html and text, in UTF-8 bytes. */
 export const MAX_PART_BYTES = 512 * 1024
@@ -85,10 +85,7 @@ export const UpdateTemplateBody = t.Object({
   reply_to: Mailbox('Reply-To'),
 })
 
-export const VersionParams = t.Object({
-  id: t.Integer({ minimum: 1, description: 'Template id.' }),
-  version: t.Integer({ minimum: 1, description: 'Version number.' }),
-})
+export const VersionParams = t.Object({ id: RecordId('Template id.'), version: RecordId('Version number.') })
 
 /** A part of unsaved content for a preview: replaces the version's, as PATCH would. */
 const Draft = (what: string) =>

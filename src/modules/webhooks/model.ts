@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { WEBHOOK_DELIVERY_STATES, WEBHOOK_FORMATS } from '../../db/schema'
-import { enumOf } from '../../http/schemas'
+import { enumOf, RecordId } from '../../http/schemas'
 
 /**
  * Every event kind a webhook can subscribe to ('*' = all of them, including kinds added
@@ -152,7 +152,7 @@ export const TestResultSchema = t.Object({
   response_snippet: StrOrNull,
   headers: t.Record(t.String(), t.String()),
 })
-export const DeliveryParams = t.Object({ id: t.Integer({ minimum: 1 }), delivery_id: t.Integer({ minimum: 1 }) })
+export const DeliveryParams = t.Object({ id: RecordId('Webhook id.'), delivery_id: RecordId('Delivery id.') })
 
 export type WebhookView = Static<typeof WebhookSchema>
 export type WebhookInput = Static<typeof CreateWebhookBody>

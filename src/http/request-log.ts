@@ -19,9 +19,9 @@ function statusOf(value: unknown, set: { status?: unknown }): number {
  *
  * The line is recorded when the answer is ready (`record`): app.ts calls it from its one
  * answer hook (answerPlugin below) and from the error envelope, and the Resend routes for the
- * 308 they give from a global onRequest hook. The lines are made and handed
- * to the (buffered) logger once per turn of the event loop. With the log level above info the
- * lines would be dropped, so nothing is recorded.
+ * 308 they give from a global onRequest hook. The lines are made and handed to the (buffered)
+ * logger once per turn of the event loop. With the log level above info the lines would be
+ * dropped, so nothing is recorded.
  */
 export function requestLogPlugin(log: Logger, accessLog: boolean) {
   const on = accessLog && log.enabled('info')

@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { BROADCAST_RECIPIENT_STATES, BROADCAST_STATUSES, SPLIT_TEST_METRICS, VERSION_MODES } from '../../db/schema/broadcasts'
-import { enumOf, IdParams, NameString, Timestamps } from '../../http/schemas'
+import { enumOf, NameString, RecordId, Timestamps } from '../../http/schemas'
 
 const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T, description?: string) =>
   t.Union([schema, t.Null()], description ? { description } : {})
@@ -198,7 +198,7 @@ export const VersionSchema = t.Object({
 })
 export type VersionView = Static<typeof VersionSchema>
 
-export const VersionParams = t.Object({ id: IdParams.properties.id, vid: IdParams.properties.id })
+export const VersionParams = t.Object({ id: RecordId(), vid: RecordId() })
 
 // Recipients -----------------------------------------------------------------------------
 
@@ -219,7 +219,7 @@ export type RecipientView = Static<typeof RecipientSchema>
 
 export const RecipientQuery = {
   state: t.Optional(enumOf(BROADCAST_RECIPIENT_STATES, { description: 'Only recipients in this state.' })),
-  version_id: t.Optional(IdParams.properties.id),
+  version_id: t.Optional(RecordId()),
 }
 
 // Statistics -----------------------------------------------------------------------------

@@ -17,13 +17,13 @@
  * checked (row counts, the segment's count against the generator's, page sizes), or the
  * run fails.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Database } from 'bun:sqlite'
 import { positiveInt } from './support/args'
-import { SEGMENT_MIN_SEATS, writeAudienceCsv, type AudienceStats } from './support/audience-data'
+import { CUSTOM_FIELDS, SEGMENT_RULES, writeAudienceCsv, type AudienceStats } from './support/audience-data'
 import { IMPORT_BATCH_ROWS, IMPORT_CACHE_KIB, IMPORT_WAL_AUTOCHECKPOINT } from '../src/modules/imports/runner'
 import type { LimitReport } from './support/audience-limit'
 import { fmtMiB, readProcMemory, sampleMemory, waitUntilIdle, type ProcMemory } from './support/proc'
@@ -158,8 +158,12 @@ interface QueryTimes {
   median: number
 }
 
-/** Runs the limit child and parses its report; kills it after `timeoutMs`. Its database is `DIR/limit.db`. */
-export async function runLimit(dir: string, rows: number, seed: number, timeoutMs: number): Promise<LimitReport> {
+/**
+ * Runs the limit child and parses its report; kills it after `timeoutMs`. Its database is
+ * `DIR/limit.db`. With `indexedSegment`, the benchmark segment's member index is on the table
+ * while it fills: what an indexed segment costs every insert.
+ */
+export async function runLimit(dir: string, rows: number, seed: number, timeoutMs: number, indexedSegment = false): Promise<LimitReport> {
   const proc = Bun.spawn(
     [
       process.execPath,
@@ -172,6 +176,7 @@ export async function runLimit(dir: string, rows: number, seed: number, timeoutM
       String(seed),
       '--batch',
       String(LIMIT_BATCH),
+      ...(indexedSegment ? ['--indexed-segment'] : []),
     ],
     {
       cwd: ROOT,
@@ -282,8 +287,8 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
     process.stdout.write(`  mailroom ${server.url} (pid ${server.pid}, data ${server.dataDir})\n`)
     const call = apiClient(server)
     const baseline = readProcMemory(server.pid)
-    await call('POST', '/api/v2/custom-fields', 201, { json: { key: 'plan', name: 'Plan', type: 'one_of', options: ['free', 'pro', 'team'] } })
-    await call('POST', '/api/v2/custom-fields', 201, { json: { key: 'seats', name: 'Seats', type: 'number' } })
+    for (const f of CUSTOM_FIELDS)
+      await call('POST', '/api/v2/custom-fields', 201, { json: f.type === 'one_of' ? f : { key: f.key, name: f.name, type: f.type } })
     const listId = (await call('POST', '/api/v2/lists', 201, { json: { name: 'audience benchmark' } })).body.data.id as number
 
     // 3. The import.
@@ -294,15 +299,18 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
       `  imported in ${fmtS(imp.importMs)} s (upload ${fmtS(imp.uploadMs)} s, runner ${fmtS(imp.runMs)} s); server VmHWM ${fmtMiB(imp.peak.vmHwmKiB)} MiB\n`,
     )
 
-    // 4. Segment count and listing pages, round-robin so the noise falls on all three.
-    const rules = {
-      all: [
-        { field: 'status', op: 'eq', value: 'subscribed' },
-        { field: 'fields.plan', op: 'eq', value: 'pro' },
-        { field: 'fields.seats', op: 'gte', value: SEGMENT_MIN_SEATS },
-      ],
-    }
+    // 4. Segment count and listing pages, round-robin so the noise falls on all of them.
+    const rules = SEGMENT_RULES
     const segmentId = (await call('POST', '/api/v2/segments', 201, { json: { name: 'pro with 10+ seats', rules } })).body.data.id as number
+    // The same rules as an indexed segment (opt-in): its members in a partial index, built
+    // by this request from every contact.
+    const indexedSegment = await call('POST', '/api/v2/segments', 201, { json: { name: 'pro with 10+ seats (indexed)', rules, indexed: true } })
+    const indexBuildMs = indexedSegment.ms
+    process.stdout.write(`  indexed segment created (its index built) in ${fmtMs(indexBuildMs)} ms\n`)
+    const countCheck = (a: Answer) => {
+      if (a.body.data.count !== stats.segmentMatches)
+        throw new Error(`the segment counted ${a.body.data.count}; the generator made ${stats.segmentMatches} matching rows`)
+    }
     const listPath = (page: number) => `/api/v2/contacts?list_id=${listId}&status=subscribed&per_page=${PER_PAGE}&page=${page}`
     const first = await call('GET', listPath(1), 200)
     const lastPage = first.body.meta.last_page as number
@@ -317,10 +325,14 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
         path: `/api/v2/segments/${segmentId}/count`,
         runs: [],
         median: 0,
-        check: (a) => {
-          if (a.body.data.count !== stats.segmentMatches)
-            throw new Error(`the segment counted ${a.body.data.count}; the generator made ${stats.segmentMatches} matching rows`)
-        },
+        check: countCheck,
+      },
+      {
+        label: 'indexed segment count (the same rules, indexed: true)',
+        path: `/api/v2/segments/${indexedSegment.body.data.id}/count`,
+        runs: [],
+        median: 0,
+        check: countCheck,
       },
       {
         label: `listing, first page (page 1 of ${fmtInt(lastPage)})`,
@@ -371,6 +383,7 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
     reader.close()
     for (const q of [...queries, bare]) q.median = median(q.runs)
     const segmentToBare = queries[0]!.median / bare.median
+    const indexedToBare = queries[1]!.median / bare.median
     const end = readProcMemory(server.pid)
     for (const q of [...queries, bare]) process.stdout.write(`  ${q.label}: median ${fmtMs(q.median)} ms (${q.runs.map(fmtMs).join(' / ')})\n`)
     const serverErrors = readFileSync(server.logFile, 'utf8')
@@ -384,6 +397,10 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
     process.stdout.write(`  plain bulk insert of the same rows (batches of ${fmtInt(LIMIT_BATCH)})...\n`)
     const limit = await runLimit(work, stats.rows, settings.seed, 180_000)
     assertCodeUnchanged(digest, 'during the plain insert')
+    process.stdout.write('  the same insert with the indexed segment on the table...\n')
+    mkdirSync(join(work, 'indexed'))
+    const indexedLimit = await runLimit(join(work, 'indexed'), stats.rows, settings.seed, 180_000, true)
+    assertCodeUnchanged(digest, 'during the insert with an indexed segment')
     const ratio = imp.importMs / limit.insertMs
     const runRatio = imp.runMs / limit.insertMs
 
@@ -395,8 +412,10 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
       memory: peakMiB < AIMS.peakMiB,
       segment: queries[0]!.median < AIMS.segmentMs,
       segmentToBare: segmentToBare <= AIMS.segmentToBare,
-      first: queries[1]!.median < AIMS.pageMs,
-      last: queries[2]!.median < AIMS.pageMs,
+      indexedSegment: queries[1]!.median < AIMS.segmentMs,
+      indexedToBare: indexedToBare <= AIMS.segmentToBare,
+      first: queries[2]!.median < AIMS.pageMs,
+      last: queries[3]!.median < AIMS.pageMs,
     }
     const rps = (rows: number, ms: number) => fmtInt(rows / (ms / 1000))
     const head = ['measure', 'result', 'aim', 'aim met']
@@ -410,8 +429,11 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
       [queries[0]!.label, `${fmtMs(queries[0]!.median)} ms`, `< ${AIMS.segmentMs} ms`, verdict(checks.segment)],
       [bare.label, `${fmtMs(bare.median)} ms`, '', ''],
       ['ratio segment count / bare count', `${segmentToBare.toFixed(1)}x`, `<= ${AIMS.segmentToBare}x`, verdict(checks.segmentToBare)],
-      [queries[1]!.label, `${fmtMs(queries[1]!.median)} ms`, `< ${AIMS.pageMs} ms`, verdict(checks.first)],
-      [queries[2]!.label, `${fmtMs(queries[2]!.median)} ms`, `< ${AIMS.pageMs} ms`, verdict(checks.last)],
+      ['indexed segment: creating it (building its index), one request', `${fmtMs(indexBuildMs)} ms`, '', ''],
+      [queries[1]!.label, `${fmtMs(queries[1]!.median)} ms`, `< ${AIMS.segmentMs} ms`, verdict(checks.indexedSegment)],
+      ['ratio indexed segment count / bare count', `${indexedToBare.toFixed(1)}x`, `<= ${AIMS.segmentToBare}x`, verdict(checks.indexedToBare)],
+      [queries[2]!.label, `${fmtMs(queries[2]!.median)} ms`, `< ${AIMS.pageMs} ms`, verdict(checks.first)],
+      [queries[3]!.label, `${fmtMs(queries[3]!.median)} ms`, `< ${AIMS.pageMs} ms`, verdict(checks.last)],
       [
         `plain bulk insert (limit), ${fmtInt(LIMIT_BATCH)} rows/transaction`,
         `${fmtS(limit.insertMs)} s (${rps(limit.rows, limit.insertMs)} rows/s); peak ${fmtMiB(limit.peakRssKiB)} MiB`,
@@ -419,6 +441,12 @@ export async function run(argv: string[], command = 'bun bench/audience.ts'): Pr
         '',
       ],
       ['ratio import / limit', `${ratio.toFixed(2)}x (runner alone ${runRatio.toFixed(2)}x)`, `<= ${AIMS.importRatio}x`, verdict(checks.importRatio)],
+      [
+        'the plain insert with the indexed segment on the table',
+        `${fmtS(indexedLimit.insertMs)} s: ${(indexedLimit.insertMs / limit.insertMs).toFixed(2)}x the plain insert`,
+        '',
+        '',
+      ],
     ]
     const runsText = [...queries, bare].map((q) => `${q.label}: ${q.runs.map(fmtMs).join(' / ')} ms`)
     process.stdout.write(`\n${textTable(head, rowsOut)}\n\n`)
@@ -439,7 +467,7 @@ Measured ${when} with \`${command}\` (bench/audience.ts), code at ${revision}.
 
 ${markdownTable(head, rowsOut)}
 
-Aims: import under ${AIMS.importS} s: ${metList(checks.import)}; at most ${AIMS.importRatio}x the plain insert: ${metList(checks.importRatio)}; under ${AIMS.peakMiB} MiB peak memory: ${metList(checks.memory)}; segment count under ${AIMS.segmentMs} ms: ${metList(checks.segment)}; at most ${AIMS.segmentToBare}x the bare count: ${metList(checks.segmentToBare)}; first page under ${AIMS.pageMs} ms: ${metList(checks.first)}; last page under ${AIMS.pageMs} ms: ${metList(checks.last)}.
+Aims: import under ${AIMS.importS} s: ${metList(checks.import)}; at most ${AIMS.importRatio}x the plain insert: ${metList(checks.importRatio)}; under ${AIMS.peakMiB} MiB peak memory: ${metList(checks.memory)}; segment count under ${AIMS.segmentMs} ms: ${metList(checks.segment)} (indexed: ${metList(checks.indexedSegment)}); at most ${AIMS.segmentToBare}x the bare count: ${metList(checks.segmentToBare)} (indexed: ${metList(checks.indexedToBare)}); first page under ${AIMS.pageMs} ms: ${metList(checks.first)}; last page under ${AIMS.pageMs} ms: ${metList(checks.last)}.
 
 - Data: ${fmtInt(stats.rows)} rows generated with seed ${settings.seed} (the same seed gives the same rows), streamed to a CSV of ${fmtMB(stats.bytes)} MiB:
   \`${'email,first_name,last_name,plan,seats'}\`; unique lower-case addresses, names including non-ASCII ones and a quoted
@@ -453,11 +481,13 @@ Aims: import under ${AIMS.importS} s: ${metList(checks.import)}; at most ${AIMS.
 - Memory: the server's \`VmHWM\` (peak resident set, kept by the kernel) from /proc/PID/status, read when the import was seen
   completed (${fmtMiB(end?.vmHwmKiB ?? 0)} MiB at the end of the run, after the queries); \`RssAnon\` / \`RssFile\` sampled every 100 ms
   (${imp.samples} samples). File-backed pages are mostly the Bun executable itself; the database is memory-mapped only by the segment count's workers, after this reading.
-- Segment: \`GET /api/v2/segments/{id}/count\` for \`${JSON.stringify(rules)}\`; the answer must equal the generator's count. The bare count is
+- Segment: \`GET /api/v2/segments/{id}/count\` for \`${JSON.stringify(rules)}\`; the answer must equal the generator's count. The
+  indexed segment has the same rules and \`indexed: true\` (its members in a partial index, kept by SQLite on every write to contacts); the
+  time to create it is the \`POST /api/v2/segments\` request, which builds the index from every contact. The bare count is
   \`SELECT count(*) FROM contacts\` on a read-only connection of the benchmark to the server's database file, once per round after the requests (no HTTP: the ratio is the stricter for it).
 - Listing: \`GET /api/v2/contacts?list_id=ID&status=subscribed&per_page=${PER_PAGE}&page=N\` for page 1 and \`meta.last_page\`; page sizes and \`meta.total\` checked.
 - Query times: client wall time per request (sent to body received) on 127.0.0.1, keep-alive; one unrecorded warm-up each, then ${settings.runs} rounds
-  of the three requests and the bare count in turn, once the server has used under 5 ms of CPU in 250 ms after the import; medians. Runs: ${runsText.join('; ')}.
+  of the four requests and the bare count in turn, once the server has used under 5 ms of CPU in 250 ms after the import; medians. Runs: ${runsText.join('; ')}.
 - Limit: a separate process, after the server stopped: a fresh database with Mailroom's \`openDatabase\` (WAL, synchronous=FULL) and migrations,
   the same rows generated in memory in batches, one prepared \`INSERT INTO contacts\` in transactions of ${fmtInt(LIMIT_BATCH)} rows with the runner's SQLite
   settings (\`contact_counts\` moved once per transaction, \`wal_autocheckpoint\` ${fmtInt(IMPORT_WAL_AUTOCHECKPOINT)}, a ${fmtInt(IMPORT_CACHE_KIB / 1024)} MiB page cache); time inside the

@@ -24,6 +24,7 @@ import m21 from './0021_web_forms_automations.sql' with { type: 'text' }
 import m22 from './0022_automation_status_reason.sql' with { type: 'text' }
 import m23 from './0023_import_enroll.sql' with { type: 'text' }
 import m24 from './0024_webhook_lease_index.sql' with { type: 'text' }
+import m25 from './0025_segment_index.sql' with { type: 'text' }
 
 export interface EmbeddedMigration {
   tag: string
@@ -57,4 +58,5 @@ export const migrations: EmbeddedMigration[] = [
   { tag: '0022_automation_status_reason', createdAt: 1795576520305, sql: m22 },
   { tag: '0023_import_enroll', createdAt: 1795578205630, sql: m23 },
   { tag: '0024_webhook_lease_index', createdAt: 1795593233051, sql: m24 },
+  { tag: '0025_segment_index', createdAt: 1796676429636, sql: m25 },
 ]

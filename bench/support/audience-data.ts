@@ -25,6 +25,21 @@ export interface AudienceStats {
 /** The segment's seat threshold (fields.seats >= this). */
 export const SEGMENT_MIN_SEATS = 10
 
+/** The benchmark segment: three conditions, one on a column and two on custom fields. */
+export const SEGMENT_RULES = {
+  all: [
+    { field: 'status', op: 'eq', value: 'subscribed' },
+    { field: 'fields.plan', op: 'eq', value: 'pro' },
+    { field: 'fields.seats', op: 'gte', value: SEGMENT_MIN_SEATS },
+  ],
+}
+
+/** The custom fields the rows carry, as the benchmark creates them over the API. */
+export const CUSTOM_FIELDS = [
+  { key: 'plan', name: 'Plan', type: 'one_of', options: ['free', 'pro', 'team'] },
+  { key: 'seats', name: 'Seats', type: 'number', options: [] },
+] as const
+
 export const CSV_HEADER = 'email,first_name,last_name,plan,seats'
 
 const FIRST = [

@@ -6,7 +6,10 @@
  * SQLite settings (one count update per transaction, its checkpoint interval and page cache). Prints one line,
  * `LIMIT_REPORT {json}`, with the times and this process's peak memory.
  *
- *   bun bench/support/audience-limit.ts --dir DIR --rows N --seed S [--batch 5000]
+ * With --indexed-segment, the benchmark segment's member index (an indexed segment,
+ * src/modules/segments/service.ts) is created on the empty table first, so every insert keeps it.
+ *
+ *   bun bench/support/audience-limit.ts --dir DIR --rows N --seed S [--batch 5000] [--indexed-segment]
  */
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -14,7 +17,9 @@ import { parseArgs } from 'node:util'
 import { openDatabase } from '../../src/db/client'
 import { migrate } from '../../src/db/migrate'
 import { IMPORT_CACHE_KIB, IMPORT_WAL_AUTOCHECKPOINT } from '../../src/modules/imports/runner'
-import { audienceBatches } from './audience-data'
+import { compileRules, inlineParams } from '../../src/modules/segments/rules'
+import { memberIndexSql } from '../../src/modules/segments/service'
+import { audienceBatches, CUSTOM_FIELDS, SEGMENT_RULES } from './audience-data'
 import { readProcMemory } from './proc'
 
 export interface LimitReport {
@@ -33,7 +38,13 @@ export interface LimitReport {
 const { values } = parseArgs({
   args: process.argv.slice(2),
   strict: true,
-  options: { dir: { type: 'string' }, rows: { type: 'string' }, seed: { type: 'string' }, batch: { type: 'string' } },
+  options: {
+    dir: { type: 'string' },
+    rows: { type: 'string' },
+    seed: { type: 'string' },
+    batch: { type: 'string' },
+    'indexed-segment': { type: 'boolean' },
+  },
 })
 if (!values.dir || !values.rows || !values.seed) throw new Error('usage: audience-limit.ts --dir DIR --rows N --seed S [--batch 5000]')
 const rows = Number(values.rows)
@@ -45,6 +56,13 @@ const db = openDatabase(file)
 migrate(db, { now: Date.now() })
 const client = db.$client
 const now = Date.now()
+if (values['indexed-segment']) {
+  const catalog = { customField: (key: string) => CUSTOM_FIELDS.find((f) => f.key === key), listExists: () => true }
+  const compiled = compileRules(SEGMENT_RULES, { now, catalog, checkReferences: false, forIndex: true })
+  const where = compiled.ok ? inlineParams(compiled.where, compiled.params) : null
+  if (where === null) throw new Error('the benchmark segment does not compile for an index')
+  client.run(memberIndexSql(1, where))
+}
 const listId = Number(
   (client.query('INSERT INTO lists (name, description, created_at, updated_at) VALUES (?, ?, ?, ?) RETURNING id').get('limit', '', now, now) as { id: number })
     .id,

@@ -1,6 +1,15 @@
 import { describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
 import { contacts, customFields, lists } from '../../src/db/schema'
-import { compileRules, MAX_CONDITIONS, MAX_DEPTH, type CompileOptions, type CustomFieldInfo, type RuleCatalog } from '../../src/modules/segments/rules'
+import {
+  compileRules,
+  inlineParams,
+  MAX_CONDITIONS,
+  MAX_DEPTH,
+  type CompileOptions,
+  type CustomFieldInfo,
+  type RuleCatalog,
+} from '../../src/modules/segments/rules'
 import { testDeps } from '../support/app'
 
 /**
@@ -622,5 +631,36 @@ describe('field names cannot inject SQL', () => {
     const c = compileRules(cond('email', 'eq OR 1=1', 'x'), options)
     expect(c.ok).toBe(false)
     if (!c.ok) expect(Object.keys(c.errors)).toEqual(['rules.all.0.op'])
+  })
+})
+
+describe('inlineParams (the WHERE of an indexed segment)', () => {
+  test('writes numbers and quoted strings in place of the placeholders, leaving quoted text alone', () => {
+    expect(inlineParams("a = ? AND b LIKE ? ESCAPE '\\' AND c IN (?, ?) AND d = '?'", ["it's", '50\\%', 1.5, -3])).toBe(
+      "a = 'it''s' AND b LIKE '50\\%' ESCAPE '\\' AND c IN (1.5, -3) AND d = '?'",
+    )
+    expect(inlineParams('x = ?', ['?'])).toBe("x = '?'")
+  })
+
+  test('gives null for what SQL text cannot hold, and throws on a count mismatch', () => {
+    expect(inlineParams('x = ?', ['a\u0000b'])).toBeNull()
+    expect(inlineParams('x = ?', [Number.NaN])).toBeNull()
+    expect(() => inlineParams('x = ? AND y = ?', [1])).toThrow()
+    expect(() => inlineParams('x = ?', [1, 2])).toThrow()
+  })
+
+  test('the inlined text selects what the bound statement selects', () => {
+    const db = new Database(':memory:')
+    db.run('CREATE TABLE t (v)')
+    for (const v of ["it's", "it''s", '?', 'x', 1.5, -3, 0]) db.run('INSERT INTO t VALUES (?)', [v])
+    const where = '(v = ? OR v = ? OR v = ?)'
+    for (const params of [
+      ["it's", '?', -3],
+      ["it''s", 1.5, 'none'],
+    ] as Array<Array<string | number>>) {
+      const bound = db.query(`SELECT v FROM t WHERE ${where} ORDER BY rowid`).all(...params)
+      expect(bound.length).toBe(params[2] === 'none' ? 2 : 3)
+      expect(db.query(`SELECT v FROM t WHERE ${inlineParams(where, params)} ORDER BY rowid`).all()).toEqual(bound)
+    }
   })
 })

@@ -133,6 +133,7 @@ describe('segments CRUD', () => {
             { field: 'email', op: 'ends_with', value: '@example.com' },
           ],
         },
+        indexed: false,
         created_at: '2026-03-01T12:00:30.000Z',
         updated_at: '2026-03-01T12:00:30.000Z',
       },

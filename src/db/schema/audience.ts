@@ -92,6 +92,12 @@ export const segments = sqliteTable('segments', {
   description: text('description').notNull().default(''),
   /** The rule tree: { all | any: [condition | group, ...] }; see src/modules/segments. */
   rules: text('rules', { mode: 'json' }).$type<unknown>().notNull(),
+  /**
+   * An indexed segment's rules as the WHERE of its partial index `segment_members_<id>` on
+   * contacts, parameters written in (rules.ts inlineParams); null when not indexed. The
+   * index is created, replaced and dropped with this column, in the same transaction.
+   */
+  index_where: text('index_where'),
   ...timestamps(),
 })
 

@@ -8,6 +8,9 @@ import { workerUrl } from '../../lib/worker-url'
 import type { CountRequest } from './count-worker'
 import type { CompiledRules, SqlValue } from './rules'
 
+/** What a count needs of compiled rules: the condition and its parameters. */
+type Condition = Pick<CompiledRules, 'where' | 'params'>
+
 /**
  * The parallel segment count. A segment whose conditions no index serves (custom fields,
  * a status most contacts have) is counted by a scan of every contact; on a million contacts
@@ -257,7 +260,7 @@ function isFile(path: string): boolean {
 }
 
 /** Whether SQLite would count these rules by reading every row of contacts (no index narrows it). */
-export function countScansAllContacts(db: Db, compiled: CompiledRules): boolean {
+export function countScansAllContacts(db: Db, compiled: Condition): boolean {
   // prepare, not query: query() keeps every statement text it saw, and rule sets vary without end.
   const stmt = db.$client.prepare<{ detail: string }, SqlValue[]>(`EXPLAIN QUERY PLAN SELECT COUNT(*) FROM contacts WHERE ${compiled.where}`)
   try {
@@ -281,7 +284,7 @@ export function rowidRanges(lo: number, hi: number, parts: number): Array<[numbe
  * SQLite searches the primary key for the range and tests the rules on each row in it, as
  * the whole count does on every row (the plan tests check this).
  */
-export function rangeCountSql(compiled: CompiledRules): string {
+export function rangeCountSql(compiled: Condition): string {
   return `SELECT COUNT(*) AS n FROM contacts WHERE rowid BETWEEN ? AND ? AND (${compiled.where})`
 }
 
@@ -290,7 +293,7 @@ export function rangeCountSql(compiled: CompiledRules): string {
  * count should run on the server's connection (see the top of this file for when). A failure
  * of the workers is logged and answered with null too: the caller's count is the reference.
  */
-export async function parallelCount(deps: Deps, compiled: CompiledRules): Promise<number | null> {
+export async function parallelCount(deps: Deps, compiled: Condition): Promise<number | null> {
   const pool = segmentCountPool(deps)
   const n = await countOnWorkers(deps, pool, compiled)
   if (n === null) pool.stats.single++
@@ -298,7 +301,7 @@ export async function parallelCount(deps: Deps, compiled: CompiledRules): Promis
   return n
 }
 
-async function countOnWorkers(deps: Deps, pool: CountPool, compiled: CompiledRules): Promise<number | null> {
+async function countOnWorkers(deps: Deps, pool: CountPool, compiled: Condition): Promise<number | null> {
   const db = deps.db
   if (pool.size < 2 || !isFile(db.$client.filename)) return null
   const s = statements(db)

@@ -25,11 +25,18 @@ export const RulesSchema = t.Unknown({
   ],
 })
 
+const INDEXED_HELP = [
+  'Keep the members in an index of their own, so that counts and pages of members read only that index',
+  '(a few milliseconds on a million contacts instead of a scan of them all), at the cost of a little work on every contact write.',
+  'Building it reads every contact once, before the answer. Not for rules with relative dates, in_list or not_in_list.',
+].join(' ')
+
 export const SegmentSchema = t.Object({
   id: t.Integer(),
   name: t.String(),
   description: t.String(),
   rules: RulesSchema,
+  indexed: t.Boolean({ description: INDEXED_HELP }),
   ...Timestamps,
 })
 export type SegmentView = Static<typeof SegmentSchema>
@@ -38,6 +45,7 @@ export const CreateSegmentBody = t.Object({
   name: NameString(),
   description: t.Optional(t.String({ maxLength: 2000 })),
   rules: RulesSchema,
+  indexed: t.Optional(t.Boolean({ description: `${INDEXED_HELP} Default false.` })),
 })
 
 export const UpdateSegmentBody = t.Partial(CreateSegmentBody)

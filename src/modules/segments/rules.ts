@@ -74,6 +74,14 @@ export interface CompileOptions {
    * a removed option" still have a clear meaning (nobody matches).
    */
   checkReferences: boolean
+  /**
+   * Compile for a partial index (an indexed segment, service.ts): without the planner hints
+   * below (the email condition's list subquery, the status list before a creation time, the
+   * unary + from status shares). They never change which contacts match, but a partial
+   * index's WHERE may not hold a subquery (https://sqlite.org/partialindex.html), and its
+   * text must not depend on counts that change.
+   */
+  forIndex?: boolean
 }
 
 /** A rule tree in its stored form: only the known properties, in the client's order. */
@@ -342,8 +350,9 @@ function placeholders(n: number): string {
  * NOCASE, and LIKE, which ignores ASCII case by default), except email, which is stored
  * lower case and compared as bytes so that the (list_id, email) index applies.
  */
-function positiveSql(o: Operand, op: Operator, params: SqlValue[]): { sql: string; params: SqlValue[] } {
+function positiveSql(o: Operand, op: Operator, params: SqlValue[], hints: boolean): { sql: string; params: SqlValue[] } {
   const r = positiveSqlOf(o, op, params)
+  if (!hints) return r
   // Email has no index of its own: the unique (list_id, email) index serves it, one probe
   // per list, once the list is in the condition. Every contact's list exists, so the added
   // test never changes which contacts match (negations included).
@@ -409,15 +418,15 @@ function positiveSqlOf(o: Operand, op: Operator, params: SqlValue[]): { sql: str
  * set of values, turns `neq`/`not_in` into `IN (the other statuses)`, which the
  * status indexes serve.
  */
-function operatorSql(o: Operand, op: Operator, params: SqlValue[]): { sql: string; params: SqlValue[] } {
+function operatorSql(o: Operand, op: Operator, params: SqlValue[], hints: boolean): { sql: string; params: SqlValue[] } {
   const positive = NEGATION[op]
-  if (!positive) return positiveSql(o, op, params)
+  if (!positive) return positiveSql(o, op, params, hints)
   if (o.type === 'status') {
     const rest = o.options!.filter((s) => !params.includes(s))
     return rest.length ? { sql: `${o.sql} IN (${placeholders(rest.length)})`, params: rest } : { sql: '0', params: [] }
   }
   if (op === 'is_not_set') return { sql: o.type === 'text' ? `coalesce(${o.sql}, '') = ''` : `${o.sql} IS NULL`, params: [] }
-  const p = positiveSql(o, positive, params)
+  const p = positiveSql(o, positive, params, hints)
   return { sql: o.nullable ? `NOT coalesce(${p.sql}, 0)` : `NOT (${p.sql})`, params: p.params }
 }
 
@@ -498,11 +507,11 @@ const fieldCondition: ConditionKind = {
     // lookup for each): the unary + (a no-op on the value) keeps SQLite off that index.
     // The shares come from the exact per-status counts in contact_counts.
     let target = operand
-    if (operand.type === 'status' && ctx.catalog.statusShare) {
+    if (operand.type === 'status' && ctx.catalog.statusShare && !ctx.forIndex) {
       const matched = NEGATION[operator] ? operand.options!.filter((s) => !params.includes(s)) : (params as string[])
       if (ctx.catalog.statusShare(matched) > 0.5) target = { ...operand, sql: `+${operand.sql}` }
     }
-    const out = operatorSql(target, operator, params)
+    const out = operatorSql(target, operator, params, !ctx.forIndex)
     // ...and, ruling out few contacts, it is evaluated after the other conditions of its group.
     return { sql: out.sql, params: out.params, rule, cost: target === operand ? operand.cost : 4 }
   },
@@ -591,4 +600,39 @@ export function compileRules(rules: unknown, opts: CompileOptions): CompileResul
   }
   if (!out || Object.keys(ctx.errors).length) return { ok: false, errors: ctx.errors }
   return { ok: true, where: out.sql, params: out.params, rules: out.rule }
+}
+
+/**
+ * A compiled condition with its parameters written into the text as SQL literals, for the
+ * WHERE of a partial index and the queries that must match it term by term: SQLite uses a
+ * partial index only when it can see that the query's WHERE implies the index's, and a
+ * bound `?` is unknown when the statement is prepared (https://sqlite.org/partialindex.html,
+ * "Queries Using Partial Indexes"). Strings are quoted as SQL does (a quote doubled); a
+ * string holding NUL cannot be written into SQL text (SQLite stops reading there): null.
+ * The compiler's own SQL has no `?` inside its quoted literals (custom field keys are lower
+ * snake case), and the scan skips quoted text anyway.
+ */
+export function inlineParams(where: string, params: readonly SqlValue[]): string | null {
+  let out = ''
+  let next = 0
+  let quoted = false
+  for (const c of where) {
+    if (c === "'") quoted = !quoted
+    if (c !== '?' || quoted) {
+      out += c
+      continue
+    }
+    if (next === params.length) throw new Error(`inlineParams: ${params.length} parameters for more placeholders`)
+    const value = params[next++]
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) return null
+      out += String(value)
+    } else if (typeof value === 'string' && !value.includes('\u0000')) {
+      out += `'${value.replaceAll("'", "''")}'`
+    } else {
+      return null
+    }
+  }
+  if (next !== params.length) throw new Error(`inlineParams: ${params.length} parameters for ${next} placeholders`)
+  return out
 }

@@ -4,7 +4,7 @@ import type { Db } from '../../db/client'
 import { bulkDeleteByIds, pageOfTable, type BulkDeleteOutcome, findById, columnsOf, timestampsOf } from '../../db/crud'
 import { preparedFor } from '../../db/prepared'
 import { segments, type CustomFieldType } from '../../db/schema'
-import { AppError } from '../../lib/errors'
+import { AppError, invalidField } from '../../lib/errors'
 import { pageMeta, pageRequest, pageWindow, type PageMeta } from '../../lib/pagination'
 import type { ContactView } from '../contacts/model'
 import { contactView } from '../contacts/service'
@@ -14,6 +14,7 @@ import type { SegmentView } from './model'
 import {
   compileRules,
   describeFields,
+  inlineParams,
   type FieldDescription,
   type CompiledRules,
   type CustomFieldInfo,
@@ -25,7 +26,7 @@ import {
 type Row = typeof segments.$inferSelect
 
 function toView(r: Row): SegmentView {
-  return { ...columnsOf(r, ['id', 'name', 'description']), rules: r.rules as RuleNode, ...timestampsOf(r) }
+  return { ...columnsOf(r, ['id', 'name', 'description']), rules: r.rules as RuleNode, indexed: r.index_where !== null, ...timestampsOf(r) }
 }
 
 const statements = preparedFor((db: Db) => ({
@@ -83,32 +84,128 @@ function findSegment(deps: Deps, id: number): Row {
   return findById(deps.db, segments, id, 'segment')
 }
 
-/** How many contacts match a compiled condition: one COUNT(*) that SQLite evaluates, nothing loaded. */
-function countWhere(deps: Deps, compiled: CompiledRules): number {
-  const stmt = deps.db.$client.prepare<{ n: number }, SqlValue[]>(`SELECT COUNT(*) AS n FROM contacts WHERE ${compiled.where}`)
+/**
+ * Where a segment's contacts are read from: `contacts` with the compiled condition, or, for
+ * an indexed segment, `contacts INDEXED BY` its partial index with the index's own WHERE
+ * (parameters written in), which SQLite answers from the index alone.
+ */
+export interface Source {
+  from: string
+  where: string
+  params: SqlValue[]
+  indexed: boolean
+}
+
+const scanOf = (compiled: Pick<CompiledRules, 'where' | 'params'>): Source => ({
+  from: 'contacts',
+  where: compiled.where,
+  params: compiled.params,
+  indexed: false,
+})
+
+/** How many contacts match: one COUNT(*) that SQLite evaluates, nothing loaded. */
+function countWhere(deps: Deps, source: Source): number {
+  const stmt = deps.db.$client.prepare<{ n: number }, SqlValue[]>(`SELECT COUNT(*) AS n FROM ${source.from} WHERE ${source.where}`)
   try {
-    return stmt.get(...compiled.params)!.n
+    return stmt.get(...source.params)!.n
   } finally {
     stmt.finalize()
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Indexed segments
+// ---------------------------------------------------------------------------------------
+
+const DAY_MS = 86_400_000
+
+/** The partial index holding an indexed segment's members (created with its row, dropped with it). */
+function memberIndex(id: number): string {
+  return `segment_members_${id}`
+}
+
+/**
+ * Rules compiled for a partial index, values written in: the same text for the same rules
+ * and custom fields, whatever the clock or the contacts say (rules.ts, forIndex).
+ */
+function indexTextOf(deps: Deps, rules: unknown, now: number): string | null {
+  const compiled = compileRules(rules, { now, catalog: catalogOf(deps), checkReferences: false, forIndex: true })
+  return compiled.ok ? inlineParams(compiled.where, compiled.params) : null
+}
+
+/**
+ * The WHERE of an indexed segment's partial index, or a 422 on `indexed` saying why these
+ * rules cannot have one. SQLite keeps a partial index right on every write to contacts, so
+ * the condition may depend on the contact's own row only: not on the clock (relative
+ * dates; compiled a day apart, the text differs) nor on other rows (a subquery: in_list,
+ * not_in_list; SQLite refuses those in an index).
+ */
+function indexWhereFor(deps: Deps, rules: unknown): string {
+  const now = deps.clock.now()
+  const text = indexTextOf(deps, rules, now)
+  if (text === null) throw invalidField('indexed', 'must be false: a value of these rules holds a NUL character, which cannot be written into an index')
+  if (/\bSELECT\b/.test(text)) throw invalidField('indexed', 'must be false for rules with in_list or not_in_list: who matches them depends on other contacts')
+  if (indexTextOf(deps, rules, now + DAY_MS) !== text)
+    throw invalidField(
+      'indexed',
+      'must be false for rules with relative dates ({"days_ago": n}, {"days_from_now": n}): who matches them changes with the clock',
+    )
+  return text
+}
+
+/** The statement creating a segment's member index; on the id column: members in id order, for pages of them. */
+export function memberIndexSql(id: number, where: string): string {
+  return `CREATE INDEX ${memberIndex(id)} ON contacts (id) WHERE ${where}`
+}
+
+/** Creates, replaces or drops a segment's member index and records its WHERE; inside the caller's transaction. */
+function setMemberIndex(deps: Deps, id: number, where: string | null): void {
+  const client = deps.db.$client
+  client.run(`DROP INDEX IF EXISTS ${memberIndex(id)}`)
+  if (where !== null) client.run(memberIndexSql(id, where))
+  client.run('UPDATE segments SET index_where = ? WHERE id = ?', [where, id])
+}
+
+/**
+ * Where to read a saved segment's contacts from. Its rules are compiled first (a 409 when
+ * they went stale, as for any segment); an indexed segment reads its index when its rules
+ * still compile to the index's WHERE. A release whose compiler writes them otherwise finds
+ * a different text and scans (the same contacts, more slowly) until the segment is saved
+ * again, which rebuilds the index.
+ */
+function sourceOf(deps: Deps, segment: Row): Source {
+  const compiled = compileSaved(deps, segment)
+  if (segment.index_where === null || indexTextOf(deps, segment.rules, deps.clock.now()) !== segment.index_where) return scanOf(compiled)
+  return { from: `contacts INDEXED BY ${memberIndex(segment.id)}`, where: segment.index_where, params: [], indexed: true }
+}
+
+/** Where a saved segment's count and pages read its contacts from (404 / 409 as GET count). */
+export function segmentSource(deps: Deps, id: number): Source {
+  return sourceOf(deps, findSegment(deps, id))
 }
 
 export interface SegmentInput {
   name: string
   description?: string
   rules: unknown
+  indexed?: boolean
 }
 
-/** Saves a segment after checking its rules; the stored tree is the canonical one. */
+/** Saves a segment after checking its rules; the stored tree is the canonical one. An indexed segment's index is built before the answer. */
 export function createSegment(deps: Deps, input: SegmentInput): SegmentView {
   const compiled = compileInput(deps, input.rules)
+  const where = input.indexed ? indexWhereFor(deps, compiled.rules) : null
   const now = deps.clock.now()
-  const row = deps.db
-    .insert(segments)
-    .values({ name: input.name.trim(), description: input.description ?? '', rules: compiled.rules, created_at: now, updated_at: now })
-    .returning()
-    .get()
-  return toView(row)
+  return deps.db.$client.transaction(() => {
+    const row = deps.db
+      .insert(segments)
+      .values({ name: input.name.trim(), description: input.description ?? '', rules: compiled.rules, created_at: now, updated_at: now })
+      .returning()
+      .get()
+    if (where === null) return toView(row)
+    setMemberIndex(deps, row.id, where)
+    return toView({ ...row, index_where: where })
+  })()
 }
 
 /** One segment (its rules, not its members: counting can take a while on a large audience). */
@@ -121,33 +218,48 @@ export function listSegments(deps: Deps, query: { page?: number; per_page?: numb
   return pageOfTable(deps.db, segments, query, (rows: Row[]) => rows.map(toView))
 }
 
-/** Changes name, description or rules; new rules are checked like on create. */
+/**
+ * Changes name, description, rules or `indexed`; new rules are checked like on create. The
+ * member index is rebuilt when the rules or `indexed` are given (saving an indexed segment
+ * again rebuilds it), in the same transaction as the row.
+ */
 export function updateSegment(deps: Deps, id: number, input: Partial<SegmentInput>): SegmentView {
-  findSegment(deps, id)
+  const current = findSegment(deps, id)
   const patch: Partial<Row> = { updated_at: deps.clock.now() }
   if (input.name !== undefined) patch.name = input.name.trim()
   if (input.description !== undefined) patch.description = input.description
   if (input.rules !== undefined) patch.rules = compileInput(deps, input.rules).rules
-  deps.db.update(segments).set(patch).where(eq(segments.id, id)).run()
+  const indexed = input.indexed ?? current.index_where !== null
+  const reindex = input.rules !== undefined || input.indexed !== undefined
+  const where = reindex && indexed ? indexWhereFor(deps, patch.rules ?? current.rules) : null
+  deps.db.$client.transaction(() => {
+    deps.db.update(segments).set(patch).where(eq(segments.id, id)).run()
+    if (reindex) setMemberIndex(deps, id, where)
+  })()
   return getSegment(deps, id)
 }
 
-/** Bulk delete: which ids were deleted and which did not exist, in one statement. Contacts are not touched. */
+/** Bulk delete: which ids were deleted and which did not exist, in one statement, their member indexes with them. Contacts are not touched. */
 export function deleteSegments(deps: Deps, ids: number[]): BulkDeleteOutcome {
-  return bulkDeleteByIds(deps.db, segments, ids)
+  return deps.db.$client.transaction(() =>
+    bulkDeleteByIds(deps.db, segments, ids, (deleted) => {
+      for (const id of deleted) deps.db.$client.run(`DROP INDEX IF EXISTS ${memberIndex(id)}`)
+    }),
+  )()
 }
 
 /**
  * A count on its own (not part of a read transaction): on a large file database a full scan
  * runs on worker threads, cut by rowid (count-pool.ts), otherwise on the server's connection.
  */
-async function countMatching(deps: Deps, compiled: CompiledRules): Promise<number> {
-  return (await parallelCount(deps, compiled)) ?? countWhere(deps, compiled)
+async function countMatching(deps: Deps, compiled: Pick<CompiledRules, 'where' | 'params'>): Promise<number> {
+  return (await parallelCount(deps, compiled)) ?? countWhere(deps, scanOf(compiled))
 }
 
-/** How many contacts a saved segment matches now. */
+/** How many contacts a saved segment matches now: from its member index when it has one (a count of index entries, no rows read). */
 export async function countSegment(deps: Deps, id: number): Promise<{ count: number }> {
-  return { count: await countMatching(deps, compileSaved(deps, findSegment(deps, id))) }
+  const source = sourceOf(deps, findSegment(deps, id))
+  return { count: source.indexed ? countWhere(deps, source) : await countMatching(deps, source) }
 }
 
 /** How many contacts some rules would match, without saving them (for rule builders). */
@@ -162,19 +274,19 @@ const CONTACT_COLUMNS = 'id, email, first_name, last_name, list_id, status, fiel
  * so they agree. Deep pages are read from the far end (pageWindow).
  */
 export function segmentContacts(deps: Deps, id: number, query: { page?: number; per_page?: number }): { items: ContactView[]; meta: PageMeta } {
-  const compiled = compileSaved(deps, findSegment(deps, id))
+  const source = sourceOf(deps, findSegment(deps, id))
   const req = pageRequest(query)
   const client = deps.db.$client
   return client.transaction(() => {
     // On this connection, never the workers: the total must come from the page's snapshot.
-    const total = countWhere(deps, compiled)
+    const total = countWhere(deps, source)
     let rows: RawContact[] = []
     const window = pageWindow(req, total)
     if (window) {
-      const sql = `SELECT ${CONTACT_COLUMNS} FROM contacts WHERE ${compiled.where} ORDER BY id ${window.descending ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`
+      const sql = `SELECT ${CONTACT_COLUMNS} FROM ${source.from} WHERE ${source.where} ORDER BY id ${window.descending ? 'DESC' : 'ASC'} LIMIT ? OFFSET ?`
       const stmt = client.prepare<RawContact, SqlValue[]>(sql)
       try {
-        rows = stmt.all(...compiled.params, window.limit, window.offset)
+        rows = stmt.all(...source.params, window.limit, window.offset)
       } finally {
         stmt.finalize()
       }

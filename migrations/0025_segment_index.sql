@@ -1,0 +1,1 @@
+ALTER TABLE `segments` ADD `index_where` text;

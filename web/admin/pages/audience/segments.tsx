@@ -11,6 +11,8 @@ import { Button } from '../../components/ui/button'
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from '../../components/ui/card'
 import { FormField } from '../../components/ui/form-field'
 import { Input } from '../../components/ui/input'
+import { Badge } from '../../components/ui/badge'
+import { Switch as Toggle } from '../../components/ui/switch'
 import { ApiError, api, errorMessage, fieldError } from '../../lib/api'
 import { can, useSession } from '../../lib/session'
 import { formatDateTime, formatNumber } from '../../lib/utils'
@@ -24,6 +26,7 @@ interface Segment {
   name: string
   description: string
   rules: unknown
+  indexed: boolean
   created_at: string
   updated_at: string
 }
@@ -126,14 +129,15 @@ function SegmentEditor({ segment }: { segment: Segment | null }) {
   const [name, setName] = useState(segment?.name ?? '')
   const [description, setDescription] = useState(segment?.description ?? '')
   const [root, setRoot] = useState<Group>(() => (segment ? fromRules(segment.rules) : emptyGroup()))
+  const [indexed, setIndexed] = useState(segment?.indexed ?? false)
   const editable = can(session.data?.admin, segment ? 'segments.update' : 'segments.create')
   const rules = toRules(root)
   const live = useLiveCount({ rules, empty: countConditions(root) === 0 })
   const save = useMutation({
     mutationFn: () =>
       segment
-        ? api<Segment>('PATCH', `/api/v2/segments/${segment.id}`, { name, description, rules })
-        : api<Segment>('POST', '/api/v2/segments', { name, description, rules }),
+        ? api<Segment>('PATCH', `/api/v2/segments/${segment.id}`, { name, description, rules, indexed })
+        : api<Segment>('POST', '/api/v2/segments', { name, description, rules, indexed }),
     onSuccess: async (saved) => {
       toast.success(`Segment “${saved.name}” saved`)
       qc.setQueryData(['segment', saved.id], saved)
@@ -142,7 +146,8 @@ function SegmentEditor({ segment }: { segment: Segment | null }) {
       if (!segment) navigate(`/${saved.id}`, { replace: true })
     },
     onError: (e) => {
-      if (!fieldError(e, 'name') && !fieldError(e, 'description') && Object.keys(ruleErrors(e)).length === 0) toast.error(errorMessage(e))
+      const shown = ['name', 'description', 'indexed'].some((f) => fieldError(e, f)) || Object.keys(ruleErrors(e)).length > 0
+      if (!shown) toast.error(errorMessage(e))
     },
   })
   if (fields.isPending || lists.isPending) return <LoadingState rows={5} label="Loading the fields" />
@@ -184,6 +189,17 @@ function SegmentEditor({ segment }: { segment: Segment | null }) {
       </div>
       <div className="grid gap-4 lg:sticky lg:top-6">
         {live.view}
+        <Card>
+          <CardContent>
+            <FormField
+              label="Indexed"
+              hint="Keeps the members in an index of their own: counts and member pages stay fast on a large audience, and every contact write does a little more. Not for relative dates or list conditions."
+              error={fieldError(save.error, 'indexed')}
+            >
+              <Toggle checked={indexed} onCheckedChange={setIndexed} disabled={!editable} />
+            </FormField>
+          </CardContent>
+        </Card>
         {editable ? (
           <Button type="submit" disabled={save.isPending || countConditions(root) === 0}>
             {save.isPending ? 'Saving…' : segment ? 'Save changes' : 'Save segment'}
@@ -239,9 +255,12 @@ function SegmentList() {
       header: 'Segment',
       cell: (s) => (
         <div className="grid max-w-md gap-0.5">
-          <Link href={`/${s.id}`} className="font-medium hover:underline">
-            {s.name}
-          </Link>
+          <span className="flex items-center gap-2">
+            <Link href={`/${s.id}`} className="font-medium hover:underline">
+              {s.name}
+            </Link>
+            {s.indexed ? <Badge variant="secondary">Indexed</Badge> : null}
+          </span>
           {s.description ? <span className="truncate text-xs text-muted-foreground">{s.description}</span> : null}
         </div>
       ),

@@ -492,6 +492,8 @@ Aims: import under ${AIMS.importS} s: ${metList(checks.import)}; at most ${AIMS.
   the same rows generated in memory in batches, one prepared \`INSERT INTO contacts\` in transactions of ${fmtInt(LIMIT_BATCH)} rows with the runner's SQLite
   settings (\`contact_counts\` moved once per transaction, \`wal_autocheckpoint\` ${fmtInt(IMPORT_WAL_AUTOCHECKPOINT)}, a ${fmtInt(IMPORT_CACHE_KIB / 1024)} MiB page cache); time inside the
   transactions ${fmtS(limit.insertMs)} s (${fmtS(limit.totalMs)} s with generating the rows); database ${fmtMB(limit.dbBytes)} MiB. The ratio divides the import time by that.
+  Then the same insert again (\`--indexed-segment\`) with the benchmark segment's member index created on the empty table, so every insert
+  keeps it: ${fmtS(indexedLimit.insertMs)} s inside the transactions, what one indexed segment costs the writes (one run each, in one sitting).
 - CSV generation ${fmtS(generateMs)} s (not part of any figure).
 - Machine: ${machineText(machine)}.
 `,

@@ -16,6 +16,7 @@ import { drainStats, STATS_BATCH } from '../src/modules/stats/rollup'
 import { systemClock } from '../src/lib/clock'
 import { fmtInt, machineInfo, markdownTable, textTable, writeDocSection } from './support/report'
 import { createBenchKey, mailroomEnv, ROOT, startServer, stopAll } from './support/servers'
+import { prng } from './support/prng'
 
 const HELP = `Usage: bun bench/stats.ts [--events N] [--runs N] [--dry-run]
   --events   events to generate (default 5,000,000)
@@ -25,16 +26,6 @@ const HELP = `Usage: bun bench/stats.ts [--events N] [--runs N] [--dry-run]
 const AIM_MS = 50
 const DAY = 86_400_000
 const HOUR = 3_600_000
-
-/** A small deterministic generator (mulberry32), so every run writes the same data. */
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** Writes about `target` events (and the messages they are about) with prepared inserts in transactions of 50,000 rows. */
 export function generate(dbPath: string, target: number, end: number) {
@@ -62,7 +53,7 @@ export function generate(dbPath: string, target: number, end: number) {
   const insertEvent = c.prepare(
     'INSERT INTO events (kind, created_at, message_id, recipient, contact_id, list_id, bridge_id, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   )
-  const random = rng(42)
+  const random = prng(42)
   const pick = <T>(xs: T[]) => xs[Math.floor(random() * xs.length)]!
   // Events per message average about 2.4 (queued + outcome + some deferrals, complaints, contact events).
   const messages = Math.round(target / 2.4)

@@ -3,6 +3,7 @@
  * to a CSV for the import and generated again, row for row the same, for the plain bulk
  * insert it is compared with. Nothing here holds more than one batch of rows.
  */
+import { prng } from './prng'
 
 /** A contact as the CSV has it; `plan` and `seats` are the two custom fields. */
 export interface AudienceRow {
@@ -98,18 +99,6 @@ const DOMAINS = ['example.com', 'example.org', 'example.net', 'mail.example', 'c
 
 /** A name as the letters a-z of an address's local part ("Smith, Jr." -> "smithjr"). */
 const ascii = (name: string) => name.toLowerCase().replace(/[^a-z]/g, '')
-
-/** mulberry32: a small, fast, seeded PRNG; the same seed gives the same stream on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /**
  * Rows 1..count in batches of `batch`. Plans: free 60 %, pro 30 %, team 10 %; seats depend

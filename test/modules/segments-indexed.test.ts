@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test'
+import { prng } from '../../bench/support/prng'
 import { segmentSource } from '../../src/modules/segments/service'
 import { testApp } from '../support/app'
 
@@ -13,16 +14,6 @@ const FIRST = ["O'Brien", 'Ann', 'anna', 'Zoë', 'Bob?', '50%', null]
 const LAST = ['Smith', 'Jones', null]
 const STATUSES = ['subscribed', 'subscribed', 'unsubscribed', 'bounced']
 const PLANS = ['free', 'pro', 'team', undefined]
-
-/** A small deterministic generator (mulberry32), so a failure can be replayed. */
-function random(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** Two lists, five custom fields (one of each type) and 80 contacts with mixed values, all through the API. */
 async function audience() {
@@ -42,7 +33,7 @@ async function audience() {
     { key: 'note', name: 'Note', type: 'text' },
   ])
     await call('POST', '/api/v2/custom-fields', f)
-  const rand = random(18)
+  const rand = prng(18) // seeded: a failure can be replayed
   const pick = <T>(items: readonly T[]) => items[Math.floor(rand() * items.length)]!
   const contactBody = (i: number) => {
     const fields: Record<string, unknown> = {}

@@ -20,6 +20,7 @@ import { countAdmins, createAdmin, findAdminByEmail, issueSetupToken, listAdmins
 import { checkEmail } from './lib/email'
 import { countLiveKeys, createApiKey, listApiKeys } from './modules/api-keys/service'
 import { ADMINISTRATOR, CLI_ACTOR, ensureBuiltinRoles, findRoleByName, listRoles } from './modules/roles/service'
+import { restoreMemberIndexes } from './modules/segments/service'
 import { stopSegmentCountPool } from './modules/segments/count-pool'
 import { startInboundListener } from './smtp/inbound/listener'
 import { startStatsRollup } from './modules/stats/rollup'
@@ -202,6 +203,8 @@ function openStore(config: Config, clock: Clock, log: ReturnType<typeof createLo
       log.info('stored secrets sealed', { count: sealed, key_id: box.keyId })
     }
     ensureBuiltinRoles(deps)
+    const rebuilt = restoreMemberIndexes(deps)
+    if (rebuilt.length) log.info('segment member indexes rebuilt', { segment_ids: rebuilt })
     return deps
   } catch (e) {
     db.$client.close()

@@ -1,7 +1,11 @@
 import { describe, expect, test } from 'bun:test'
 import { prng } from '../../bench/support/prng'
-import { segmentSource } from '../../src/modules/segments/service'
-import { testApp } from '../support/app'
+import { join } from 'node:path'
+import { runCli } from '../../src/cli'
+import { systemClock } from '../../src/lib/clock'
+import { countSegment, createSegment, segmentSource } from '../../src/modules/segments/service'
+import { testApp, testDeps } from '../support/app'
+import { tempDir } from '../support/temp-dirs'
 
 /**
  * Indexed segments (`indexed: true`): the members are kept in a partial index of their own
@@ -287,5 +291,49 @@ describe('indexed segments', () => {
 
     await a.call('DELETE', '/api/v2/custom-fields/2') // age
     expect((await a.t.call('GET', `/api/v2/segments/${indexed}/count`, { key: a.admin.key })).status).toBe(409)
+  })
+
+  test('a member index lost to a rebuild of the contacts table: counts scan meanwhile, and the next start builds it again', async () => {
+    const dir = tempDir('mailroom-segment-index-')
+    const file = join(dir, 'mailroom.db')
+    const startOnce = () =>
+      runCli({
+        argv: ['migrate', '--data-dir', dir, '--log-level', 'error'],
+        env: {},
+        clock: systemClock,
+        out: () => {},
+        err: () => {},
+        stopSignal: new Promise<string>(() => {}),
+      })
+    expect(await startOnce()).toBe(0)
+    let deps = testDeps({}, file)
+    const client = deps.db.$client
+    client.run("INSERT INTO lists (name, description, created_at, updated_at) VALUES ('news', '', 1, 1)")
+    for (let i = 1; i <= 20; i++)
+      client.run("INSERT INTO contacts (list_id, email, status, fields, created_at, updated_at) VALUES (1, ?, ?, '{}', 1, 1)", [
+        `c${i}@example.com`,
+        i % 3 ? 'subscribed' : 'bounced',
+      ])
+    const rules = { all: [{ field: 'status', op: 'eq', value: 'bounced' }] }
+    const id = createSegment(deps, { name: 'bounced', rules, indexed: true }).id
+    expect(await countSegment(deps, id)).toEqual({ count: 6 })
+    // What drizzle-kit writes for some column changes: a new table, the rows copied, the old one dropped, which takes its indexes.
+    const table = client.query<{ sql: string }, []>("SELECT sql FROM sqlite_master WHERE name = 'contacts'").get()!.sql
+    client.run('PRAGMA foreign_keys = OFF')
+    client.run(table.replace('CREATE TABLE `contacts`', 'CREATE TABLE `__new_contacts`'))
+    client.run('INSERT INTO __new_contacts SELECT * FROM contacts')
+    client.run('DROP TABLE contacts')
+    client.run('ALTER TABLE __new_contacts RENAME TO contacts')
+    expect(client.query("SELECT name FROM sqlite_master WHERE name LIKE 'segment_members_%'").all()).toEqual([])
+    expect(segmentSource(deps, id).indexed).toBe(false)
+    expect(await countSegment(deps, id)).toEqual({ count: 6 })
+    client.close()
+
+    expect(await startOnce()).toBe(0)
+    deps = testDeps({}, file)
+    expect(deps.db.$client.query("SELECT name FROM sqlite_master WHERE name LIKE 'segment_members_%'").all()).toEqual([{ name: `segment_members_${id}` }])
+    expect(segmentSource(deps, id).indexed).toBe(true)
+    expect(await countSegment(deps, id)).toEqual({ count: 6 })
+    deps.db.$client.close()
   })
 })

@@ -33,6 +33,8 @@ const statements = preparedFor((db: Db) => ({
   customFields: db.$client.prepare<{ key: string; type: CustomFieldType; options: string }, []>('SELECT key, type, options FROM custom_fields'),
   listExists: db.$client.prepare<{ one: number }, [number]>('SELECT 1 AS one FROM lists WHERE id = ?'),
   statusCounts: db.$client.prepare<{ status: string; n: number }, []>('SELECT status, sum(n) AS n FROM contact_counts GROUP BY status'),
+  indexExists: db.$client.prepare<{ one: number }, [string]>("SELECT 1 AS one FROM sqlite_master WHERE type = 'index' AND name = ?"),
+  indexedSegments: db.$client.prepare<{ id: number; index_where: string }, []>('SELECT id, index_where FROM segments WHERE index_where IS NOT NULL'),
 }))
 
 /** The custom fields and lists as they are now, for the rule compiler. */
@@ -175,8 +177,24 @@ function setMemberIndex(deps: Deps, id: number, where: string | null): void {
  */
 function sourceOf(deps: Deps, segment: Row): Source {
   const compiled = compileSaved(deps, segment)
-  if (segment.index_where === null || indexTextOf(deps, segment.rules, deps.clock.now()) !== segment.index_where) return scanOf(compiled)
-  return { from: `contacts INDEXED BY ${memberIndex(segment.id)}`, where: segment.index_where, params: [], indexed: true }
+  const where = segment.index_where
+  if (where === null || indexTextOf(deps, segment.rules, deps.clock.now()) !== where) return scanOf(compiled)
+  // INDEXED BY a missing index is an error, not a scan: a count never fails for want of one.
+  if (!statements(deps.db).indexExists.get(memberIndex(segment.id))) return scanOf(compiled)
+  return { from: `contacts INDEXED BY ${memberIndex(segment.id)}`, where, params: [], indexed: true }
+}
+
+/**
+ * Creates the member indexes that are missing, and names their segments. A migration that
+ * rebuilds `contacts` (drizzle-kit does for some column changes: a new table, the rows
+ * copied, the old one dropped) drops every index on it, these too. Run at start, after the
+ * migrations (cli.ts); each one reads every contact once.
+ */
+export function restoreMemberIndexes(deps: Deps): number[] {
+  const s = statements(deps.db)
+  const missing = s.indexedSegments.all().filter((r) => !s.indexExists.get(memberIndex(r.id)))
+  for (const r of missing) deps.db.$client.run(memberIndexSql(r.id, r.index_where))
+  return missing.map((r) => r.id)
 }
 
 /** Where a saved segment's count and pages read its contacts from (404 / 409 as GET count). */

@@ -1,5 +1,6 @@
 import { expect, test } from 'bun:test'
 import type { Deps } from '../../src/deps'
+import { audienceSql, countAudience } from '../../src/modules/broadcasts/audience'
 import { prepareStep } from '../../src/modules/broadcasts/prepare'
 import { startBroadcasts } from '../../src/modules/broadcasts/runner'
 import { broadcastRow, renderArchiveCopy, sendBroadcastTest } from '../../src/modules/broadcasts/render'
@@ -100,6 +101,51 @@ test('the snapshot: lists minus exclusions, subscribed only, one row per address
   expect(b2.status).toBe('sending')
   const started = deps.db.$client.query("SELECT count(*) AS n FROM events WHERE broadcast_id = ? AND kind = 'broadcast.started'").get(id) as { n: number }
   expect(started.n).toBe(1)
+})
+
+test('indexed segments (the audience, an exclusion) give the same recipients as the same rules unindexed, read through their member indexes', () => {
+  const deps = testDeps()
+  const names = ['Keep', 'Drop', 'Skip']
+  const a = seed(
+    deps,
+    'A',
+    Array.from({ length: 40 }, (_, i) => [`u${i}@example.net`, names[i % 3]!, i % 7 ? 'subscribed' : 'unsubscribed'] as [string, string, string]),
+  )
+  // Some of the same addresses on a second list: one message per address.
+  seed(
+    deps,
+    'B',
+    Array.from({ length: 10 }, (_, i) => [`u${i * 2}@example.net`, 'Keep'] as [string, string]),
+  )
+  const keep = {
+    any: [
+      { field: 'first_name', op: 'eq', value: 'Keep' },
+      { field: 'email', op: 'starts_with', value: 'u1' },
+    ],
+  }
+  const skip = { all: [{ field: 'first_name', op: 'eq', value: 'Skip' }] }
+  const audiences = [true, false].map((indexed) => ({
+    list_ids: [] as number[],
+    segment_id: createSegment(deps, { name: `keep ${indexed}`, rules: keep, indexed }).id,
+    exclude_list_ids: [] as number[],
+    exclude_segment_ids: [createSegment(deps, { name: `skip ${indexed}`, rules: skip, indexed }).id],
+  }))
+  const [viaIndex, viaScan] = audiences.map((spec) => audienceSql(deps, spec))
+  expect(viaIndex!.from).toBe(`contacts INDEXED BY segment_members_${audiences[0]!.segment_id}`)
+  expect(viaIndex!.where).toContain(`FROM contacts INDEXED BY segment_members_${audiences[0]!.exclude_segment_ids[0]} WHERE`)
+  expect(viaScan!.from).toBe('contacts')
+  // With a list as well, SQLite chooses between the list's index and the segment's.
+  expect(audienceSql(deps, { ...audiences[0]!, list_ids: [a] }).from).toBe('contacts')
+
+  const prepared = audiences.map((spec) => {
+    const id = broadcast(deps, spec)
+    while (!prepareStep(deps, id, 7));
+    return rows(deps, id).map((r) => r.email)
+  })
+  expect(prepared[0]!.length).toBeGreaterThan(10)
+  expect(prepared[0]).toEqual(prepared[1]!)
+  expect(new Set(prepared[0]).size).toBe(prepared[0]!.length)
+  for (const spec of audiences) expect(countAudience(deps, spec)).toBe(prepared[0]!.length)
 })
 
 test('a segment narrows the lists; rotation spreads versions by weight; a paused broadcast is not prepared', () => {

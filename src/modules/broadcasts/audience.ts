@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps'
 import type { SqlValue } from '../segments/rules'
-import { compiledSegment } from '../segments/service'
+import { segmentSource } from '../segments/service'
 
 /** Who a broadcast goes to, as stored on the broadcast (and sent to POST /audience-count). */
 export interface AudienceSpec {
@@ -10,8 +10,10 @@ export interface AudienceSpec {
   exclude_segment_ids: number[]
 }
 
-/** One boolean SQL condition over `FROM contacts` (not aliased), with its bound parameters. */
+/** One boolean SQL condition over `FROM <from>` (`contacts`, not aliased), with its bound parameters. */
 export interface AudienceSql {
+  /** `contacts`, or `contacts INDEXED BY` the member index of the broadcast's indexed segment. */
+  from: string
   where: string
   params: SqlValue[]
 }
@@ -40,9 +42,9 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
  *
  * The engine's snapshot is meant to be chunks of
  *   INSERT OR IGNORE INTO broadcast_recipients (broadcast_id, contact_id, list_id, email, ...)
- *   SELECT ?, contacts.id, contacts.list_id, contacts.email, ... FROM contacts
+ *   SELECT ?, contacts.id, contacts.list_id, contacts.email, ... FROM <from>
  *   WHERE <where> AND contacts.id > <prepare_cursor> ORDER BY contacts.id LIMIT <chunk>
- * with the same `where` and `params`: then it writes exactly the rows this counts.
+ * with the same `from`, `where` and `params`: then it writes exactly the rows this counts.
  */
 export function audienceSql(deps: Deps, spec: AudienceSpec): AudienceSql {
   const terms: string[] = ["contacts.status = 'subscribed'"]
@@ -51,10 +53,14 @@ export function audienceSql(deps: Deps, spec: AudienceSpec): AudienceSql {
     terms.push(`contacts.list_id IN (${placeholders(spec.list_ids.length)})`)
     params.push(...spec.list_ids)
   }
+  let from = 'contacts'
   if (spec.segment_id != null) {
-    const seg = compiledSegment(deps, spec.segment_id)
+    const seg = segmentSource(deps, spec.segment_id)
     terms.push(`(${seg.where})`)
     params.push(...seg.params)
+    // An indexed segment alone: its member index is the audience (segments/service.ts). With
+    // lists too, a small list's index may be the shorter way, so SQLite chooses.
+    if (spec.list_ids.length === 0) from = seg.from
   }
   if (spec.list_ids.length === 0 && spec.segment_id == null) terms.push('0')
   if (spec.exclude_list_ids.length) {
@@ -62,19 +68,20 @@ export function audienceSql(deps: Deps, spec: AudienceSpec): AudienceSql {
     params.push(...spec.exclude_list_ids)
   }
   for (const id of spec.exclude_segment_ids) {
-    const seg = compiledSegment(deps, id)
-    terms.push(`contacts.email NOT IN (SELECT email FROM contacts WHERE ${seg.where})`)
+    // An indexed exclusion segment's addresses are read through its member index.
+    const seg = segmentSource(deps, id)
+    terms.push(`contacts.email NOT IN (SELECT email FROM ${seg.from} WHERE ${seg.where})`)
     params.push(...seg.params)
   }
-  return { where: terms.join(' AND '), params }
+  return { from, where: terms.join(' AND '), params }
 }
 
 /** How many distinct addresses an audience reaches now: one COUNT over `audienceSql`, nothing loaded. */
 export function countAudience(deps: Deps, spec: AudienceSpec): number {
-  const { where, params } = audienceSql(deps, spec)
+  const { from, where, params } = audienceSql(deps, spec)
   // On one list an address is there once (contacts_list_email_unique): a plain COUNT, no sort of the addresses.
   const what = spec.list_ids.length === 1 ? 'COUNT(*)' : 'COUNT(DISTINCT contacts.email)'
-  const stmt = deps.db.$client.prepare<{ n: number }, SqlValue[]>(`SELECT ${what} AS n FROM contacts WHERE ${where}`)
+  const stmt = deps.db.$client.prepare<{ n: number }, SqlValue[]>(`SELECT ${what} AS n FROM ${from} WHERE ${where}`)
   try {
     return stmt.get(...params)!.n
   } finally {

@@ -56,7 +56,7 @@ function audienceInsert(deps: Deps, b: BroadcastRow): { sql: string; params: Sql
   // `contacts` stays unaliased: the segment compiler's subqueries refer to contacts.email.
   return {
     sql: `INSERT INTO broadcast_recipients (broadcast_id, contact_id, list_id, email, state, sample, updated_at)
-      SELECT ?, contacts.id, contacts.list_id, contacts.email, 'pending', 0, ? FROM contacts
+      SELECT ?, contacts.id, contacts.list_id, contacts.email, 'pending', 0, ? FROM ${audience.from}
       WHERE contacts.id > ? AND contacts.id <= ? AND ${audience.where}
       ORDER BY contacts.id
       ON CONFLICT (broadcast_id, email) DO NOTHING`,

@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util'
 import { compileRules } from '../src/modules/segments/rules'
 import { COUNT_MMAP_BYTES } from '../src/modules/segments/count-worker'
 import { runLimit } from './audience'
-import { SEGMENT_MIN_SEATS } from './support/audience-data'
+import { CUSTOM_FIELDS, SEGMENT_RULES } from './support/audience-data'
 import { fmtMs, median, textTable } from './support/report'
 
 const { values } = parseArgs({ args: process.argv.slice(2), options: { rows: { type: 'string' }, rounds: { type: 'string' } } })
@@ -30,25 +30,11 @@ try {
   await runLimit(dir, rows, 1, 180_000)
   const path = join(dir, 'limit.db')
 
-  const compiled = compileRules(
-    {
-      all: [
-        { field: 'status', op: 'eq', value: 'subscribed' },
-        { field: 'fields.plan', op: 'eq', value: 'pro' },
-        { field: 'fields.seats', op: 'gte', value: SEGMENT_MIN_SEATS },
-      ],
-    },
-    {
-      now: Date.now(),
-      checkReferences: false,
-      catalog: {
-        customField: (key) =>
-          key === 'plan' ? { key, type: 'one_of', options: ['free', 'pro', 'team'] } : key === 'seats' ? { key, type: 'number', options: [] } : undefined,
-        listExists: () => true,
-        statusShare: () => 1,
-      },
-    },
-  )
+  const compiled = compileRules(SEGMENT_RULES, {
+    now: Date.now(),
+    checkReferences: false,
+    catalog: { customField: (key) => CUSTOM_FIELDS.find((f) => f.key === key), listExists: () => true, statusShare: () => 1 },
+  })
   if (!compiled.ok) throw new Error(JSON.stringify(compiled.errors))
   const asJson = compiled.where.replace(/CAST\(substr\(contacts\.fields, [^)]*\), 0\) \+ \d+, 32\) AS NUMERIC\)/, "json_extract(contacts.fields, '$.seats')")
   const queries: Array<[string, string, unknown[]]> = [

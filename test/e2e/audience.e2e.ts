@@ -277,6 +277,11 @@ test(
     expect(await page.getByRole('switch', { name: 'Indexed' }).getAttribute('aria-checked')).toBe('true')
     await shot(page, 'segments', { theme: 'light' })
     await shot(page, 'segments', { theme: 'dark' })
+    // A relative date cannot be indexed: the refusal shows at the switch, and nothing is saved.
+    await page.getByRole('button', { name: 'Add condition' }).click()
+    await choose(page, 'Field', 'Created', 2)
+    await page.getByRole('button', { name: 'Save changes' }).click()
+    await page.getByText(/must be false for rules with relative dates/).waitFor()
     await page.getByRole('link', { name: 'All segments' }).click()
     await page.getByRole('row', { name: /Pro subscribers\s*Indexed/ }).waitFor()
     await shot(page, 'segments-list', { theme: 'light' })

@@ -233,8 +233,12 @@ describe('indexed segments', () => {
     expect((await a.call('GET', `/api/v2/segments/${id}/count`)).count).toBe((await a.call('GET', `/api/v2/segments/${scanned}/count`)).count)
     expect((await a.call('GET', `/api/v2/segments/${id}/count`)).count).not.toBe(before)
 
-    // A rename leaves the index alone.
+    // A rename leaves the index alone, and so do the same rules sent again (as the console's save does): no schema change.
+    const schemaVersion = () => a.t.deps.db.$client.query<{ schema_version: number }, []>('PRAGMA schema_version').get()!.schema_version
+    const version = schemaVersion()
     expect((await a.call('PATCH', `/api/v2/segments/${id}`, { name: 'vips' })).indexed).toBe(true)
+    expect((await a.call('PATCH', `/api/v2/segments/${id}`, { name: 'vips', rules: vip, indexed: true })).indexed).toBe(true)
+    expect(schemaVersion()).toBe(version)
     expect((await a.call('PATCH', `/api/v2/segments/${id}`, { indexed: false })).indexed).toBe(false)
     expect(indexNames(a)).toEqual([])
     expect(a.t.deps.db.$client.query('SELECT index_where FROM segments WHERE id = ?').get(id)).toEqual({ index_where: null })

@@ -237,9 +237,10 @@ export function listSegments(deps: Deps, query: { page?: number; per_page?: numb
 }
 
 /**
- * Changes name, description, rules or `indexed`; new rules are checked like on create. The
- * member index is rebuilt when the rules or `indexed` are given (saving an indexed segment
- * again rebuilds it), in the same transaction as the row.
+ * Changes name, description, rules or `indexed`; new rules are checked like on create. When
+ * the rules or `indexed` are given, the member index is created, rebuilt or dropped to match,
+ * in the same transaction as the row; an index already built on the same text is kept (a
+ * console save sends the rules every time, and a rebuild reads every contact).
  */
 export function updateSegment(deps: Deps, id: number, input: Partial<SegmentInput>): SegmentView {
   const current = findSegment(deps, id)
@@ -250,9 +251,10 @@ export function updateSegment(deps: Deps, id: number, input: Partial<SegmentInpu
   const indexed = input.indexed ?? current.index_where !== null
   const reindex = input.rules !== undefined || input.indexed !== undefined
   const where = reindex && indexed ? indexWhereFor(deps, patch.rules ?? current.rules) : null
+  const kept = where !== null && where === current.index_where && statements(deps.db).indexExists.get(memberIndex(id)) !== null
   deps.db.$client.transaction(() => {
     deps.db.update(segments).set(patch).where(eq(segments.id, id)).run()
-    if (reindex) setMemberIndex(deps, id, where)
+    if (reindex && !kept) setMemberIndex(deps, id, where)
   })()
   return getSegment(deps, id)
 }

@@ -3,7 +3,7 @@ import { prng } from '../../bench/support/prng'
 import { join } from 'node:path'
 import { runCli } from '../../src/cli'
 import { systemClock } from '../../src/lib/clock'
-import { countSegment, createSegment, segmentSource } from '../../src/modules/segments/service'
+import { countSegment, createSegment, MAX_INDEXED_SEGMENTS, segmentSource } from '../../src/modules/segments/service'
 import { testApp, testDeps } from '../support/app'
 import { tempDir } from '../support/temp-dirs'
 
@@ -278,6 +278,23 @@ describe('indexed segments', () => {
     expect(indexNames(a)).toEqual([`segment_members_${id}`])
     // The same rules unindexed are fine.
     expect((await a.call('PATCH', `/api/v2/segments/${id}`, { rules: refusals[0]![0], indexed: false })).indexed).toBe(false)
+  })
+
+  test(`at most ${MAX_INDEXED_SEGMENTS} segments are indexed at once: every one costs every contact write`, async () => {
+    const a = await audience()
+    const ids: number[] = []
+    for (let i = 0; i < MAX_INDEXED_SEGMENTS; i++)
+      ids.push((await a.call('POST', '/api/v2/segments', { name: `s${i}`, rules: RULES[i % RULES.length], indexed: true })).id)
+    const over = await a.t.call('POST', '/api/v2/segments', { key: a.admin.key, body: { name: 'one more', rules: RULES[0], indexed: true } })
+    expect(over.status).toBe(422)
+    expect(over.body.error.details.indexed[0]).toContain(`at most ${MAX_INDEXED_SEGMENTS} segments can be indexed`)
+    const plain = (await a.call('POST', '/api/v2/segments', { name: 'plain', rules: RULES[0] })).id
+    expect((await a.t.call('PATCH', `/api/v2/segments/${plain}`, { key: a.admin.key, body: { indexed: true } })).status).toBe(422)
+    // An indexed segment saved again, or with new rules, is not one more.
+    expect((await a.call('PATCH', `/api/v2/segments/${ids[0]}`, { rules: RULES[1], indexed: true })).indexed).toBe(true)
+    await a.call('PATCH', `/api/v2/segments/${ids[1]}`, { indexed: false })
+    expect((await a.call('PATCH', `/api/v2/segments/${plain}`, { indexed: true })).indexed).toBe(true)
+    expect(indexNames(a).length).toBe(MAX_INDEXED_SEGMENTS)
   })
 
   test('when the rules no longer compile to the index text, the count scans (same answer); a deleted custom field is a 409 as for any segment', async () => {

@@ -121,6 +121,13 @@ function countWhere(deps: Deps, source: Source): number {
 
 const DAY_MS = 86_400_000
 
+/**
+ * Indexed segments at most. Each one makes every write to contacts test its rules and keep
+ * its index (about 1.1x the time of a million inserts for one, docs/benchmarks.md), so an
+ * unbounded number would let one API key slow every import and send down.
+ */
+export const MAX_INDEXED_SEGMENTS = 25
+
 /** The partial index holding an indexed segment's members (created with its row, dropped with it). */
 function memberIndex(id: number): string {
   return `segment_members_${id}`
@@ -137,12 +144,17 @@ function indexTextOf(deps: Deps, rules: unknown, now: number): string | null {
 
 /**
  * The WHERE of an indexed segment's partial index, or a 422 on `indexed` saying why these
- * rules cannot have one. SQLite keeps a partial index right on every write to contacts, so
+ * rules cannot have one, or that MAX_INDEXED_SEGMENTS other segments are indexed already. SQLite keeps a partial index right on every write to contacts, so
  * the condition may depend on the contact's own row only: not on the clock (relative
  * dates; compiled a day apart, the text differs) nor on other rows (a subquery: in_list,
  * not_in_list; SQLite refuses those in an index).
  */
-function indexWhereFor(deps: Deps, rules: unknown): string {
+function indexWhereFor(deps: Deps, rules: unknown, segmentId: number | null): string {
+  const others = statements(deps.db)
+    .indexedSegments.all()
+    .filter((r) => r.id !== segmentId).length
+  if (others >= MAX_INDEXED_SEGMENTS)
+    throw invalidField('indexed', `at most ${MAX_INDEXED_SEGMENTS} segments can be indexed, and ${others} are; turn indexing off on one of them first`)
   const now = deps.clock.now()
   const text = indexTextOf(deps, rules, now)
   if (text === null) throw invalidField('indexed', 'must be false: a value of these rules holds a NUL character, which cannot be written into an index')
@@ -212,7 +224,7 @@ export interface SegmentInput {
 /** Saves a segment after checking its rules; the stored tree is the canonical one. An indexed segment's index is built before the answer. */
 export function createSegment(deps: Deps, input: SegmentInput): SegmentView {
   const compiled = compileInput(deps, input.rules)
-  const where = input.indexed ? indexWhereFor(deps, compiled.rules) : null
+  const where = input.indexed ? indexWhereFor(deps, compiled.rules, null) : null
   const now = deps.clock.now()
   return deps.db.$client.transaction(() => {
     const row = deps.db
@@ -250,7 +262,7 @@ export function updateSegment(deps: Deps, id: number, input: Partial<SegmentInpu
   if (input.rules !== undefined) patch.rules = compileInput(deps, input.rules).rules
   const indexed = input.indexed ?? current.index_where !== null
   const reindex = input.rules !== undefined || input.indexed !== undefined
-  const where = reindex && indexed ? indexWhereFor(deps, patch.rules ?? current.rules) : null
+  const where = reindex && indexed ? indexWhereFor(deps, patch.rules ?? current.rules, id) : null
   const kept = where !== null && where === current.index_where && statements(deps.db).indexExists.get(memberIndex(id)) !== null
   deps.db.$client.transaction(() => {
     deps.db.update(segments).set(patch).where(eq(segments.id, id)).run()

@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { MAX_CONDITIONS, MAX_DEPTH, OPERATORS, FIELD_TYPES } from './rules'
+import { MAX_CONDITIONS, MAX_DEPTH, MAX_INDEXED_SEGMENTS, OPERATORS, FIELD_TYPES } from './rules'
 import { enumOf, NameString, Timestamps } from '../../http/schemas'
 
 /**
@@ -28,7 +28,8 @@ export const RulesSchema = t.Unknown({
 const INDEXED_HELP = [
   'Keep the members in an index of their own, so that counts and pages of members read only that index',
   '(a few milliseconds on a million contacts instead of a scan of them all), at the cost of a little work on every contact write.',
-  'Building it reads every contact once, before the answer. Not for rules with relative dates, in_list or not_in_list.',
+  'Building it reads every contact once, before the answer. Not for rules with relative dates, in_list or not_in_list;',
+  `at most ${MAX_INDEXED_SEGMENTS} segments are indexed at once.`,
 ].join(' ')
 
 export const SegmentSchema = t.Object({

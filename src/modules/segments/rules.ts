@@ -28,6 +28,13 @@ export const MAX_VALUES = 500
 export const MAX_TEXT = 2000
 /** Largest `days_ago` / `days_from_now`, about a century. */
 export const MAX_DAYS = 36_500
+/**
+ * Indexed segments at most (service.ts). Each one makes every write to contacts test its
+ * rules and keep its index (about 1.1x the time of a million inserts for one,
+ * docs/benchmarks.md), so an unbounded number would let one API key slow every import and
+ * send down.
+ */
+export const MAX_INDEXED_SEGMENTS = 25
 
 const DAY_MS = 86_400_000
 /** Custom field keys as the custom field API creates them: lower snake case. */

@@ -15,6 +15,7 @@ import {
   compileRules,
   describeFields,
   inlineParams,
+  MAX_INDEXED_SEGMENTS,
   type FieldDescription,
   type CompiledRules,
   type CustomFieldInfo,
@@ -121,13 +122,6 @@ function countWhere(deps: Deps, source: Source): number {
 
 const DAY_MS = 86_400_000
 
-/**
- * Indexed segments at most. Each one makes every write to contacts test its rules and keep
- * its index (about 1.1x the time of a million inserts for one, docs/benchmarks.md), so an
- * unbounded number would let one API key slow every import and send down.
- */
-export const MAX_INDEXED_SEGMENTS = 25
-
 /** The partial index holding an indexed segment's members (created with its row, dropped with it). */
 function memberIndex(id: number): string {
   return `segment_members_${id}`
@@ -143,11 +137,11 @@ function indexTextOf(deps: Deps, rules: unknown, now: number): string | null {
 }
 
 /**
- * The WHERE of an indexed segment's partial index, or a 422 on `indexed` saying why these
- * rules cannot have one, or that MAX_INDEXED_SEGMENTS other segments are indexed already. SQLite keeps a partial index right on every write to contacts, so
- * the condition may depend on the contact's own row only: not on the clock (relative
- * dates; compiled a day apart, the text differs) nor on other rows (a subquery: in_list,
- * not_in_list; SQLite refuses those in an index).
+ * The WHERE of an indexed segment's partial index, or a 422 on `indexed`: MAX_INDEXED_SEGMENTS
+ * other segments are indexed already, or these rules cannot have one. SQLite keeps a partial
+ * index right on every write to contacts, so the condition may depend on the contact's own
+ * row only: not on the clock (relative dates; compiled a day apart, the text differs) nor on
+ * other rows (a subquery: in_list, not_in_list; SQLite refuses those in an index).
  */
 function indexWhereFor(deps: Deps, rules: unknown, segmentId: number | null): string {
   const others = statements(deps.db)

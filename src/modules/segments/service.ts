@@ -90,7 +90,7 @@ function findSegment(deps: Deps, id: number): Row {
 /**
  * Where a segment's contacts are read from: `contacts` with the compiled condition, or, for
  * an indexed segment, `contacts INDEXED BY` its partial index with the index's own WHERE
- * (parameters written in), which SQLite answers from the index alone.
+ * (parameters written in), which SQLite counts from the index alone and pages through it.
  */
 export interface Source {
   from: string

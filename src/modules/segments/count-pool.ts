@@ -6,10 +6,7 @@ import type { Logger } from '../../lib/logger'
 import { startWorker, type WorkerClient } from '../../lib/worker-client'
 import { workerUrl } from '../../lib/worker-url'
 import type { CountRequest } from './count-worker'
-import type { CompiledRules, SqlValue } from './rules'
-
-/** What a count needs of compiled rules: the condition and its parameters. */
-type Condition = Pick<CompiledRules, 'where' | 'params'>
+import type { Condition, SqlValue } from './rules'
 
 /**
  * The parallel segment count. A segment whose conditions no index serves (custom fields,

@@ -36,7 +36,7 @@ export const MAX_DAYS = 36_500
  */
 export const MAX_INDEXED_SEGMENTS = 25
 
-const DAY_MS = 86_400_000
+export const DAY_MS = 86_400_000
 /** Custom field keys as the custom field API creates them: lower snake case. */
 const CUSTOM_KEY = /^[a-z][a-z0-9_]{0,62}$/
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/
@@ -101,6 +101,9 @@ export interface CompiledRules {
   /** The canonical tree to store: unknown properties dropped, relative values kept as given. */
   rules: RuleNode
 }
+
+/** What a query needs of compiled rules: the condition and its parameters. */
+export type Condition = Pick<CompiledRules, 'where' | 'params'>
 
 export type CompileResult = ({ ok: true } & CompiledRules) | { ok: false; errors: ErrorDetails }
 

@@ -14,10 +14,12 @@ import type { SegmentView } from './model'
 import {
   compileRules,
   describeFields,
+  DAY_MS,
   inlineParams,
   MAX_INDEXED_SEGMENTS,
   type FieldDescription,
   type CompiledRules,
+  type Condition,
   type CustomFieldInfo,
   type RuleCatalog,
   type RuleNode,
@@ -99,7 +101,7 @@ export interface Source {
   indexed: boolean
 }
 
-const scanOf = (compiled: Pick<CompiledRules, 'where' | 'params'>): Source => ({
+const scanOf = (compiled: Condition): Source => ({
   from: 'contacts',
   where: compiled.where,
   params: compiled.params,
@@ -119,8 +121,6 @@ function countWhere(deps: Deps, source: Source): number {
 // ---------------------------------------------------------------------------------------
 // Indexed segments
 // ---------------------------------------------------------------------------------------
-
-const DAY_MS = 86_400_000
 
 /** The partial index holding an indexed segment's members (created with its row, dropped with it). */
 function memberIndex(id: number): string {
@@ -168,25 +168,29 @@ export function memberIndexSql(id: number, where: string): string {
 
 /** Creates, replaces or drops a segment's member index and records its WHERE; inside the caller's transaction. */
 function setMemberIndex(deps: Deps, id: number, where: string | null): void {
-  const client = deps.db.$client
-  client.run(`DROP INDEX IF EXISTS ${memberIndex(id)}`)
-  if (where !== null) client.run(memberIndexSql(id, where))
-  client.run('UPDATE segments SET index_where = ? WHERE id = ?', [where, id])
+  dropMemberIndex(deps, id)
+  if (where !== null) deps.db.$client.run(memberIndexSql(id, where))
+  deps.db.$client.run('UPDATE segments SET index_where = ? WHERE id = ?', [where, id])
+}
+
+function dropMemberIndex(deps: Deps, id: number): void {
+  deps.db.$client.run(`DROP INDEX IF EXISTS ${memberIndex(id)}`)
 }
 
 /**
- * Where to read a saved segment's contacts from. Its rules are compiled first (a 409 when
- * they went stale, as for any segment); an indexed segment reads its index when its rules
- * still compile to the index's WHERE. A release whose compiler writes them otherwise finds
- * a different text and scans (the same contacts, more slowly) until the segment is saved
- * again, which rebuilds the index.
+ * Where to read a saved segment's contacts from. An indexed segment reads its index when its
+ * rules still compile to the index's WHERE (which they do only if they compile at all) and
+ * the index exists. Otherwise the rules are compiled as for any segment (a 409 when they went
+ * stale) and scanned: a release whose compiler writes them otherwise finds a different text
+ * and scans (the same contacts, more slowly) until the segment is saved again, which rebuilds
+ * the index; INDEXED BY a missing index would be an error, and a count never fails for want
+ * of one.
  */
 function sourceOf(deps: Deps, segment: Row): Source {
-  const compiled = compileSaved(deps, segment)
   const where = segment.index_where
-  if (where === null || indexTextOf(deps, segment.rules, deps.clock.now()) !== where) return scanOf(compiled)
-  // INDEXED BY a missing index is an error, not a scan: a count never fails for want of one.
-  if (!statements(deps.db).indexExists.get(memberIndex(segment.id))) return scanOf(compiled)
+  const served =
+    where !== null && indexTextOf(deps, segment.rules, deps.clock.now()) === where && statements(deps.db).indexExists.get(memberIndex(segment.id)) !== null
+  if (!served) return scanOf(compileSaved(deps, segment))
   return { from: `contacts INDEXED BY ${memberIndex(segment.id)}`, where, params: [], indexed: true }
 }
 
@@ -269,7 +273,7 @@ export function updateSegment(deps: Deps, id: number, input: Partial<SegmentInpu
 export function deleteSegments(deps: Deps, ids: number[]): BulkDeleteOutcome {
   return deps.db.$client.transaction(() =>
     bulkDeleteByIds(deps.db, segments, ids, (deleted) => {
-      for (const id of deleted) deps.db.$client.run(`DROP INDEX IF EXISTS ${memberIndex(id)}`)
+      for (const id of deleted) dropMemberIndex(deps, id)
     }),
   )()
 }
@@ -278,7 +282,7 @@ export function deleteSegments(deps: Deps, ids: number[]): BulkDeleteOutcome {
  * A count on its own (not part of a read transaction): on a large file database a full scan
  * runs on worker threads, cut by rowid (count-pool.ts), otherwise on the server's connection.
  */
-async function countMatching(deps: Deps, compiled: Pick<CompiledRules, 'where' | 'params'>): Promise<number> {
+async function countMatching(deps: Deps, compiled: Condition): Promise<number> {
   return (await parallelCount(deps, compiled)) ?? countWhere(deps, scanOf(compiled))
 }
 

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { startBenchDns, startSilentMx } from './delivery'
+import { DOMAIN, HTML, startBenchDns, startSilentMx } from './delivery'
 import { fmtInt, fmtMs, machineInfo, markdownTable, median, textTable, writeDocSection } from './support/report'
 import { startMailroom, startServer, stopAll, type MailroomInstance, type ServerProcess } from './support/servers'
 import { findWrk, requestScript, runWrk, WRK_INSTALL_HINT, wrkVersion, type WrkResult } from './support/wrk'
@@ -27,9 +27,7 @@ const HELP = `Usage: bun bench/accept.ts [options]   (or: npm run bench -- accep
   --dry-run         print the results without rewriting docs/benchmarks.md
 `
 
-/** About 5 KB of HTML, as in bench/delivery.ts. */
-const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(55)}</body></html>`
-export const ACCEPT_BODY = JSON.stringify({ from: 'Bench <ada@bench.example>', to: 'user@bench.example', subject: 'Benchmark message', html: HTML })
+export const ACCEPT_BODY = JSON.stringify({ from: `Bench <ada@${DOMAIN}>`, to: `user@${DOMAIN}`, subject: 'Benchmark message', html: HTML })
 
 /**
  * How the accept benchmarks start Mailroom: its DNS the benchmark's (startBenchDns), whose MX

@@ -34,7 +34,8 @@ const AIM_UNSIGNED_OVER_PLAIN = 0.8
 const AIM_OWN_CPU_MS = 0.2
 const AIM_DNS_PER_MESSAGE = 0.01
 const AIM_FOOTPRINT_MIB = 300
-const DOMAIN = 'bench.example'
+/** The recipients' domain of every delivery benchmark (its MX is the sink, in the benchmark's DNS). */
+export const DOMAIN = 'bench.example'
 /** Printed with the results: why the runs are warmed up. */
 const WARMUP_NOTE =
   'So both sides are measured warm: the plain client (nodemailer, in this process) and each Mailroom server have had their hot paths compiled by the JIT before the clock starts (in a cold 10,000-message run the JIT threads of the server used 1.95 s of CPU against 9.6 s on its main thread). Postfix, native code, is not warmed.'
@@ -52,8 +53,8 @@ const HELP = `Usage: bun bench/delivery.ts [options]   (or: npm run bench -- del
   --dry-run         print the results without rewriting docs/benchmarks.md
 `
 
-/** About 5 KB of HTML, the same for every message. */
-const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(55)}</body></html>`
+/** About 5 KB of HTML, the same for every message (the accept benchmark and transport-alone.ts send it too). */
+export const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(55)}</body></html>`
 
 export async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs

@@ -15,14 +15,12 @@ import { parseArgs } from 'node:util'
 import { createTransport } from '../../src/delivery/transport'
 import { createResolver } from '../../src/lib/dns'
 import { memoryLogger } from '../../src/lib/logger'
-import { startBenchDns } from '../delivery'
+import { DOMAIN, HTML, startBenchDns } from '../delivery'
 import { readProcCpuSplitMs } from './proc'
 import { startCountingSink, stopAll } from './servers'
 
 const { values } = parseArgs({ args: process.argv.slice(2), options: { messages: { type: 'string' } } })
 const n = Number(values.messages ?? 6000)
-const DOMAIN = 'bench.example'
-const HTML = `<html><body>${'<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.</p>\n'.repeat(55)}</body></html>`
 const built = await nodemailer
   .createTransport({ streamTransport: true, buffer: true })
   .sendMail({ from: `ada@${DOMAIN}`, to: `user@${DOMAIN}`, subject: 'Benchmark message', html: HTML })
